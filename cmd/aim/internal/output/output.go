@@ -1,0 +1,119 @@
+// Package output writes result files so that an interrupted or failed job never leaves a half
+// file: each file is opened as a temporary beside its final path before any work starts (so an
+// unwritable path fails at once), and renamed into place only when the job succeeds.
+package output
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Pending is a file being written under a temporary name beside its final path.
+type Pending struct {
+	final string
+	f     *os.File
+}
+
+// Create makes the folder of path if needed and opens a temporary file beside path.
+func Create(path string) (*Pending, error) {
+	if path == "" {
+		return nil, fmt.Errorf("empty output path")
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("output %s: cannot create its folder: %w", path, err)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("output %s: is a folder", path)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return nil, fmt.Errorf("output %s: cannot write there: %w", path, err)
+	}
+	return &Pending{final: path, f: f}, nil
+}
+
+// File returns the temporary file to write to.
+func (p *Pending) File() *os.File { return p.f }
+
+// Path returns the final path.
+func (p *Pending) Path() string { return p.final }
+
+// Commit flushes the temporary file to disk and renames it to the final path.
+func (p *Pending) Commit() error {
+	if err := p.f.Sync(); err != nil {
+		p.Abort()
+		return fmt.Errorf("output %s: %w", p.final, err)
+	}
+	if err := p.f.Close(); err != nil {
+		os.Remove(p.f.Name())
+		return fmt.Errorf("output %s: %w", p.final, err)
+	}
+	if err := os.Chmod(p.f.Name(), 0o644); err != nil {
+		os.Remove(p.f.Name())
+		return fmt.Errorf("output %s: %w", p.final, err)
+	}
+	if err := os.Rename(p.f.Name(), p.final); err != nil {
+		os.Remove(p.f.Name())
+		return fmt.Errorf("output %s: %w", p.final, err)
+	}
+	return nil
+}
+
+// Abort closes and removes the temporary file; the final path is left untouched.
+func (p *Pending) Abort() {
+	p.f.Close()
+	os.Remove(p.f.Name())
+}
+
+// Set is a group of pending files that are committed or aborted together.
+type Set []*Pending
+
+// Add opens path as a pending file of the set.
+func (s *Set) Add(path string) (*Pending, error) {
+	p, err := Create(path)
+	if err != nil {
+		return nil, err
+	}
+	*s = append(*s, p)
+	return p, nil
+}
+
+// Commit commits every file of the set, in order.
+func (s Set) Commit() error {
+	for i, p := range s {
+		if err := p.Commit(); err != nil {
+			for _, q := range s[i+1:] {
+				q.Abort()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// Abort removes every temporary file of the set.
+func (s Set) Abort() {
+	for _, p := range s {
+		p.Abort()
+	}
+}
+
+// ManifestPath returns the JSON manifest path that goes beside a CSV: results/se.csv ->
+// results/se.json.
+func ManifestPath(csvPath string) string {
+	return strings.TrimSuffix(csvPath, filepath.Ext(csvPath)) + ".json"
+}
+
+// WriteJSON writes v as indented JSON to the pending file.
+func WriteJSON(p *Pending, v any) error {
+	enc := json.NewEncoder(p.File())
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("manifest %s: %w", p.Path(), err)
+	}
+	return nil
+}

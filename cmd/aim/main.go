@@ -1,0 +1,100 @@
+// Command aim computes and simulates Bayes-optimal learning of attention models: state
+// evolution curves and thresholds of the attention-indexed model (AIM) today, and finite-size
+// simulations and benchmarks as they land. Run `aim help` for the subcommands.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+)
+
+// version is set at build time with -ldflags "-X main.version=$(git describe --always --dirty)";
+// without it the VCS revision recorded by the Go toolchain is used.
+var version = ""
+
+// programVersion returns the version recorded in the binary.
+func programVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		rev, dirty := "", ""
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					dirty = "-dirty"
+				}
+			}
+		}
+		if rev != "" {
+			return rev[:min(12, len(rev))] + dirty
+		}
+	}
+	return "devel"
+}
+
+// usageError marks bad input: the command exits with status 2 and writes nothing.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+const mainUsage = `aim: Bayes-optimal learning of attention models.
+
+Usage:
+  aim se [flags]       state evolution curves and thresholds of the attention-indexed model
+  aim version          print the program version
+  aim help             this text
+
+Run 'aim se -h' for the flags of a subcommand.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line and returns the exit status: 0 on success, 1 when the
+// computation failed (for example a state evolution that did not converge), 2 on bad input.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, mainUsage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "se":
+		err = runSE(args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "aim", programVersion())
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, mainUsage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "aim: unknown command %q\n\n%s", args[0], mainUsage)
+		return 2
+	}
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "aim %s: %s\n", args[0], strings.TrimSpace(err.Error()))
+	var u usageError
+	if errors.As(err, &u) {
+		return 2
+	}
+	return 1
+}

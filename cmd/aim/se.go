@@ -1,0 +1,567 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/figure"
+	"github.com/aimtheory/aim/cmd/aim/internal/grid"
+	"github.com/aimtheory/aim/cmd/aim/internal/output"
+	"github.com/aimtheory/aim/engine/channel"
+	"github.com/aimtheory/aim/engine/se"
+)
+
+var errHelp = errors.New("help requested")
+
+// listFlag collects a flag that may be repeated and may hold comma lists or ranges.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// seConfig is the parsed and validated command line of `aim se`.
+type seConfig struct {
+	channelName string
+	paperCompat bool
+	T           int
+	beta        float64
+	rhos        []float64
+	alphas      []float64 // alpha, or alpha-bar_r = alpha/rho with --rescaled
+	alphaSpec   string
+	rescaled    bool
+	threshold   bool
+	out, plot   string
+	axes        string
+	genSamples  int
+	genInner    int
+	seed        uint64
+	opts        se.Options
+	workers     int
+	quiet       bool
+}
+
+const seUsage = `Usage: aim se [flags]
+
+State evolution of Bayes-optimal learning in the single-layer attention-indexed model
+(docs/AIM.md section 2): one curve per --rho of the estimation error against alpha = N/D^2,
+written as CSV (one row per point), a JSON manifest beside it, and a plot.
+
+  aim se --channel softmax --T 2 --rho 0.1,0.2,0.5,1,2 --alpha 0.001:0.25:128
+  aim se --channel hardmax --paper-compat --rho 0.5 --alpha 0.01:10:64:log
+  aim se --channel hardmax --rescaled --rho 0.1,1 --alpha 0.1:20:64:log
+  aim se --threshold --channel softmax --T 3 --rho 0.5
+
+Grids: a list "0.05,0.1", a linear range "a:b:n" or a geometric range "a:b:n:log".
+
+Flags:
+`
+
+func parseSE(args []string, stderr io.Writer) (*seConfig, error) {
+	c := &seConfig{opts: se.DefaultOptions()}
+	fs := flag.NewFlagSet("aim se", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var rhoSpecs listFlag
+	fs.StringVar(&c.channelName, "channel", "softmax", "output channel: softmax or hardmax")
+	fs.BoolVar(&c.paperCompat, "paper-compat", false, "hardmax: use the published channel formula (bivariate density in place of the CDF derivative) that the paper's curves come from")
+	fs.IntVar(&c.T, "T", 2, "tokens per sequence (hardmax: 2 only)")
+	fs.Float64Var(&c.beta, "beta", 1, "softmax inverse temperature (the SE does not depend on it; the generalisation error does)")
+	fs.Var(&rhoSpecs, "rho", "rank ratio rho = R/D: a value, list or range; repeatable (default 0.5, or none with --rescaled)")
+	fs.StringVar(&c.alphaSpec, "alpha", "", "sample complexity grid alpha = N/D^2 (alpha-bar_r = N/(D R) with --rescaled); default 0.001:0.25:128 for softmax, 0.01:10:128:log for hardmax, 0.1:20:128:log rescaled")
+	fs.BoolVar(&c.rescaled, "rescaled", false, "the rho -> 0 limit against alpha-bar_r = alpha/rho, plus the --rho curves on the same axis")
+	fs.BoolVar(&c.threshold, "threshold", false, "print alpha_PR per rho and alpha-bar_c, write no file")
+	fs.StringVar(&c.out, "out", "results/se.csv", "CSV output (the manifest goes beside it as .json)")
+	fs.StringVar(&c.plot, "plot", "results/se.png", "plot output, .png or .svg; empty for none")
+	fs.StringVar(&c.axes, "axes", "auto", "plot axes: auto, lin, logx, logy or loglog (auto: lin for softmax, loglog for hardmax)")
+	fs.IntVar(&c.genSamples, "gen-samples", 20000, "Monte Carlo samples of the generalisation error per point; 0 skips it")
+	fs.IntVar(&c.genInner, "gen-inner", 8, "inner samples per Monte Carlo sample of the generalisation error")
+	fs.Uint64Var(&c.seed, "seed", 1, "seed of the Monte Carlo generalisation error")
+	fs.Float64Var(&c.opts.Tol, "tol", c.opts.Tol, "SE convergence tolerance on the estimation error")
+	fs.IntVar(&c.opts.MaxIter, "max-iter", c.opts.MaxIter, "SE iteration cap")
+	fs.Float64Var(&c.opts.Damping, "damping", c.opts.Damping, "SE damping in [0, 1)")
+	fs.IntVar(&c.workers, "workers", runtime.GOMAXPROCS(0), "points solved in parallel")
+	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, seUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, errHelp
+		}
+		return nil, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q", fs.Arg(0))
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "alpha" && strings.TrimSpace(c.alphaSpec) == "" {
+			c.alphaSpec = "empty" // an explicitly empty grid is an error, not the default
+		}
+	})
+	if err := c.validate(rhoSpecs); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *seConfig) validate(rhoSpecs listFlag) error {
+	switch c.channelName {
+	case "softmax":
+		if c.paperCompat {
+			return usagef("--paper-compat applies to the hardmax channel only")
+		}
+	case "hardmax":
+		if c.T != 2 {
+			return usagef("hardmax is implemented for T = 2 only (got --T %d): for T > 2 its channel is a Gaussian orthant probability of dimension T(T-1)", c.T)
+		}
+	default:
+		return usagef("unknown channel %q (want softmax or hardmax)", c.channelName)
+	}
+	if c.T < 2 {
+		return usagef("--T %d: need T >= 2", c.T)
+	}
+	if !(c.beta > 0) || math.IsInf(c.beta, 0) {
+		return usagef("--beta %g: need 0 < beta < inf", c.beta)
+	}
+	if len(rhoSpecs) == 0 && !c.rescaled {
+		rhoSpecs = listFlag{"0.5"}
+	}
+	for _, spec := range rhoSpecs {
+		v, err := grid.Parse(spec)
+		if err != nil {
+			return usagef("--rho: %v", err)
+		}
+		c.rhos = append(c.rhos, v...)
+	}
+	for _, r := range c.rhos {
+		if !(r > 0) {
+			return usagef("--rho %g: need rho > 0 (the rho -> 0 limit is --rescaled)", r)
+		}
+	}
+	if c.alphaSpec == "" {
+		switch {
+		case c.rescaled:
+			c.alphaSpec = "0.1:20:128:log"
+		case c.channelName == "hardmax":
+			c.alphaSpec = "0.01:10:128:log"
+		default:
+			c.alphaSpec = "0.001:0.25:128"
+		}
+	}
+	alphas, err := grid.Parse(c.alphaSpec)
+	if c.alphaSpec == "empty" {
+		err = errors.New("empty grid")
+	}
+	if err != nil {
+		return usagef("--alpha: %v", err)
+	}
+	for _, a := range alphas {
+		if !(a > 0) {
+			return usagef("--alpha %s: every alpha must be > 0, got %g", c.alphaSpec, a)
+		}
+	}
+	c.alphas = alphas
+	switch {
+	case c.genSamples < 0 || c.genSamples == 1:
+		return usagef("--gen-samples %d: need 0 (skip) or at least 2", c.genSamples)
+	case c.genInner < 2:
+		return usagef("--gen-inner %d: need at least 2", c.genInner)
+	case !(c.opts.Tol > 0):
+		return usagef("--tol %g: need a positive tolerance", c.opts.Tol)
+	case c.opts.MaxIter < 1:
+		return usagef("--max-iter %d: need at least 1", c.opts.MaxIter)
+	case !(c.opts.Damping >= 0 && c.opts.Damping < 1):
+		return usagef("--damping %g: need 0 <= damping < 1", c.opts.Damping)
+	case c.workers < 1:
+		return usagef("--workers %d: need at least 1", c.workers)
+	}
+	switch c.axes {
+	case "auto", "lin", "logx", "logy", "loglog":
+	default:
+		return usagef("--axes %q: want auto, lin, logx, logy or loglog", c.axes)
+	}
+	if c.plot != "" {
+		if _, err := figure.Format(c.plot); err != nil {
+			return usageError{err}
+		}
+	}
+	if !c.threshold && !strings.EqualFold(strings.TrimSpace(c.out[max(0, len(c.out)-4):]), ".csv") {
+		return usagef("--out %q: the results file must end in .csv", c.out)
+	}
+	return nil
+}
+
+// newChannel builds the channel of the configuration.
+func (c *seConfig) newChannel() (channel.Channel, error) {
+	if c.channelName == "hardmax" {
+		return channel.NewHardmax(c.T, c.paperCompat)
+	}
+	return channel.NewSoftmax(c.T, c.beta)
+}
+
+// sePoint is one row of the CSV.
+type sePoint struct {
+	rho, alphaR float64 // rho = 0: the rescaled limit
+	p           se.Point
+	genErr      float64
+	genStderr   float64
+	err         error
+}
+
+func (pt *sePoint) alpha() float64 { return pt.alphaR * pt.rho }
+
+func runSE(args []string, stdout, stderr io.Writer) error {
+	c, err := parseSE(args, stderr)
+	if err != nil {
+		return err
+	}
+	ch, err := c.newChannel()
+	if err != nil {
+		return usageError{err}
+	}
+	if c.threshold {
+		return printThresholds(c, ch, stdout)
+	}
+	var files output.Set
+	csvFile, err := files.Add(c.out)
+	if err != nil {
+		return usageError{err}
+	}
+	manifestFile, err := files.Add(output.ManifestPath(c.out))
+	if err != nil {
+		files.Abort()
+		return usageError{err}
+	}
+	var plotFile *output.Pending
+	if c.plot != "" {
+		if plotFile, err = files.Add(c.plot); err != nil {
+			files.Abort()
+			return usageError{err}
+		}
+	}
+	start := time.Now()
+	points, thresholds, err := solveCurves(c, ch, stderr)
+	if err != nil {
+		files.Abort()
+		return err
+	}
+	var failed []string
+	for _, pt := range points {
+		if pt.err != nil {
+			failed = append(failed, pt.err.Error())
+		}
+	}
+	if err := writeSECSV(csvFile.File(), c, ch, points); err != nil {
+		files.Abort()
+		return err
+	}
+	if plotFile != nil {
+		format, _ := figure.Format(c.plot)
+		if err := seFigure(c, ch, points, thresholds).Render(plotFile.File(), format); err != nil {
+			files.Abort()
+			return err
+		}
+	}
+	if err := output.WriteJSON(manifestFile, seManifest(c, ch, thresholds, len(points), len(failed), time.Since(start), files)); err != nil {
+		files.Abort()
+		return err
+	}
+	if err := files.Commit(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d points)", c.out, len(points))
+	if c.plot != "" {
+		fmt.Fprintf(stdout, ", %s", c.plot)
+	}
+	fmt.Fprintf(stdout, ", %s in %.2f s\n", output.ManifestPath(c.out), time.Since(start).Seconds())
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d points did not converge (written with converged=false and no values):\n  %s",
+			len(failed), len(points), strings.Join(failed, "\n  "))
+	}
+	return nil
+}
+
+// seThresholds are the thresholds drawn on the plot and written to the manifest.
+type seThresholds struct {
+	AlphaPR         map[string]float64 `json:"alpha_PR"`          // per rho, from the SE solver
+	AlphaPRCounting map[string]float64 `json:"alpha_PR_counting"` // per rho, the counting formula (softmax)
+	AlphaBarC       float64            `json:"alpha_bar_c"`       // rho -> 0 weak recovery, in N/(D R)
+}
+
+func rhoKey(r float64) string { return strconv.FormatFloat(r, 'g', -1, 64) }
+
+func computeThresholds(c *seConfig, ch channel.Channel) (seThresholds, error) {
+	th := seThresholds{AlphaPR: map[string]float64{}, AlphaPRCounting: map[string]float64{}}
+	var err error
+	if th.AlphaBarC, err = se.AlphaBarC(ch); err != nil {
+		return th, err
+	}
+	for _, r := range c.rhos {
+		a, err := se.AlphaPR(ch, r, 1e-9, c.opts)
+		if err != nil {
+			return th, err
+		}
+		th.AlphaPR[rhoKey(r)] = a
+		if sm, ok := ch.(*channel.Softmax); ok {
+			th.AlphaPRCounting[rhoKey(r)] = se.AlphaPRCounting(r, sm.Directions())
+		}
+	}
+	return th, nil
+}
+
+func printThresholds(c *seConfig, ch channel.Channel, stdout io.Writer) error {
+	th, err := computeThresholds(c, ch)
+	if err != nil {
+		return err
+	}
+	mode := ""
+	if c.paperCompat {
+		mode = " (paper-compat)"
+	}
+	fmt.Fprintf(stdout, "channel %s%s, T = %d\n", ch.Name(), mode, c.T)
+	fmt.Fprintf(stdout, "alpha-bar_c = %.10g   (rho -> 0 weak recovery, in alpha/rho = N/(D R))\n", th.AlphaBarC)
+	for _, r := range c.rhos {
+		a := th.AlphaPR[rhoKey(r)]
+		if math.IsInf(a, 1) {
+			fmt.Fprintf(stdout, "rho = %-6g alpha_PR = none (the %s channel reaches mmse = 0 only as alpha -> inf)\n", r, ch.Name())
+			continue
+		}
+		cnt := th.AlphaPRCounting[rhoKey(r)]
+		fmt.Fprintf(stdout, "rho = %-6g alpha_PR = %.8g   counting formula %.8g   relative difference %.1e\n", r, a, cnt, math.Abs(a-cnt)/cnt)
+	}
+	return nil
+}
+
+// solveCurves solves every (rho, alpha) point in parallel, with a progress bar on a terminal.
+func solveCurves(c *seConfig, ch channel.Channel, stderr io.Writer) ([]sePoint, seThresholds, error) {
+	var points []sePoint
+	curves := c.rhos
+	if c.rescaled {
+		curves = append([]float64{0}, c.rhos...)
+	}
+	for _, r := range curves {
+		for _, a := range c.alphas {
+			if c.rescaled || r == 0 {
+				points = append(points, sePoint{rho: r, alphaR: a})
+			} else {
+				points = append(points, sePoint{rho: r, alphaR: a / r})
+			}
+		}
+	}
+	th, err := computeThresholds(c, ch)
+	if err != nil {
+		return nil, th, err
+	}
+	bar := newProgress(len(points), "se "+ch.Name(), stderr, c.quiet)
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < c.workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				solvePoint(c, ch, &points[i], uint64(i))
+				bar.Add(1)
+			}
+		}()
+	}
+	for i := range points {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	bar.Finish()
+	for _, pt := range points {
+		if pt.err != nil && !errors.Is(pt.err, se.ErrNotConverged) {
+			return nil, th, pt.err
+		}
+	}
+	return points, th, nil
+}
+
+func solvePoint(c *seConfig, ch channel.Channel, pt *sePoint, index uint64) {
+	if pt.rho == 0 {
+		pt.p, pt.err = se.SolveRescaled(ch, pt.alphaR, c.opts)
+	} else {
+		pt.p, pt.err = se.Solve(ch, pt.rho, pt.alpha(), c.opts)
+	}
+	pt.genErr, pt.genStderr = math.NaN(), math.NaN()
+	if pt.err != nil || c.genSamples == 0 {
+		return
+	}
+	o := se.GenErrorOptions{Samples: c.genSamples, Inner: c.genInner, Seed: c.seed ^ (index+1)*0x9E3779B97F4A7C15}
+	pt.genErr, pt.genStderr, pt.err = se.GenError(ch, pt.p.Q, pt.p.MMSE, o)
+}
+
+// seColumns are the CSV columns of `aim se`.
+var seColumns = []string{"channel", "T", "rho", "beta", "alpha", "alpha_bar", "alpha_r", "mmse", "q", "qhat",
+	"gen_error", "gen_error_stderr", "iterations", "converged"}
+
+func num(v float64) string {
+	if math.IsNaN(v) {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'g', 12, 64)
+}
+
+func writeSECSV(w io.Writer, c *seConfig, ch channel.Channel, points []sePoint) error {
+	var buf bytes.Buffer
+	cw := csv.NewWriter(&buf)
+	cw.Write(seColumns)
+	K := float64(c.T*c.T + c.T - 2)
+	name := ch.Name()
+	if c.paperCompat {
+		name += "-paper"
+	}
+	beta := ""
+	if c.channelName == "softmax" {
+		beta = num(c.beta)
+	}
+	for _, pt := range points {
+		alpha, alphaBar := math.NaN(), math.NaN()
+		if pt.rho > 0 {
+			alpha = pt.alpha()
+			alphaBar = alpha * K
+		}
+		cw.Write([]string{name, strconv.Itoa(c.T), num(pt.rho), beta, num(alpha), num(alphaBar), num(pt.alphaR),
+			num(pt.p.MMSE), num(pt.p.Q), num(pt.p.QHat), num(pt.genErr), num(pt.genStderr),
+			strconv.Itoa(pt.p.Iterations), strconv.FormatBool(pt.p.Converged)})
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+func seFigure(c *seConfig, ch channel.Channel, points []sePoint, th seThresholds) *figure.Figure {
+	f := &figure.Figure{YLabel: "Estimation error (MMSE on S)", XLabel: "Sample complexity alpha = N/D^2"}
+	if c.rescaled {
+		f.XLabel = "Sample complexity alpha-bar = N/(D R) = alpha/rho"
+	}
+	mode := ""
+	if c.paperCompat {
+		mode = ", paper-compat"
+	}
+	f.Title = fmt.Sprintf("State evolution: %s%s, T = %d", ch.Name(), mode, c.T)
+	if c.channelName == "softmax" {
+		f.Title += fmt.Sprintf(", beta = %g", c.beta)
+	}
+	axes := c.axes
+	if axes == "auto" {
+		axes = "lin"
+		if c.channelName == "hardmax" {
+			axes = "loglog"
+		}
+	}
+	f.LogX = axes == "logx" || axes == "loglog"
+	f.LogY = axes == "logy" || axes == "loglog"
+	if !f.LogY {
+		f.YMin, f.YMax = 0, 1.05 // the estimation error runs from 1 (alpha = 0) to 0
+	}
+	byRho := map[float64]*figure.Series{}
+	var order []float64
+	for _, pt := range points {
+		s, ok := byRho[pt.rho]
+		if !ok {
+			group := -1
+			label := "rho -> 0"
+			if pt.rho > 0 {
+				group = indexOf(c.rhos, pt.rho)
+				label = fmt.Sprintf("rho = %g", pt.rho)
+			}
+			s = &figure.Series{Label: label, Group: group}
+			byRho[pt.rho] = s
+			order = append(order, pt.rho)
+		}
+		x := pt.alpha()
+		if c.rescaled {
+			x = pt.alphaR
+		}
+		s.X = append(s.X, x)
+		s.Y = append(s.Y, pt.p.MMSE)
+	}
+	for _, r := range order {
+		f.Series = append(f.Series, *byRho[r])
+	}
+	if c.rescaled {
+		f.VLines = append(f.VLines, figure.VLine{X: th.AlphaBarC, Group: -1, Label: fmt.Sprintf("alpha-bar_c = %.4f", th.AlphaBarC)})
+	} else {
+		for _, r := range c.rhos {
+			if a := th.AlphaPR[rhoKey(r)]; !math.IsInf(a, 1) {
+				f.VLines = append(f.VLines, figure.VLine{X: a, Group: indexOf(c.rhos, r), Label: fmt.Sprintf("alpha_PR(rho = %g) = %.4g", r, a)})
+			}
+		}
+	}
+	return f
+}
+
+func indexOf(xs []float64, x float64) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return 0
+}
+
+// seManifest describes the run so that any point can be recomputed exactly.
+func seManifest(c *seConfig, ch channel.Channel, th seThresholds, n, failed int, wall time.Duration, files output.Set) map[string]any {
+	outputs := make([]string, len(files))
+	for i, f := range files {
+		outputs[i] = f.Path()
+	}
+	host, _ := os.Hostname()
+	params := map[string]any{
+		"channel": ch.Name(), "paper_compat": c.paperCompat, "T": c.T, "rho": c.rhos, "alpha": c.alphaSpec,
+		"rescaled": c.rescaled, "damping": c.opts.Damping, "tol": c.opts.Tol, "max_iter": c.opts.MaxIter,
+		"accelerate": c.opts.Accelerate, "gen_samples": c.genSamples, "gen_inner": c.genInner, "seed": c.seed,
+	}
+	if c.channelName == "softmax" {
+		params["beta"] = c.beta
+	}
+	return map[string]any{
+		"program":      "aim",
+		"command":      "se",
+		"version":      programVersion(),
+		"go":           runtime.Version(),
+		"host":         host,
+		"device":       "cpu (theory: scalar state evolution)",
+		"args":         os.Args[1:],
+		"parameters":   params,
+		"thresholds":   jsonSafe(th),
+		"points":       n,
+		"unconverged":  failed,
+		"wall_seconds": wall.Seconds(),
+		"outputs":      outputs,
+		"started":      time.Now().Add(-wall).UTC().Format(time.RFC3339),
+	}
+}
+
+// jsonSafe replaces infinite thresholds (no perfect recovery) by nil, which JSON can hold.
+func jsonSafe(th seThresholds) map[string]any {
+	clean := func(m map[string]float64) map[string]any {
+		out := map[string]any{}
+		for k, v := range m {
+			if math.IsInf(v, 0) || math.IsNaN(v) {
+				out[k] = nil
+			} else {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	return map[string]any{"alpha_PR": clean(th.AlphaPR), "alpha_PR_counting": clean(th.AlphaPRCounting), "alpha_bar_c": th.AlphaBarC}
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aimtheory/aim/engine/channel"
+	"github.com/aimtheory/aim/engine/se"
+)
+
+func runArgs(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestSEBadInput checks that every kind of bad input exits with status 2, says what is wrong,
+// and leaves nothing in the output folder.
+func TestSEBadInput(t *testing.T) {
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "file")
+	os.WriteFile(blocker, nil, 0o644)
+	out := filepath.Join(dir, "res", "se.csv")
+	tests := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--alpha", "0"}, "alpha"},
+		{[]string{"--alpha", "-0.1,0.2"}, "alpha"},
+		{[]string{"--alpha", ""}, "empty"},
+		{[]string{"--alpha", "0.1:0.05:4"}, "above"},
+		{[]string{"--alpha", "0.1:0.2:x"}, "count"},
+		{[]string{"--alpha", "0.1,,0.2"}, "empty entry"},
+		{[]string{"--rho", "0"}, "rho"},
+		{[]string{"--rho", "-1"}, "rho"},
+		{[]string{"--rho", "abc"}, "not a number"},
+		{[]string{"--T", "1"}, "T >= 2"},
+		{[]string{"--beta", "0"}, "beta"},
+		{[]string{"--beta", "-2"}, "beta"},
+		{[]string{"--channel", "relu"}, "unknown channel"},
+		{[]string{"--channel", "hardmax", "--T", "3"}, "T = 2 only"},
+		{[]string{"--paper-compat"}, "hardmax channel only"},
+		{[]string{"--out", filepath.Join(blocker, "se.csv"), "--alpha", "0.1"}, "cannot"},
+		{[]string{"--out", filepath.Join(dir, "se.txt")}, ".csv"},
+		{[]string{"--plot", filepath.Join(dir, "se.pdf")}, "format"},
+		{[]string{"--gen-samples", "1"}, "gen-samples"},
+		{[]string{"--damping", "1"}, "damping"},
+		{[]string{"--bogus"}, "bogus"},
+		{[]string{"stray"}, "unexpected argument"},
+	}
+	for _, tc := range tests {
+		args := append([]string{"se", "--quiet", "--out", out, "--plot", filepath.Join(dir, "res", "se.png")}, tc.args...)
+		code, _, stderr := runArgs(t, args...)
+		if code != 2 || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("aim %v: status %d, stderr %q; want status 2 mentioning %q", tc.args, code, stderr, tc.msg)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, "res"))
+	if len(entries) != 0 {
+		t.Errorf("bad input left files: %v", entries)
+	}
+}
+
+// TestSEWritesResults runs a small softmax sweep and checks the CSV against the SE solver, the
+// manifest and the plot.
+func TestSEWritesResults(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "se.csv")
+	plot := filepath.Join(dir, "se.png")
+	code, stdout, stderr := runArgs(t, "se", "--quiet", "--rho", "0.5", "--rho", "2", "--alpha", "0.05,0.1,0.3",
+		"--gen-samples", "400", "--out", out, "--plot", plot)
+	if code != 0 {
+		t.Fatalf("status %d: %s %s", code, stdout, stderr)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(rows[0], ",") != strings.Join(seColumns, ",") || len(rows) != 7 {
+		t.Fatalf("CSV header %v with %d rows", rows[0], len(rows))
+	}
+	col := map[string]int{}
+	for i, c := range rows[0] {
+		col[c] = i
+	}
+	ch, _ := channel.NewSoftmax(2, 1)
+	for _, r := range rows[1:] {
+		rho, _ := strconv.ParseFloat(r[col["rho"]], 64)
+		alpha, _ := strconv.ParseFloat(r[col["alpha"]], 64)
+		mmse, _ := strconv.ParseFloat(r[col["mmse"]], 64)
+		abar, _ := strconv.ParseFloat(r[col["alpha_bar"]], 64)
+		p, err := se.Solve(ch, rho, alpha, se.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(mmse-p.MMSE) > 1e-11 || math.Abs(abar-4*alpha) > 1e-12 || r[col["converged"]] != "true" {
+			t.Errorf("row %v: mmse %g want %g, alpha_bar %g want %g", r, mmse, p.MMSE, abar, 4*alpha)
+		}
+		if g, err := strconv.ParseFloat(r[col["gen_error"]], 64); err != nil || !(g >= 0 && g < 2) {
+			t.Errorf("row %v: gen_error %q", r, r[col["gen_error"]])
+		}
+	}
+	var man map[string]any
+	b, _ := os.ReadFile(filepath.Join(dir, "se.json"))
+	if err := json.Unmarshal(b, &man); err != nil {
+		t.Fatal(err)
+	}
+	th := man["thresholds"].(map[string]any)["alpha_PR"].(map[string]any)
+	if a := th["0.5"].(float64); math.Abs(a-0.1875) > 1e-6 {
+		t.Errorf("manifest alpha_PR(0.5) = %g, want 0.1875", a)
+	}
+	if man["points"].(float64) != 6 || man["version"] == "" {
+		t.Errorf("manifest %v", man)
+	}
+	pf, err := os.Open(plot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	if _, err := png.Decode(pf); err != nil {
+		t.Errorf("plot is not a PNG: %v", err)
+	}
+}
+
+// TestSEThreshold checks `aim se --threshold` against the counting formula and the published
+// paper-compat hardmax threshold.
+func TestSEThreshold(t *testing.T) {
+	code, stdout, stderr := runArgs(t, "se", "--threshold", "--T", "3", "--rho", "0.5,2")
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	for _, want := range []string{"alpha-bar_c = 0.1", "alpha_PR = 0.075", "alpha_PR = 0.1 "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("threshold output lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, stdout, _ = runArgs(t, "se", "--threshold", "--channel", "hardmax", "--paper-compat")
+	if code != 0 || !strings.Contains(stdout, "alpha-bar_c = 0.563") || !strings.Contains(stdout, "alpha_PR = none") {
+		t.Errorf("hardmax threshold output (status %d):\n%s", code, stdout)
+	}
+}
+
+// TestSENotConverged checks that unconverged points are flagged, carry no values, and make the
+// command fail.
+func TestSENotConverged(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "se.csv")
+	code, _, stderr := runArgs(t, "se", "--quiet", "--alpha", "0.1", "--max-iter", "2", "--gen-samples", "0", "--out", out, "--plot", "")
+	if code != 1 || !strings.Contains(stderr, "did not converge") {
+		t.Fatalf("status %d, stderr %q; want 1 and a non-convergence report", code, stderr)
+	}
+	b, _ := os.ReadFile(out)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[1], ",false") || !strings.Contains(lines[1], ",,,,,,") {
+		t.Errorf("CSV of an unconverged run:\n%s", b)
+	}
+}
