@@ -230,6 +230,24 @@ func realRoots3(B3, p3, hq float64) (r0, r1, r2 float64) {
 	return
 }
 
+// cardanoReal returns the real root g = t - B3 of the cubic whose depressed form is
+// t^3 + 3 p3 t + 2 hq = 0, when it has one real root (disc = hq^2 + p3^3 > 0), by Cardano's
+// formula with the cube root taken on the side that avoids cancellation.
+func cardanoReal(B3, p3, hq, disc float64) float64 {
+	sq := math.Sqrt(disc)
+	var a float64
+	if hq > 0 {
+		a = -math.Cbrt(hq + sq)
+	} else {
+		a = math.Cbrt(sq - hq)
+	}
+	t := a
+	if a != 0 {
+		t = a - p3/a
+	}
+	return t - B3
+}
+
 // inside returns g(x - i0) for x strictly inside a bulk: the root with Im g > 0. It isolates the
 // real root r of the cubic (Cardano, or the trigonometric form when rounding makes all roots look
 // real), polishes it by one Newton step, deflates stably and polishes the complex root by one Newton step.
@@ -238,18 +256,7 @@ func (sp *Spectrum) inside(x float64) (float64, float64) {
 	disc := hq*hq + p3*p3*p3
 	var r float64
 	if disc > 0 {
-		sq := math.Sqrt(disc)
-		var a float64
-		if hq > 0 {
-			a = -math.Cbrt(hq + sq)
-		} else {
-			a = math.Cbrt(sq - hq)
-		}
-		t := a
-		if a != 0 {
-			t = a - p3/a
-		}
-		r = t - B3
+		r = cardanoReal(B3, p3, hq, disc)
 	} else {
 		// Near an edge: take the root farthest from the other two (the near-double pair is
 		// the physical one).
@@ -317,19 +324,7 @@ func (sp *Spectrum) outside(x, lo, hi float64) float64 {
 		if disc > 0 {
 			// Rounding near an edge: one real root and a nearly real pair; the pair's real
 			// part approximates the physical root.
-			sq := math.Sqrt(disc)
-			var a float64
-			if hq > 0 {
-				a = -math.Cbrt(hq + sq)
-			} else {
-				a = math.Cbrt(sq - hq)
-			}
-			t := a
-			if a != 0 {
-				t = a - p3/a
-			}
-			r := t - B3
-			g = -0.5 * (B + r)
+			g = -0.5 * (B + cardanoReal(B3, p3, hq, disc))
 		} else {
 			r0, r1, r2 := realRoots3(B3, p3, hq)
 			g = r0
