@@ -68,3 +68,45 @@ func (s *Softmax) FisherSum(q, V float64) (float64, error) {
 	}
 	return float64(s.Directions()) / (2 * V), nil
 }
+
+// GOut writes g_out(y; omega, V) = E[u - omega | y, omega]/V in packed unit coordinates for one
+// sample (y is T x T row-major, omega and g are packed, V > 0). The softmax fixes h up to one
+// global shift h -> h + c 1 1^T, whose direction in unit coordinates is n (n_ab = 1 for a < b,
+// n_aa = 1/sqrt(2), |n|^2 = T^2/2). With phi_ab = log(y_ab / y_aT)/beta, the symmetric
+// particular solution with h_TT = 0 is h^p_ab = phi_Ta + phi_ab (docs/AIM.md section 3), and
+//
+//	g = P_perp (u^p - omega) / V,   P_perp = I - n n^T / |n|^2.
+//
+// Outputs that underflowed to 0 are read as the smallest positive float64.
+func (s *Softmax) GOut(g, y, omega []float64, V float64) {
+	T := s.t
+	logy := func(a, b int) float64 { return math.Log(math.Max(y[a*T+b], math.SmallestNonzeroFloat64)) }
+	phi := func(a, b int) float64 { return (logy(a, b) - logy(a, T-1)) / s.beta }
+	var dot float64 // n . (u^p - omega)
+	k := 0
+	for a := 0; a < T; a++ {
+		for b := a; b < T; b++ {
+			hp := phi(T-1, a) + phi(a, b)
+			if a == b {
+				g[k] = hp/math.Sqrt2 - omega[k]
+				dot += g[k] / math.Sqrt2
+			} else {
+				g[k] = hp - omega[k]
+				dot += g[k]
+			}
+			k++
+		}
+	}
+	c := dot / (float64(T*T) / 2)
+	k = 0
+	for a := 0; a < T; a++ {
+		for b := a; b < T; b++ {
+			if a == b {
+				g[k] = (g[k] - c/math.Sqrt2) / V
+			} else {
+				g[k] = (g[k] - c) / V
+			}
+			k++
+		}
+	}
+}

@@ -92,3 +92,54 @@ func TestSoftmaxFisherSum(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftmaxGOut checks g_out against its definition: the softmax determines u up to the
+// shift direction n, so V g_out = P_perp (u - omega) for the u that produced y.
+func TestSoftmaxGOut(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, T := range []int{2, 3, 5} {
+		for _, beta := range []float64{0.7, 1, 2.5} {
+			s, _ := NewSoftmax(T, beta)
+			M := Fields(T)
+			u, omega, g := make([]float64, M), make([]float64, M), make([]float64, M)
+			h, y := make([]float64, T*T), make([]float64, T*T)
+			n := make([]float64, M)
+			for a := 0; a < T; a++ {
+				for b := a; b < T; b++ {
+					n[Index(T, a, b)] = 1
+					if a == b {
+						n[Index(T, a, b)] = 1 / math.Sqrt2
+					}
+				}
+			}
+			for trial := 0; trial < 5; trial++ {
+				for k := range u {
+					u[k] = 2 * r.NormFloat64()
+					omega[k] = r.NormFloat64()
+				}
+				HFromU(h, u, T)
+				s.Output(y, h)
+				V := 0.3 + r.Float64()
+				s.GOut(g, y, omega, V)
+				var dn, nn float64
+				for k := range u {
+					dn += (u[k] - omega[k]) * n[k]
+					nn += n[k] * n[k]
+				}
+				for k := range u {
+					want := (u[k] - omega[k] - dn/nn*n[k]) / V
+					if math.Abs(g[k]-want) > 1e-10*(1+math.Abs(want)) {
+						t.Fatalf("T %d beta %g: g[%d] = %.15g, want %.15g", T, beta, k, g[k], want)
+					}
+				}
+				var gn float64
+				for k := range g {
+					gn += g[k] * n[k]
+				}
+				if math.Abs(gn) > 1e-10 {
+					t.Errorf("T %d: g . n = %g, want 0", T, gn)
+				}
+			}
+		}
+	}
+}
