@@ -7,6 +7,12 @@
 // of N matrices of shape r x c is one buffer of N*r*c values, sample after sample. Operations
 // check their sizes and return errors that name the operation; a backend's own failures (a
 // CUDA status, an allocation) come back as errors with context, never as panics.
+//
+// Aliasing: the output of Gemm (C), TokenDots (H), TokenMix (Z) and SpectralCompose (out) must
+// not be one of the inputs, EighSym's three buffers must be distinct, and ChannelGOut's g must
+// not be y. Allowed: A = B in Gemm, y = h in ChannelOutput, g = omega in ChannelGOut. The
+// element-wise operations Axpby, Dot and SqDist take buffers of equal length; Copy needs dst
+// at least as long as src.
 package device
 
 import (
@@ -93,8 +99,9 @@ type Device interface {
 	// ChannelOutput computes y_mu = g(h_mu) for N samples of T x T indices h (the teacher's
 	// outputs): the row softmax of beta h, or the one-hot row argmax.
 	ChannelOutput(ch Channel, y, h Buffer, n int) error
-	// ChannelGOut computes g_out(y_mu; omega_mu, V) for N samples in z-coordinates (full
-	// symmetric T x T per sample) and returns sum_mu sum_{a<=b} g_mu,ab^2.
+	// ChannelGOut computes g_out(y_mu; omega_mu, V) for N samples in z-coordinates and returns
+	// sum_mu sum_{a<=b} g_mu,ab^2. Only the upper triangle of each omega_mu is read; g_mu is
+	// written full and symmetric.
 	ChannelGOut(ch Channel, g, y, omega Buffer, n int, v float64) (float64, error)
 
 	// EighSym computes the eigendecomposition A = O diag(lambda) O^T of the symmetric D x D
@@ -151,4 +158,28 @@ func Bytes(n uint64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// AllocAll allocates one buffer per size, or none: on an error it frees what it allocated and
+// returns the error of the allocation that failed.
+func AllocAll(dev Device, sizes ...int) ([]Buffer, error) {
+	bufs := make([]Buffer, 0, len(sizes))
+	for _, n := range sizes {
+		b, err := dev.Alloc(n)
+		if err != nil {
+			FreeAll(dev, bufs...)
+			return nil, err
+		}
+		bufs = append(bufs, b)
+	}
+	return bufs, nil
+}
+
+// FreeAll frees every non-nil buffer.
+func FreeAll(dev Device, bufs ...Buffer) {
+	for _, b := range bufs {
+		if b != nil {
+			dev.Free(b)
+		}
+	}
 }

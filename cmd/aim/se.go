@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -16,39 +15,20 @@ import (
 	"time"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
-	"github.com/aimtheory/aim/cmd/aim/internal/grid"
-	"github.com/aimtheory/aim/cmd/aim/internal/output"
 	"github.com/aimtheory/aim/engine/channel"
 	"github.com/aimtheory/aim/engine/se"
 )
 
-var errHelp = errors.New("help requested")
-
-// listFlag collects a flag that may be repeated and may hold comma lists or ranges.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, " ") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
-
 // seConfig is the parsed and validated command line of `aim se`.
 type seConfig struct {
-	channelName string
-	paperCompat bool
-	T           int
-	beta        float64
-	rhos        []float64
-	alphas      []float64 // alpha, or alpha-bar_r = alpha/rho with --rescaled
-	alphaSpec   string
-	rescaled    bool
-	threshold   bool
-	out, plot   string
-	axes        string
-	genSamples  int
-	genInner    int
-	seed        uint64
-	opts        se.Options
-	workers     int
-	quiet       bool
+	modelFlags
+	rescaled   bool
+	threshold  bool
+	genSamples int
+	genInner   int
+	seed       uint64
+	opts       se.Options
+	workers    int
 }
 
 const seUsage = `Usage: aim se [flags]
@@ -71,18 +51,10 @@ func parseSE(args []string, stderr io.Writer) (*seConfig, error) {
 	c := &seConfig{opts: se.DefaultOptions()}
 	fs := flag.NewFlagSet("aim se", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var rhoSpecs listFlag
-	fs.StringVar(&c.channelName, "channel", "softmax", "output channel: softmax or hardmax")
-	fs.BoolVar(&c.paperCompat, "paper-compat", false, "hardmax: use the published channel formula (bivariate density in place of the CDF derivative) that the paper's curves come from")
-	fs.IntVar(&c.T, "T", 2, "tokens per sequence (hardmax: 2 only)")
-	fs.Float64Var(&c.beta, "beta", 1, "softmax inverse temperature (the SE does not depend on it; the generalisation error does)")
-	fs.Var(&rhoSpecs, "rho", "rank ratio rho = R/D: a value, list or range; repeatable (default 0.5, or none with --rescaled)")
+	c.register(fs, "se")
 	fs.StringVar(&c.alphaSpec, "alpha", "", "sample complexity grid alpha = N/D^2 (alpha-bar_r = N/(D R) with --rescaled); default 0.001:0.25:128 for softmax, 0.01:10:128:log for hardmax, 0.1:20:128:log rescaled")
-	fs.BoolVar(&c.rescaled, "rescaled", false, "the rho -> 0 limit against alpha-bar_r = alpha/rho, plus the --rho curves on the same axis")
+	fs.BoolVar(&c.rescaled, "rescaled", false, "add the rho -> 0 limit and put every curve against alpha-bar_r = alpha/rho (no default rho)")
 	fs.BoolVar(&c.threshold, "threshold", false, "print alpha_PR per rho and alpha-bar_c, write no file")
-	fs.StringVar(&c.out, "out", "results/se.csv", "CSV output (the manifest goes beside it as .json)")
-	fs.StringVar(&c.plot, "plot", "results/se.png", "plot output, .png or .svg; empty for none")
-	fs.StringVar(&c.axes, "axes", "auto", "plot axes: auto, lin, logx, logy or loglog (auto: lin for softmax, loglog for hardmax)")
 	fs.IntVar(&c.genSamples, "gen-samples", 20000, "Monte Carlo samples of the generalisation error per point; 0 skips it")
 	fs.IntVar(&c.genInner, "gen-inner", 8, "inner samples per Monte Carlo sample of the generalisation error")
 	fs.Uint64Var(&c.seed, "seed", 1, "seed of the Monte Carlo generalisation error")
@@ -90,124 +62,42 @@ func parseSE(args []string, stderr io.Writer) (*seConfig, error) {
 	fs.IntVar(&c.opts.MaxIter, "max-iter", c.opts.MaxIter, "SE iteration cap")
 	fs.Float64Var(&c.opts.Damping, "damping", c.opts.Damping, "SE damping in [0, 1)")
 	fs.IntVar(&c.workers, "workers", runtime.GOMAXPROCS(0), "points solved in parallel")
-	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, seUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, errHelp
-		}
-		return nil, usageError{err}
-	}
-	if fs.NArg() > 0 {
-		return nil, usagef("unexpected argument %q", fs.Arg(0))
-	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "alpha" && strings.TrimSpace(c.alphaSpec) == "" {
-			c.alphaSpec = "empty" // an explicitly empty grid is an error, not the default
-		}
-	})
-	if err := c.validate(rhoSpecs); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
-	return c, nil
-}
-
-func (c *seConfig) validate(rhoSpecs listFlag) error {
-	switch c.channelName {
-	case "softmax":
-		if c.paperCompat {
-			return usagef("--paper-compat applies to the hardmax channel only")
-		}
-	case "hardmax":
-		if c.T != 2 {
-			return usagef("hardmax is implemented for T = 2 only (got --T %d): for T > 2 its channel is a Gaussian orthant probability of dimension T(T-1)", c.T)
-		}
-	default:
-		return usagef("unknown channel %q (want softmax or hardmax)", c.channelName)
+	defaultRho := []string{"0.5"}
+	if c.rescaled {
+		defaultRho = nil
 	}
-	if c.T < 2 {
-		return usagef("--T %d: need T >= 2", c.T)
+	defaultAlpha := "0.001:0.25:128"
+	switch {
+	case c.rescaled:
+		defaultAlpha = "0.1:20:128:log"
+	case c.channelName == "hardmax":
+		defaultAlpha = "0.01:10:128:log"
 	}
-	if !(c.beta > 0) || math.IsInf(c.beta, 0) {
-		return usagef("--beta %g: need 0 < beta < inf", c.beta)
+	if err := c.validate(fs, defaultRho, defaultAlpha); err != nil {
+		return nil, err
 	}
-	if len(rhoSpecs) == 0 && !c.rescaled {
-		rhoSpecs = listFlag{"0.5"}
-	}
-	for _, spec := range rhoSpecs {
-		v, err := grid.Parse(spec)
-		if err != nil {
-			return usagef("--rho: %v", err)
-		}
-		c.rhos = append(c.rhos, v...)
-	}
-	for _, r := range c.rhos {
-		if !(r > 0) {
-			return usagef("--rho %g: need rho > 0 (the rho -> 0 limit is --rescaled)", r)
-		}
-	}
-	if c.alphaSpec == "" {
-		switch {
-		case c.rescaled:
-			c.alphaSpec = "0.1:20:128:log"
-		case c.channelName == "hardmax":
-			c.alphaSpec = "0.01:10:128:log"
-		default:
-			c.alphaSpec = "0.001:0.25:128"
-		}
-	}
-	alphas, err := grid.Parse(c.alphaSpec)
-	if c.alphaSpec == "empty" {
-		err = errors.New("empty grid")
-	}
-	if err != nil {
-		return usagef("--alpha: %v", err)
-	}
-	for _, a := range alphas {
-		if !(a > 0) {
-			return usagef("--alpha %s: every alpha must be > 0, got %g", c.alphaSpec, a)
-		}
-	}
-	c.alphas = alphas
 	switch {
 	case c.genSamples < 0 || c.genSamples == 1:
-		return usagef("--gen-samples %d: need 0 (skip) or at least 2", c.genSamples)
+		return nil, usagef("--gen-samples %d: need 0 (skip) or at least 2", c.genSamples)
 	case c.genInner < 2:
-		return usagef("--gen-inner %d: need at least 2", c.genInner)
+		return nil, usagef("--gen-inner %d: need at least 2", c.genInner)
 	case !(c.opts.Tol > 0):
-		return usagef("--tol %g: need a positive tolerance", c.opts.Tol)
+		return nil, usagef("--tol %g: need a positive tolerance", c.opts.Tol)
 	case c.opts.MaxIter < 1:
-		return usagef("--max-iter %d: need at least 1", c.opts.MaxIter)
+		return nil, usagef("--max-iter %d: need at least 1", c.opts.MaxIter)
 	case !(c.opts.Damping >= 0 && c.opts.Damping < 1):
-		return usagef("--damping %g: need 0 <= damping < 1", c.opts.Damping)
+		return nil, usagef("--damping %g: need 0 <= damping < 1", c.opts.Damping)
 	case c.workers < 1:
-		return usagef("--workers %d: need at least 1", c.workers)
+		return nil, usagef("--workers %d: need at least 1", c.workers)
 	}
-	switch c.axes {
-	case "auto", "lin", "logx", "logy", "loglog":
-	default:
-		return usagef("--axes %q: want auto, lin, logx, logy or loglog", c.axes)
-	}
-	if c.plot != "" {
-		if _, err := figure.Format(c.plot); err != nil {
-			return usageError{err}
-		}
-	}
-	if !c.threshold && !strings.EqualFold(strings.TrimSpace(c.out[max(0, len(c.out)-4):]), ".csv") {
-		return usagef("--out %q: the results file must end in .csv", c.out)
-	}
-	return nil
-}
-
-// newChannel builds the channel of the configuration.
-func (c *seConfig) newChannel() (channel.Channel, error) {
-	if c.channelName == "hardmax" {
-		return channel.NewHardmax(c.T, c.paperCompat)
-	}
-	return channel.NewSoftmax(c.T, c.beta)
+	return c, nil
 }
 
 // sePoint is one row of the CSV.
@@ -226,34 +116,21 @@ func runSE(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ch, err := c.newChannel()
+	ch, err := c.theoryChannel()
 	if err != nil {
 		return usageError{err}
 	}
 	if c.threshold {
 		return printThresholds(c, ch, stdout)
 	}
-	var files output.Set
-	csvFile, err := files.Add(c.out)
+	res, err := openResults(c.out, c.plot)
 	if err != nil {
-		return usageError{err}
-	}
-	manifestFile, err := files.Add(output.ManifestPath(c.out))
-	if err != nil {
-		files.Abort()
-		return usageError{err}
-	}
-	var plotFile *output.Pending
-	if c.plot != "" {
-		if plotFile, err = files.Add(c.plot); err != nil {
-			files.Abort()
-			return usageError{err}
-		}
+		return err
 	}
 	start := time.Now()
 	points, thresholds, err := solveCurves(c, ch, stderr)
 	if err != nil {
-		files.Abort()
+		res.files.Abort()
 		return err
 	}
 	var failed []string
@@ -262,29 +139,23 @@ func runSE(args []string, stdout, stderr io.Writer) error {
 			failed = append(failed, pt.err.Error())
 		}
 	}
-	if err := writeSECSV(csvFile.File(), c, ch, points); err != nil {
-		files.Abort()
+	if err := writeSECSV(res.csv.File(), c, points); err != nil {
+		res.files.Abort()
 		return err
 	}
-	if plotFile != nil {
-		format, _ := figure.Format(c.plot)
-		if err := seFigure(c, ch, points, thresholds).Render(plotFile.File(), format); err != nil {
-			files.Abort()
-			return err
-		}
+	params := c.params()
+	for k, v := range map[string]any{"rescaled": c.rescaled, "damping": c.opts.Damping, "tol": c.opts.Tol, "max_iter": c.opts.MaxIter,
+		"accelerate": c.opts.Accelerate, "gen_samples": c.genSamples, "gen_inner": c.genInner, "seed": c.seed} {
+		params[k] = v
 	}
-	if err := output.WriteJSON(manifestFile, seManifest(c, ch, thresholds, len(points), len(failed), time.Since(start), files)); err != nil {
-		files.Abort()
+	man := baseManifest("se", "cpu (theory: scalar state evolution)", params, start)
+	man["thresholds"] = jsonSafe(thresholds)
+	man["points"] = len(points)
+	man["unconverged"] = len(failed)
+	if err := res.finish(seFigure(c, ch, points, thresholds), man); err != nil {
 		return err
 	}
-	if err := files.Commit(); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %s (%d points)", c.out, len(points))
-	if c.plot != "" {
-		fmt.Fprintf(stdout, ", %s", c.plot)
-	}
-	fmt.Fprintf(stdout, ", %s in %.2f s\n", output.ManifestPath(c.out), time.Since(start).Seconds())
+	fmt.Fprintln(stdout, res.summary(len(points), time.Since(start)))
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d points did not converge (written with converged=false and no values):\n  %s",
 			len(failed), len(points), strings.Join(failed, "\n  "))
@@ -298,8 +169,6 @@ type seThresholds struct {
 	AlphaPRCounting map[string]float64 `json:"alpha_PR_counting"` // per rho, the counting formula (softmax)
 	AlphaBarC       float64            `json:"alpha_bar_c"`       // rho -> 0 weak recovery, in N/(D R)
 }
-
-func rhoKey(r float64) string { return strconv.FormatFloat(r, 'g', -1, 64) }
 
 func computeThresholds(c *seConfig, ch channel.Channel) (seThresholds, error) {
 	th := seThresholds{AlphaPR: map[string]float64{}, AlphaPRCounting: map[string]float64{}}
@@ -408,26 +277,12 @@ func solvePoint(c *seConfig, ch channel.Channel, pt *sePoint, index uint64) {
 var seColumns = []string{"channel", "T", "rho", "beta", "alpha", "alpha_bar", "alpha_r", "mmse", "q", "qhat",
 	"gen_error", "gen_error_stderr", "iterations", "converged"}
 
-func num(v float64) string {
-	if math.IsNaN(v) {
-		return ""
-	}
-	return strconv.FormatFloat(v, 'g', 12, 64)
-}
-
-func writeSECSV(w io.Writer, c *seConfig, ch channel.Channel, points []sePoint) error {
+func writeSECSV(w io.Writer, c *seConfig, points []sePoint) error {
 	var buf bytes.Buffer
 	cw := csv.NewWriter(&buf)
 	cw.Write(seColumns)
 	K := float64(c.T*c.T + c.T - 2)
-	name := ch.Name()
-	if c.paperCompat {
-		name += "-paper"
-	}
-	beta := ""
-	if c.channelName == "softmax" {
-		beta = num(c.beta)
-	}
+	name, beta := c.csvChannelName(), c.csvBeta()
 	for _, pt := range points {
 		alpha, alphaBar := math.NaN(), math.NaN()
 		if pt.rho > 0 {
@@ -459,15 +314,7 @@ func seFigure(c *seConfig, ch channel.Channel, points []sePoint, th seThresholds
 	if c.channelName == "softmax" {
 		f.Title += fmt.Sprintf(", beta = %g", c.beta)
 	}
-	axes := c.axes
-	if axes == "auto" {
-		axes = "lin"
-		if c.channelName == "hardmax" {
-			axes = "loglog"
-		}
-	}
-	f.LogX = axes == "logx" || axes == "loglog"
-	f.LogY = axes == "logy" || axes == "loglog"
+	f.LogX, f.LogY = c.logAxes()
 	if !f.LogY {
 		f.YMin, f.YMax = 0, 1.05 // the estimation error runs from 1 (alpha = 0) to 0
 	}
@@ -506,48 +353,6 @@ func seFigure(c *seConfig, ch channel.Channel, points []sePoint, th seThresholds
 		}
 	}
 	return f
-}
-
-func indexOf(xs []float64, x float64) int {
-	for i, v := range xs {
-		if v == x {
-			return i
-		}
-	}
-	return 0
-}
-
-// seManifest describes the run so that any point can be recomputed exactly.
-func seManifest(c *seConfig, ch channel.Channel, th seThresholds, n, failed int, wall time.Duration, files output.Set) map[string]any {
-	outputs := make([]string, len(files))
-	for i, f := range files {
-		outputs[i] = f.Path()
-	}
-	host, _ := os.Hostname()
-	params := map[string]any{
-		"channel": ch.Name(), "paper_compat": c.paperCompat, "T": c.T, "rho": c.rhos, "alpha": c.alphaSpec,
-		"rescaled": c.rescaled, "damping": c.opts.Damping, "tol": c.opts.Tol, "max_iter": c.opts.MaxIter,
-		"accelerate": c.opts.Accelerate, "gen_samples": c.genSamples, "gen_inner": c.genInner, "seed": c.seed,
-	}
-	if c.channelName == "softmax" {
-		params["beta"] = c.beta
-	}
-	return map[string]any{
-		"program":      "aim",
-		"command":      "se",
-		"version":      programVersion(),
-		"go":           runtime.Version(),
-		"host":         host,
-		"device":       "cpu (theory: scalar state evolution)",
-		"args":         os.Args[1:],
-		"parameters":   params,
-		"thresholds":   jsonSafe(th),
-		"points":       n,
-		"unconverged":  failed,
-		"wall_seconds": wall.Seconds(),
-		"outputs":      outputs,
-		"started":      time.Now().Add(-wall).UTC().Format(time.RFC3339),
-	}
 }
 
 // jsonSafe replaces infinite thresholds (no perfect recovery) by nil, which JSON can hold.

@@ -1,0 +1,146 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/channel"
+)
+
+// scalarChannel is what the channel operations need from the scalar channels of package
+// engine/channel (*channel.Softmax and *channel.Hardmax).
+type scalarChannel interface {
+	Output(y, h []float64)
+	GOut(g, y, omega []float64, V float64)
+}
+
+// newChannel builds the scalar channel for ch.
+func newChannel(op string, ch device.Channel) (scalarChannel, error) {
+	switch ch.Kind {
+	case device.Softmax:
+		s, err := channel.NewSoftmax(ch.T, ch.Beta)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		return s, nil
+	case device.Hardmax:
+		h, err := channel.NewHardmax(ch.T, ch.PaperCompat)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		return h, nil
+	}
+	return nil, fmt.Errorf("%s: unknown channel %v", op, ch)
+}
+
+// ChannelOutput computes y_mu = g(h_mu) for n samples of t x t matrices h: the row softmax of
+// beta h or the one-hot row argmax (ties to the lowest index). y may be h.
+func (d *Device) ChannelOutput(ch device.Channel, y, h device.Buffer, n int) error {
+	const op = "cpu ChannelOutput"
+	sc, err := newChannel(op, ch)
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		return fmt.Errorf("%s: negative n = %d: %w", op, n, device.ErrSize)
+	}
+	t := ch.T
+	tt := t * t
+	ys, err := d.buf(op, "y", y, n*tt)
+	if err != nil {
+		return err
+	}
+	hs, err := d.buf(op, "h", h, n*tt)
+	if err != nil {
+		return err
+	}
+	inPlace := aliased(y, h)
+	return d.forChunks(op, chunks(n, chunkSamples), func() func(c int) {
+		tmp := make([]float64, tt) // the channels write y row by row while reading h
+		return func(c int) {
+			lo, hi := span(c, n, chunkSamples)
+			for mu := lo; mu < hi; mu++ {
+				hm, ym := hs[mu*tt:(mu+1)*tt], ys[mu*tt:(mu+1)*tt]
+				if inPlace {
+					copy(tmp, hm)
+					hm = tmp
+				}
+				sc.Output(ym, hm)
+			}
+		}
+	})
+}
+
+// ChannelGOut computes g_mu = g_out(y_mu; omega_mu, V) for n samples in z-coordinates and
+// returns sum_mu sum_{a<=b} g_mu,ab^2 (deterministic, independent of the worker count).
+//
+// Per sample, y is the t x t output and omega the t x t matrix of which only the upper
+// triangle (a <= b) is read; g is written full and symmetric. The scalar channel works in
+// packed unit coordinates u, z = sqrt(2) u entry by entry: omega_u = omega_z/sqrt2,
+// V_u = V/2 and g_z = g_u/sqrt2 (g = d log Z_out/d omega). g may be omega; g must not be y.
+func (d *Device) ChannelGOut(ch device.Channel, g, y, omega device.Buffer, n int, v float64) (float64, error) {
+	const op = "cpu ChannelGOut"
+	sc, err := newChannel(op, ch)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("%s: negative n = %d: %w", op, n, device.ErrSize)
+	}
+	if !(v > 0) || math.IsInf(v, 1) {
+		return 0, fmt.Errorf("%s: variance V = %g, need 0 < V < inf", op, v)
+	}
+	t := ch.T
+	tt := t * t
+	gs, err := d.buf(op, "g", g, n*tt)
+	if err != nil {
+		return 0, err
+	}
+	ys, err := d.buf(op, "y", y, n*tt)
+	if err != nil {
+		return 0, err
+	}
+	oms, err := d.buf(op, "omega", omega, n*tt)
+	if err != nil {
+		return 0, err
+	}
+	if aliased(g, y) {
+		return 0, fmt.Errorf("%s: output g must not be the buffer y", op)
+	}
+	m := channel.Fields(t)
+	vu := v / 2
+	part := make([]float64, chunks(n, chunkSamples))
+	err = d.forChunks(op, len(part), func() func(c int) {
+		ou := make([]float64, m) // per-goroutine scratch: packed omega_u and g_u
+		gu := make([]float64, m)
+		return func(c int) {
+			lo, hi := span(c, n, chunkSamples)
+			var s float64
+			for mu := lo; mu < hi; mu++ {
+				om := oms[mu*tt : (mu+1)*tt]
+				k := 0
+				for a := 0; a < t; a++ {
+					for b := a; b < t; b++ {
+						ou[k] = om[a*t+b] / math.Sqrt2
+						k++
+					}
+				}
+				sc.GOut(gu, ys[mu*tt:(mu+1)*tt], ou, vu)
+				gm := gs[mu*tt : (mu+1)*tt]
+				k = 0
+				for a := 0; a < t; a++ {
+					for b := a; b < t; b++ {
+						gz := gu[k] / math.Sqrt2
+						gm[a*t+b] = gz
+						gm[b*t+a] = gz
+						s += gz * gz
+						k++
+					}
+				}
+			}
+			part[c] = s
+		}
+	})
+	return sumChunks(part), err
+}

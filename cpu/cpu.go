@@ -1,0 +1,311 @@
+// Package cpu is the gonum backend of device.Device: the reference implementation of every
+// device operation (../shared/docs/DESIGN.md). Buffers are Go []float64 slices; BLAS and LAPACK
+// calls go to gonum v0.17 (pure Go), whose Dgemm is already parallel; the per-sample and
+// element-wise operations are spread over a fixed number of goroutines.
+//
+// Determinism. Every reduction (Dot, SqDist, SumDiag, the sum returned by ChannelGOut) splits
+// its index range into chunks of a fixed size that does not depend on the worker count
+// (chunkElems elements, chunkSamples samples), sums each chunk in index order and then adds the
+// chunk sums in chunk order. The result is therefore bit-for-bit the same with 1 or 64 workers
+// and from run to run. Element-wise and per-sample outputs never depend on the chunking.
+//
+// Concurrency. A Device may be used from several goroutines at once for operations on
+// distinct output buffers; SpectralCompose serialises on an internal scratch buffer. Alloc and
+// Free are safe for concurrent use. Using a buffer after Free is an error (not a crash).
+package cpu
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/aimtheory/aim/device"
+)
+
+// Fixed chunk sizes of the parallel loops. They are part of the numerical definition of the
+// reductions (see the package comment): changing them changes the last bits of sums.
+const (
+	chunkElems   = 4096 // element-wise operations and vector reductions
+	chunkSamples = 256  // ChannelOutput, ChannelGOut, AddDiag, SumDiag (samples per chunk)
+	tokenWork    = 1 << 16
+)
+
+// Device is the CPU backend. The zero value is not usable; call New.
+type Device struct {
+	workers int
+
+	scratchMu sync.Mutex // guards scratch (SpectralCompose)
+	scratch   []float64
+}
+
+var _ device.Device = (*Device)(nil)
+
+// New returns a CPU device that runs its parallel loops on the given number of goroutines;
+// workers <= 0 means runtime.GOMAXPROCS(0).
+func New(workers int) *Device {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	return &Device{workers: workers}
+}
+
+// Workers returns the number of goroutines of the parallel loops.
+func (d *Device) Workers() int { return d.workers }
+
+// buffer is a device.Buffer of the CPU device.
+type buffer struct {
+	dev   *Device
+	data  []float64
+	freed atomic.Bool
+}
+
+// Len is the number of values; 0 after Free.
+func (b *buffer) Len() int {
+	if b.freed.Load() {
+		return 0
+	}
+	return len(b.data)
+}
+
+// buf returns the data of b after checking that b belongs to d, is not freed and holds at
+// least n values.
+func (d *Device) buf(op, name string, b device.Buffer, n int) ([]float64, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%s: buffer %s is nil", op, name)
+	}
+	cb, ok := b.(*buffer)
+	if !ok {
+		return nil, fmt.Errorf("%s: buffer %s is a %T, not a buffer of the cpu device", op, name, b)
+	}
+	if cb == nil {
+		return nil, fmt.Errorf("%s: buffer %s is nil", op, name)
+	}
+	if cb.dev != d {
+		return nil, fmt.Errorf("%s: buffer %s belongs to another cpu device", op, name)
+	}
+	if cb.freed.Load() {
+		return nil, fmt.Errorf("%s: buffer %s was freed", op, name)
+	}
+	if err := device.CheckLen(op, name, b, n); err != nil {
+		return nil, err
+	}
+	return cb.data, nil
+}
+
+// memInfo returns total and available memory in bytes from /proc/meminfo, and a note saying
+// where the numbers come from.
+func memInfo() (total, free uint64, known bool, note string) {
+	if t, f, err := readMeminfo("/proc/meminfo"); err == nil {
+		return t, f, true, ""
+	}
+	// No /proc/meminfo (not Linux): use the Go memory limit when one is set.
+	if lim := debug.SetMemoryLimit(-1); lim > 0 && lim < math.MaxInt64 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		total = uint64(lim)
+		if ms.Sys < total {
+			free = total - ms.Sys
+		}
+		return total, free, true, ", memory from the Go memory limit"
+	}
+	return 0, 0, false, ", memory unknown (no /proc/meminfo)"
+}
+
+// readMeminfo parses MemTotal and MemAvailable (in kB) from a meminfo file.
+func readMeminfo(path string) (total, avail uint64, err error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	var gotT, gotA bool
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		f := bytes.Fields(sc.Bytes())
+		if len(f) < 2 {
+			continue
+		}
+		v, perr := strconv.ParseUint(string(f[1]), 10, 64)
+		if perr != nil {
+			continue
+		}
+		mult := uint64(1)
+		if len(f) >= 3 && string(f[2]) == "kB" {
+			mult = 1024
+		}
+		switch string(f[0]) {
+		case "MemTotal:":
+			total, gotT = v*mult, true
+		case "MemAvailable:":
+			avail, gotA = v*mult, true
+		}
+	}
+	if !gotT || !gotA {
+		return 0, 0, fmt.Errorf("%s: no MemTotal/MemAvailable", path)
+	}
+	return total, avail, nil
+}
+
+// Info describes the device: its worker count and the host memory.
+func (d *Device) Info() device.Info {
+	total, free, _, note := memInfo()
+	g := "goroutines"
+	if d.workers == 1 {
+		g = "goroutine"
+	}
+	return device.Info{
+		Name:        "cpu",
+		Description: fmt.Sprintf("cpu: %d %s, gonum v0.17 (pure Go BLAS/LAPACK)%s", d.workers, g, note),
+		TotalBytes:  total,
+		FreeBytes:   free,
+	}
+}
+
+// Alloc returns a zeroed buffer of n values. It fails, before allocating, when n < 0 or when
+// 8n bytes exceed the memory available now (MemAvailable); where the available memory cannot
+// be read the check is skipped.
+func (d *Device) Alloc(n int) (device.Buffer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("cpu Alloc: negative length %d", n)
+	}
+	_, free, known, _ := memInfo()
+	if uint64(n) > math.MaxInt64/8 {
+		return nil, fmt.Errorf("cpu Alloc: %d values need more than %d bytes (%s), %d bytes (%s) available",
+			n, uint64(math.MaxInt64), device.Bytes(math.MaxInt64), free, device.Bytes(free))
+	}
+	need := uint64(n) * 8
+	if known && need > free {
+		return nil, fmt.Errorf("cpu Alloc: %d values need %d bytes (%s), only %d bytes (%s) available",
+			n, need, device.Bytes(need), free, device.Bytes(free))
+	}
+	return &buffer{dev: d, data: make([]float64, n)}, nil
+}
+
+// Free releases b (it keeps no memory afterwards). Freeing nil, a foreign buffer or a freed
+// buffer does nothing.
+func (d *Device) Free(b device.Buffer) {
+	cb, ok := b.(*buffer)
+	if !ok || cb == nil || cb.dev != d {
+		return
+	}
+	if cb.freed.Swap(true) {
+		return
+	}
+	cb.data = nil
+}
+
+// Upload copies src into dst[0:len(src)].
+func (d *Device) Upload(dst device.Buffer, src []float64) error {
+	x, err := d.buf("cpu Upload", "dst", dst, len(src))
+	if err != nil {
+		return err
+	}
+	copy(x, src)
+	return nil
+}
+
+// Download copies src[0:len(dst)] into dst.
+func (d *Device) Download(dst []float64, src device.Buffer) error {
+	x, err := d.buf("cpu Download", "src", src, len(dst))
+	if err != nil {
+		return err
+	}
+	copy(dst, x)
+	return nil
+}
+
+// Copy sets dst[0:src.Len()] = src.
+func (d *Device) Copy(dst, src device.Buffer) error {
+	s, err := d.buf("cpu Copy", "src", src, 0)
+	if err != nil {
+		return err
+	}
+	t, err := d.buf("cpu Copy", "dst", dst, len(s))
+	if err != nil {
+		return err
+	}
+	copy(t, s)
+	return nil
+}
+
+// ---------------------------------------------------------------------------------------
+// The parallel loop.
+
+// chunks returns the number of chunks of size size that cover [0, n).
+func chunks(n, size int) int { return (n + size - 1) / size }
+
+// span returns chunk c of [0, n) in chunks of size size.
+func span(c, n, size int) (lo, hi int) {
+	lo = c * size
+	return lo, min(lo+size, n)
+}
+
+// forChunks runs body(c) for every chunk c in [0, nc) on up to d.workers goroutines. Each
+// goroutine first calls setup once and runs the body it returns (setup is where per-goroutine
+// scratch is allocated). Chunks are handed out dynamically, so which goroutine runs a chunk is
+// unspecified: bodies must write only to chunk-owned outputs. A panic in a body is recovered
+// and returned as an error naming op.
+func (d *Device) forChunks(op string, nc int, setup func() func(c int)) (err error) {
+	if nc <= 0 {
+		return nil
+	}
+	w := min(d.workers, nc)
+	if w <= 1 {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%s: %v", op, r)
+			}
+		}()
+		body := setup()
+		for c := 0; c < nc; c++ {
+			body(c)
+		}
+		return nil
+	}
+	var (
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for g := 0; g < w; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					once.Do(func() { first = fmt.Errorf("%s: %v", op, r) })
+					next.Store(int64(nc)) // stop handing out chunks
+				}
+			}()
+			body := setup()
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= nc {
+					return
+				}
+				body(c)
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// same returns the body for forChunks when no per-goroutine state is needed.
+func same(body func(c int)) func() func(c int) { return func() func(c int) { return body } }
+
+// sumChunks adds the chunk sums in chunk order.
+func sumChunks(part []float64) float64 {
+	var s float64
+	for _, v := range part {
+		s += v
+	}
+	return s
+}
