@@ -13,10 +13,13 @@ build:
 test:
 	$(GO) test ./...
 
-# The softmax T = 2 state evolution for five rho, on the CPU: results/demo/se_softmax.{csv,json,png}.
+# On the CPU: the softmax T = 2 state evolution for five rho (results/demo/se_softmax.*), and
+# GAMP-RIE at D = 100 beside the SE for three of them (results/demo/amp_softmax.*).
 demo: build
 	$(BIN) se --channel softmax --T 2 --rho 0.1,0.2,0.5,1,2 --alpha 0.001:0.25:128 \
 		--out results/demo/se_softmax.csv --plot results/demo/se_softmax.png
+	$(BIN) amp --channel softmax --T 2 --rho 0.2,0.5,1 --D 100 --alpha 0.03,0.07,0.11,0.15 --seeds 2 \
+		--device cpu --out results/demo/amp_softmax.csv --plot results/demo/amp_softmax.png
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

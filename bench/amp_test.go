@@ -1,0 +1,78 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/aimtheory/aim/cpu"
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/amp"
+	"github.com/aimtheory/aim/engine/model"
+)
+
+// iterationFlops counts the floating-point work of one GAMP-RIE iteration: two N T x D x D
+// products (X S-hat and X^T Z) of 2 N T D^2 each, and the D x D x D product of SpectralCompose.
+func iterationFlops(p model.Params) float64 {
+	D, NT := float64(p.D), float64(p.N()*p.T())
+	return 2*2*NT*D*D + 2*D*D*D
+}
+
+// timeIterations returns the seconds per GAMP-RIE iteration (after the first, which includes
+// warm-up) on dev.
+func timeIterations(b *testing.B, dev device.Device, p model.Params, iters int) float64 {
+	data, err := model.Generate(dev, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer data.Free(dev)
+	o := amp.DefaultOptions()
+	o.MaxIter = iters + 1
+	o.Tol = 1e-300 // run every iteration
+	res, err := amp.Run(dev, data, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr := res.Trace
+	return (tr[len(tr)-1].Seconds - tr[0].Seconds) / float64(len(tr)-1)
+}
+
+// BenchmarkAMPIteration times one GAMP-RIE iteration, softmax T = 2, rho = 0.5, alpha = 0.2
+// (N = 0.2 D^2), on the CPU, and reports the GFLOP/s of its dense products.
+func BenchmarkAMPIteration(b *testing.B) {
+	dev := cpu.New(0)
+	for _, D := range []int{100, 200} {
+		b.Run(fmt.Sprintf("D=%d", D), func(b *testing.B) {
+			p := model.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
+			var s float64
+			for b.Loop() {
+				s = timeIterations(b, dev, p, 3)
+			}
+			b.ReportMetric(s, "s/iter")
+			b.ReportMetric(iterationFlops(p)/s/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkAMPScaling times an iteration at D = 100, 200, 300, 400 (alpha = 0.2, T = 2) and
+// reports the least-squares slope of log(seconds) against log(D): near 4 when the N T D^2
+// products dominate, as they do from D of a few hundred.
+func BenchmarkAMPScaling(b *testing.B) {
+	dev := cpu.New(0)
+	Ds := []int{100, 200, 300, 400}
+	for b.Loop() {
+		var sx, sy, sxx, sxy float64
+		for _, D := range Ds {
+			p := model.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
+			start := time.Now()
+			s := timeIterations(b, dev, p, 2)
+			b.Logf("D = %d: %.3f s/iter, %.2f GFLOP/s (%.1f s with data and warm-up)", D, s, iterationFlops(p)/s/1e9, time.Since(start).Seconds())
+			x, y := math.Log(float64(D)), math.Log(s)
+			sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
+			b.ReportMetric(s, fmt.Sprintf("s/iter@D=%d", D))
+		}
+		n := float64(len(Ds))
+		b.ReportMetric((n*sxy-sx*sy)/(n*sxx-sx*sx), "exponent")
+	}
+}

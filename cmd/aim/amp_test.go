@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aimtheory/aim/cpu"
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/amp"
+	"github.com/aimtheory/aim/engine/model"
+)
+
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// TestAMPBadInput checks that bad input, an unavailable device and a run too large for memory
+// exit with status 2, say why, and write nothing.
+func TestAMPBadInput(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "res", "amp.csv")
+	tests := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--D", "1"}, "D >= 2"},
+		{[]string{"--seeds", "0"}, "seeds"},
+		{[]string{"--alpha", "0"}, "alpha"},
+		{[]string{"--alpha", ""}, "empty"},
+		{[]string{"--D", "10", "--alpha", "0.001"}, "N = floor(alpha D^2) = 0"},
+		{[]string{"--D", "10", "--rho", "0.05"}, "R = floor(rho D) = 0"},
+		{[]string{"--rho", "0"}, "rho"},
+		{[]string{"--beta", "0"}, "beta"},
+		{[]string{"--T", "1"}, "T >= 2"},
+		{[]string{"--channel", "hardmax", "--T", "3"}, "T = 2 only"},
+		{[]string{"--device", "cuda"}, "no CUDA backend"},
+		{[]string{"--device", "tpu"}, "unknown device"},
+		{[]string{"--damping", "1.5"}, "damping"},
+		{[]string{"--tol", "0"}, "tol"},
+		{[]string{"--trace", filepath.Join(dir, "t.txt")}, "trace"},
+		{[]string{"--D", "200000", "--alpha", "1"}, "available"},
+	}
+	for _, tc := range tests {
+		args := append([]string{"amp", "--quiet", "--out", out, "--plot", filepath.Join(dir, "res", "amp.png")}, tc.args...)
+		code, _, stderr := runArgs(t, args...)
+		if code != 2 || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("aim amp %v: status %d, stderr %q; want status 2 mentioning %q", tc.args, code, stderr, tc.msg)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "res")); len(entries) != 0 {
+		t.Errorf("bad input left files: %v", entries)
+	}
+}
+
+// TestAMPReproducibleCSV runs the same small sweep twice: the CSVs are identical except for the
+// wall-time column, and each error equals a direct run of the engine with the same seed.
+func TestAMPReproducibleCSV(t *testing.T) {
+	dir := t.TempDir()
+	args := func(name string) []string {
+		return []string{"amp", "--quiet", "--device", "cpu", "--D", "30", "--rho", "0.5", "--alpha", "0.1,0.2", "--seeds", "2",
+			"--max-iter", "12", "--out", filepath.Join(dir, name+".csv"), "--plot", filepath.Join(dir, name+".png"),
+			"--trace", filepath.Join(dir, name+"_trace.csv")}
+	}
+	for _, name := range []string{"a", "b"} {
+		if code, _, stderr := runArgs(t, args(name)...); code != 0 {
+			t.Fatalf("status %d: %s", code, stderr)
+		}
+	}
+	a, b := readCSV(t, filepath.Join(dir, "a.csv")), readCSV(t, filepath.Join(dir, "b.csv"))
+	if strings.Join(a[0], ",") != strings.Join(ampColumns, ",") || len(a) != 5 {
+		t.Fatalf("CSV header %v with %d rows", a[0], len(a))
+	}
+	col := map[string]int{}
+	for i, c := range a[0] {
+		col[c] = i
+	}
+	dev := cpu.New(0)
+	for i := 1; i < len(a); i++ {
+		for j := range a[i] {
+			if j != col["seconds"] && a[i][j] != b[i][j] {
+				t.Errorf("row %d column %s differs between two runs: %s vs %s", i, a[0][j], a[i][j], b[i][j])
+			}
+		}
+		alpha, _ := strconv.ParseFloat(a[i][col["alpha"]], 64)
+		seed, _ := strconv.ParseUint(a[i][col["seed"]], 10, 64)
+		data, err := model.Generate(dev, model.Params{D: 30, Alpha: alpha, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := amp.DefaultOptions()
+		o.MaxIter = 12
+		res, err := amp.Run(dev, data, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a[i][col["error"]]; got != num(res.Error) || a[i][col["iterations"]] != strconv.Itoa(res.Iterations) {
+			t.Errorf("row %d: error %s after %s iterations, the engine gives %s after %d", i, got, a[i][col["iterations"]], num(res.Error), res.Iterations)
+		}
+	}
+	trace := readCSV(t, filepath.Join(dir, "a_trace.csv"))
+	total := 0
+	for i := 1; i < len(a); i++ {
+		n, _ := strconv.Atoi(a[i][col["iterations"]])
+		total += n
+	}
+	if len(trace)-1 != total {
+		t.Errorf("trace has %d rows, the runs made %d iterations", len(trace)-1, total)
+	}
+}
