@@ -62,24 +62,17 @@ func (d *Device) Axpby(y device.Buffer, a float64, x device.Buffer, b float64) e
 // Dot returns sum_k x_k y_k; x and y must have the same length. The sum is deterministic and
 // independent of the worker count (see the package comment).
 func (d *Device) Dot(x, y device.Buffer) (float64, error) {
-	const op = "cpu Dot"
-	xs, ys, err := d.pair(op, "x", x, "y", y)
-	if err != nil {
-		return 0, err
-	}
-	n := len(xs)
-	part := make([]float64, chunks(n, chunkElems))
-	err = d.forChunks(op, len(part), same(func(c int) {
-		lo, hi := span(c, n, chunkElems)
-		part[c] = dot(xs[lo:hi], ys[lo:hi])
-	}))
-	return sumChunks(part), err
+	return d.reduce("cpu Dot", x, y, dot)
 }
 
 // SqDist returns sum_k (x_k - y_k)^2; x and y must have the same length. Deterministic like
 // Dot.
 func (d *Device) SqDist(x, y device.Buffer) (float64, error) {
-	const op = "cpu SqDist"
+	return d.reduce("cpu SqDist", x, y, sqDist)
+}
+
+// reduce returns the sum over fixed-size chunks of f(x chunk, y chunk), added in chunk order.
+func (d *Device) reduce(op string, x, y device.Buffer, f func(a, b []float64) float64) (float64, error) {
 	xs, ys, err := d.pair(op, "x", x, "y", y)
 	if err != nil {
 		return 0, err
@@ -88,7 +81,7 @@ func (d *Device) SqDist(x, y device.Buffer) (float64, error) {
 	part := make([]float64, chunks(n, chunkElems))
 	err = d.forChunks(op, len(part), same(func(c int) {
 		lo, hi := span(c, n, chunkElems)
-		part[c] = sqDist(xs[lo:hi], ys[lo:hi])
+		part[c] = f(xs[lo:hi], ys[lo:hi])
 	}))
 	return sumChunks(part), err
 }

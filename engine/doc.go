@@ -1,6 +1,6 @@
 // Package engine is the science of aim, independent of any device: random-matrix denoising
-// (rie), output channels (channel), state evolution (se), and, as they land, teachers (model),
-// GAMP (amp) and gradient descent (gd).
+// (rie), output channels (channel), state evolution (se), teachers and data (model), GAMP-RIE
+// (amp), and, as it lands, gradient descent (gd).
 //
 // # Glossary
 //
@@ -36,4 +36,13 @@
 //	alpha_PR   AlphaPR           perfect-recovery threshold (softmax)                        AIM 2.2
 //	alpha-bar_c AlphaBarC        rho -> 0 weak-recovery threshold in alpha-bar_r             AIM 2.3
 //	e_gen      GenError          E||y - y_hat||_F^2 of the Bayes-optimal predictor           AIM 2.4
+//	z          (device ops)      AMP coordinates z = sqrt(2) u = tau o h                     AIM 3
+//	tau        tau               tau_aa = 1, tau_ab = sqrt(2): h to z                        AIM 3
+//	S-hat      sHat              the AMP estimate of S                                       AIM 3
+//	c-hat      cHat              the denoiser's error mmse_S(Delta; rho); V_z = 2 c-hat      AIM 3
+//	Omega      omegaNew          undamped forward field, with the Onsager term -V g          AIM 3
+//	A          A                 (2 alpha / N) sum g_out^2 = q-hat / 2                       AIM 3
+//	B          back              back-projection sum_mu X_mu^T C_mu X_mu - Tr C_mu I, /sqrt(D) AIM 3
+//	R          rMat              S-hat + B/(A D), the matrix the RIE denoises                AIM 3
+//	theta      Damping           damping of omega and V                                      AIM 3
 package engine

@@ -223,15 +223,7 @@ func runAMP(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return abort(err)
 	}
-	if err := res.finish(fig, man); err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, res.summary(len(runs), time.Since(start)))
-	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d runs diverged (written with converged=false and no error value):\n  %s",
-			len(failed), len(runs), strings.Join(failed, "\n  "))
-	}
-	return nil
+	return res.complete(stdout, fig, man, len(runs), start, failed, "runs diverged")
 }
 
 // ampOnce draws the data of one run, runs GAMP-RIE and frees everything.

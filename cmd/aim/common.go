@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"runtime"
@@ -293,4 +294,19 @@ func indexOf(xs []float64, x float64) int {
 		}
 	}
 	return 0
+}
+
+// complete writes the plot and the manifest, commits the outputs, prints the summary, and
+// turns failed rows (unconverged or diverged, already written without values) into the
+// command's error, so that it exits with status 1.
+func (r *results) complete(stdout io.Writer, f *figure.Figure, manifest map[string]any, rows int, start time.Time, failed []string, what string) error {
+	if err := r.finish(f, manifest); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, r.summary(rows, time.Since(start)))
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d %s (written with converged=false and no values):\n  %s",
+			len(failed), rows, what, strings.Join(failed, "\n  "))
+	}
+	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"math"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -152,15 +151,7 @@ func runSE(args []string, stdout, stderr io.Writer) error {
 	man["thresholds"] = jsonSafe(thresholds)
 	man["points"] = len(points)
 	man["unconverged"] = len(failed)
-	if err := res.finish(seFigure(c, ch, points, thresholds), man); err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, res.summary(len(points), time.Since(start)))
-	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d points did not converge (written with converged=false and no values):\n  %s",
-			len(failed), len(points), strings.Join(failed, "\n  "))
-	}
-	return nil
+	return res.complete(stdout, seFigure(c, ch, points, thresholds), man, len(points), start, failed, "points did not converge")
 }
 
 // seThresholds are the thresholds drawn on the plot and written to the manifest.
