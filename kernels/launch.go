@@ -1,0 +1,76 @@
+// Package kernels holds the CUDA C sources of aim's device operations (*.cu), the PTX they
+// compile to (*.ptx, generated for compute_80 by `make kernels` and committed), and the launch
+// contract that the CUDA backend (device/cuda) follows. Every kernel has a CPU twin in package
+// cpu and a GPU test that compares the two on fresh random inputs.
+//
+// The launch contract. All kernels are extern "C", work in float64, take sizes as long long
+// (int64) except T-like small sizes as int, and run with Block threads per block:
+//
+//	elementwise   scal, axpby, add_diag, mul_pattern, scale_columns, token_mix, gaussian_fill:
+//	              grid-stride loops; grid = GridElems(work), work as documented per kernel.
+//	per sample    token_dots: block mu (grid-stride over samples) reduces sample mu;
+//	              grid = GridSamples(n).
+//	per thread    softmax_output, hardmax_output, softmax_gout, hardmax_gout: thread
+//	              mu = blockIdx.x * Block + threadIdx.x handles sample mu (no grid stride);
+//	              grid = GridThreads(n). The g_out kernels also write one partial square-sum
+//	              per block to part[blockIdx.x], so part has GridThreads(n) entries.
+//	reductions    dot_partial, sqdist_partial, sumdiag_partial: block b reduces the fixed chunk
+//	              [b ReduceChunk, (b+1) ReduceChunk) of elements (of samples for sumdiag) into
+//	              part[b]; grid = GridReduce(len). The host adds the partials in order, so a
+//	              sum does not depend on the GPU model.
+//
+// Kernel signatures (C):
+//
+//	token_dots(double *h, const double *y, const double *x, long long n, int t, int d)
+//	    h[mu,a,b] = sum_i y[mu,a,i] x[mu,b,i]
+//	token_mix(double *z, const double *c, const double *x, long long n, int t, int d)
+//	    z[mu,a,i] = sum_b c[mu,a,b] x[mu,b,i]; work = n*d (one thread per (mu, i), all a)
+//	scal(double *x, long long len, double a)                       x = a x; work = len
+//	axpby(double *y, double a, const double *x, double b, long long len)
+//	    y = a x + b y; work = len
+//	add_diag(double *x, long long n, int t, double v)              x[mu,a,a] += v; work = n*t
+//	mul_pattern(double *x, const double *p, long long n, int m)    x[mu,k] *= p[k]; work = n*m
+//	scale_columns(double *out, const double *o, const double *f, int d)
+//	    out[i,k] = o[i,k] f[k]; work = d*d
+//	dot_partial(double *part, const double *x, const double *y, long long len)
+//	sqdist_partial(double *part, const double *x, const double *y, long long len)
+//	sumdiag_partial(double *part, const double *x, long long n, int t)
+//	softmax_output(double *y, const double *h, long long n, int t, double beta)
+//	hardmax_output(double *y, const double *h, long long n, int t)
+//	softmax_gout(double *g, double *part, const double *y, const double *omega, long long n,
+//	             int t, double beta, double v)
+//	hardmax_gout(double *g, double *part, const double *y, const double *omega, long long n,
+//	             double v, int paper)
+//	gaussian_fill(double *x, long long len, unsigned long long seed,
+//	              unsigned long long offset, double scale)
+//	    x[k] = scale G(seed, offset + k), bit for bit the stream of device.NormalAt;
+//	    work = number of Philox blocks touched
+//
+// The channel kernels follow device.Device's conventions: z-coordinates, full symmetric T x T
+// matrices per sample, only the upper triangle of omega read, g written full and symmetric.
+package kernels
+
+// Block is the number of threads per block of every kernel.
+const Block = 256
+
+// ReduceChunk is the number of elements (samples, for sumdiag_partial) one block of a
+// reduction kernel sums.
+const ReduceChunk = 4096
+
+// maxGrid caps grid-stride launches: enough blocks to fill any current GPU.
+const maxGrid = 1 << 16
+
+// GridElems returns the grid of a grid-stride elementwise kernel over work items.
+func GridElems(work int64) uint32 {
+	g := (work + Block - 1) / Block
+	return uint32(min(max(g, 1), maxGrid))
+}
+
+// GridSamples returns the grid of a block-per-sample kernel over n samples.
+func GridSamples(n int64) uint32 { return uint32(min(max(n, 1), maxGrid)) }
+
+// GridThreads returns the grid of a thread-per-sample kernel over n samples: ceil(n / Block).
+func GridThreads(n int64) uint32 { return uint32(max((n+Block-1)/Block, 1)) }
+
+// GridReduce returns the grid (and the number of partials) of a reduction over len items.
+func GridReduce(length int64) uint32 { return uint32(max((length+ReduceChunk-1)/ReduceChunk, 1)) }
