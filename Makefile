@@ -5,7 +5,7 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/aim
 
-.PHONY: build test demo bench lint clean
+.PHONY: build test demo bench lint clean kernels gpu-check-bin
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/aim
@@ -18,8 +18,19 @@ test:
 demo: build
 	$(BIN) se --channel softmax --T 2 --rho 0.1,0.2,0.5,1,2 --alpha 0.001:0.25:128 \
 		--out results/demo/se_softmax.csv --plot results/demo/se_softmax.png
-	$(BIN) amp --channel softmax --T 2 --rho 0.2,0.5,1 --D 100 --alpha 0.03,0.07,0.11,0.15 --seeds 2 \
+	$(BIN) amp --channel softmax --T 2 --rho 0.2,0.5,1 --D 100 --alpha 0.05,0.08,0.11,0.14 --seeds 2 \
 		--device cpu --out results/demo/amp_softmax.csv --plot results/demo/amp_softmax.png
+
+# Regenerate kernels/*.ptx from kernels/*.cu with NVRTC (libnvrtc, loaded at run time).
+kernels:
+	CGO_ENABLED=0 $(GO) run ./kernels/gen -dir kernels
+
+# Test and benchmark binaries for a GPU machine without Go: copy bin/gpu there and run
+# bench/gpu-check.sh from the repository root.
+gpu-check-bin:
+	mkdir -p bin/gpu
+	CGO_ENABLED=0 $(GO) test -c -o bin/gpu/cuda.test ./device/cuda
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/gpu/aim ./cmd/aim
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -183,3 +183,17 @@ func FreeAll(dev Device, bufs ...Buffer) {
 		}
 	}
 }
+
+// Trainer is the optional operation set of gradient descent on the AIM student (docs/AIM.md
+// section 4). Backends implement it beside Device; engine/gd asks for it by type assertion.
+type Trainer interface {
+	// SoftmaxLossGrad takes the student's outputs yhat = row-softmax(beta h) and the targets
+	// y (N stacked T x T matrices), returns the loss scale * sum (yhat - y)^2 and writes
+	// gamma = d loss / d h through the softmax Jacobian, row by row:
+	// gamma_ab = beta yhat_ab (G_ab - sum_c G_ac yhat_ac) with G = 2 scale (yhat - y).
+	SoftmaxLossGrad(ch Channel, gamma, yhat, y Buffer, n int, scale float64) (float64, error)
+	// AdamStep applies one Adam update (step t >= 1, torch's form) to w with gradient g and
+	// moments m, v (all of equal length): m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
+	// w -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
+	AdamStep(w, g, m, v Buffer, lr, b1, b2, eps float64, t int) error
+}

@@ -2,6 +2,7 @@
 package devtest
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/aimtheory/aim/device"
@@ -58,4 +59,22 @@ func (c *Counting) Peak() uint64 {
 	p := c.peak
 	c.peak = c.live
 	return p
+}
+
+// SoftmaxLossGrad forwards to the wrapped device's training operations.
+func (c *Counting) SoftmaxLossGrad(ch device.Channel, gamma, yhat, y device.Buffer, n int, scale float64) (float64, error) {
+	tr, ok := c.Device.(device.Trainer)
+	if !ok {
+		return 0, fmt.Errorf("device %s has no training operations", c.Info().Name)
+	}
+	return tr.SoftmaxLossGrad(ch, gamma, yhat, y, n, scale)
+}
+
+// AdamStep forwards to the wrapped device's training operations.
+func (c *Counting) AdamStep(w, g, m, v device.Buffer, lr, b1, b2, eps float64, t int) error {
+	tr, ok := c.Device.(device.Trainer)
+	if !ok {
+		return fmt.Errorf("device %s has no training operations", c.Info().Name)
+	}
+	return tr.AdamStep(w, g, m, v, lr, b1, b2, eps, t)
 }
