@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/csv"
 	"errors"
 	"flag"
 	"fmt"
@@ -309,4 +310,21 @@ func (r *results) complete(stdout io.Writer, f *figure.Figure, manifest map[stri
 			len(failed), rows, what, strings.Join(failed, "\n  "))
 	}
 	return nil
+}
+
+// readCSVFile reads a whole CSV with its header.
+func readCSVFile(path string) ([][]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(rows) < 1 {
+		return nil, fmt.Errorf("%s: empty file", path)
+	}
+	return rows, nil
 }

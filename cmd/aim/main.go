@@ -55,6 +55,7 @@ const mainUsage = `aim: Bayes-optimal learning of attention models.
 Usage:
   aim se [flags]       state evolution curves and thresholds of the attention-indexed model
   aim amp [flags]      GAMP-RIE simulations at dimension D beside the state evolution
+  aim gd [flags]       gradient-descent students (single and averaged) beside AMP and the SE
   aim version          print the program version
   aim help             this text
 
@@ -78,6 +79,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runSE(args[1:], stdout, stderr)
 	case "amp":
 		err = runAMP(args[1:], stdout, stderr)
+	case "gd":
+		err = runGD(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "aim", programVersion())
 		return 0

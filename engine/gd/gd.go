@@ -128,7 +128,7 @@ func Run(dev device.Device, data *model.Data, o Options) (Result, error) {
 				res.Seconds = time.Since(start).Seconds()
 				return res, fmt.Errorf("%w: student %d step %d: loss = %g", ErrDiverged, k, t, loss)
 			}
-			if k == 0 && o.TraceEvery > 0 && (t == 1 || t%o.TraceEvery == 0) {
+			if k == 0 && o.TraceEvery > 0 && (t-1)%o.TraceEvery == 0 {
 				e, err := dev.SqDist(s, data.S)
 				if err != nil {
 					return res, fmt.Errorf("gd: %w", err)

@@ -47,7 +47,7 @@ type Figure struct {
 	LogX, LogY            bool
 	Series                []Series
 	VLines                []VLine
-	YMin, YMax            float64   // fixed y range when YMin < YMax; automatic otherwise
+	YMin, YMax            float64   // when YMin < YMax, the y range covers at least [YMin, YMax]
 	Width, Height         vg.Length // zero: 6 x 4.2 inches
 }
 
@@ -187,7 +187,7 @@ func (f *Figure) Render(w io.Writer, format string) error {
 	}
 	switch {
 	case f.YMin < f.YMax:
-		p.Y.Min, p.Y.Max = ty(f.YMin), ty(f.YMax)
+		p.Y.Min, p.Y.Max = math.Min(ty(f.YMin), ymin), math.Max(ty(f.YMax), ymax)
 	case f.LogY:
 		p.Y.Min, p.Y.Max = math.Floor(ymin), math.Ceil(ymax) // whole decades
 	}

@@ -1,0 +1,430 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/figure"
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/device/auto"
+	"github.com/aimtheory/aim/engine/gd"
+	"github.com/aimtheory/aim/engine/model"
+	"github.com/aimtheory/aim/engine/se"
+)
+
+const gdUsage = `Usage: aim gd [flags]
+
+Gradient-descent students of the softmax attention-indexed model (docs/AIM.md section 4):
+W in R^{R x D}, S = W^T W / sqrt(R D), full-batch loss sum (y-hat - y)^2 / D, Adam or plain GD.
+One training per (rho, alpha, seed); with --restarts K the estimate is the average of the final
+S of K students on the same data ("averaged GD"). The plot puts GD single, GD averaged, AMP
+(from --amp) and the SE line against alpha-bar = alpha (T^2 + T - 2), as in the paper's figure.
+
+  aim gd --T 2 --rho 0.5 --D 100 --alpha 0.01,0.05,0.1,0.25 --seeds 4 --restarts 32
+  aim gd --D 100 --alpha 0.1 --seeds 1 --trace results/gd_trace.csv
+
+Hardmax students are not offered: the hardmax output has no useful gradient.
+
+Flags:
+`
+
+type gdConfig struct {
+	modelFlags
+	D        int
+	seeds    int
+	seed     uint64
+	device   string
+	workers  int
+	trace    string
+	ampCSV   string
+	optim    string
+	opts     gd.Options
+	traceInt int
+}
+
+func parseGD(args []string, stderr io.Writer) (*gdConfig, error) {
+	c := &gdConfig{opts: gd.DefaultOptions()}
+	fs := flag.NewFlagSet("aim gd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.register(fs, "gd")
+	fs.StringVar(&c.alphaSpec, "alpha", "0.0025,0.0125,0.025,0.075,0.25", "sample complexity alpha = N/D^2: a list or range")
+	fs.IntVar(&c.D, "D", 100, "token dimension")
+	fs.IntVar(&c.seeds, "seeds", 4, "teachers and data sets per (rho, alpha)")
+	fs.Uint64Var(&c.seed, "seed", 1, "first seed")
+	fs.StringVar(&c.device, "device", "auto", "auto, cpu or cuda")
+	fs.IntVar(&c.workers, "workers", 0, "CPU goroutines (0: all cores)")
+	fs.IntVar(&c.opts.Restarts, "restarts", 1, "students averaged per data set (1: GD single; the paper's averaged GD uses 32)")
+	fs.IntVar(&c.opts.Steps, "steps", c.opts.Steps, "full-batch steps per student")
+	fs.Float64Var(&c.opts.LR, "lr", c.opts.LR, "learning rate")
+	fs.StringVar(&c.optim, "optimizer", "adam", "adam or gd")
+	fs.IntVar(&c.opts.R, "R", 0, "student width (0: the teacher's R = floor(rho D))")
+	fs.StringVar(&c.trace, "trace", "", "write the training curve (loss and error against step) of the first student of each run to this CSV, and its plot beside it")
+	fs.IntVar(&c.traceInt, "trace-every", 10, "steps between traced points")
+	fs.StringVar(&c.ampCSV, "amp", "", "an `aim amp` CSV whose points to draw on the plot")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, gdUsage)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if c.channelName == "hardmax" {
+		return nil, usagef("hardmax students are not offered: the hardmax output has no useful gradient (use --channel softmax)")
+	}
+	if err := c.validate(fs, []string{"0.5"}, ""); err != nil {
+		return nil, err
+	}
+	switch c.optim {
+	case "adam":
+		c.opts.Adam = true
+	case "gd":
+		c.opts.Adam = false
+	default:
+		return nil, usagef("--optimizer %q: want adam or gd", c.optim)
+	}
+	switch {
+	case c.D < 2:
+		return nil, usagef("--D %d: need D >= 2", c.D)
+	case c.seeds < 1:
+		return nil, usagef("--seeds %d: need at least 1", c.seeds)
+	case c.opts.Restarts < 1:
+		return nil, usagef("--restarts %d: need at least 1", c.opts.Restarts)
+	case c.opts.Steps < 1:
+		return nil, usagef("--steps %d: need at least 1", c.opts.Steps)
+	case !(c.opts.LR > 0) || math.IsInf(c.opts.LR, 0):
+		return nil, usagef("--lr %g: need a positive learning rate", c.opts.LR)
+	case c.opts.R < 0:
+		return nil, usagef("--R %d: need 0 (the teacher's width) or more", c.opts.R)
+	case c.workers < 0:
+		return nil, usagef("--workers %d: need 0 (all cores) or more", c.workers)
+	case c.traceInt < 1:
+		return nil, usagef("--trace-every %d: need at least 1", c.traceInt)
+	}
+	if c.trace != "" {
+		if !strings.HasSuffix(strings.ToLower(c.trace), ".csv") {
+			return nil, usagef("--trace %q: the trace file must end in .csv", c.trace)
+		}
+		c.opts.TraceEvery = c.traceInt
+	}
+	if c.ampCSV != "" {
+		if _, err := os.Stat(c.ampCSV); err != nil {
+			return nil, usagef("--amp: %v", err)
+		}
+	}
+	for _, r := range c.rhos {
+		for _, a := range c.alphas {
+			if err := c.params(r, a, 0).Validate(); err != nil {
+				return nil, usagef("%v", err)
+			}
+		}
+	}
+	return c, nil
+}
+
+func (c *gdConfig) params(rho, alpha float64, seed uint64) model.Params {
+	return model.Params{D: c.D, Alpha: alpha, Rho: rho, Channel: c.deviceChannel(), Seed: seed}
+}
+
+type gdRun struct {
+	rho, alpha float64
+	seed       uint64
+	p          model.Params
+	res        gd.Result
+	seMMSE     float64
+	err        error
+}
+
+func runGD(args []string, stdout, stderr io.Writer) error {
+	c, err := parseGD(args, stderr)
+	if err != nil {
+		return err
+	}
+	var ampPoints []ampPoint
+	if c.ampCSV != "" {
+		if ampPoints, err = readAMPPoints(c.ampCSV); err != nil {
+			return usageError{err}
+		}
+	}
+	dev, note, err := auto.Open(c.device, c.workers)
+	if err != nil {
+		return usageError{err}
+	}
+	fmt.Fprintln(stderr, note)
+	var need uint64
+	for _, r := range c.rhos {
+		for _, a := range c.alphas {
+			p := c.params(r, a, 0)
+			data := 8 * uint64(p.D*p.D+p.N()*p.T()*p.D+p.N()*p.T()*p.T())
+			need = max(need, p.Bytes(), data+gd.Bytes(p, c.opts))
+		}
+	}
+	if free := dev.Info().FreeBytes; need > free {
+		return usagef("a run at D = %d needs %s of %s memory, and %s is available", c.D, device.Bytes(need), dev.Info().Name, device.Bytes(free))
+	}
+	theory, err := c.theoryChannel()
+	if err != nil {
+		return usageError{err}
+	}
+	res, err := openResults(c.out, c.plot)
+	if err != nil {
+		return err
+	}
+	var traceRes *results
+	if c.trace != "" {
+		tracePlot := strings.TrimSuffix(c.trace, ".csv") + ".png"
+		if traceRes, err = openResults(c.trace, tracePlot); err != nil {
+			res.files.Abort()
+			return err
+		}
+	}
+	abort := func(err error) error {
+		res.files.Abort()
+		if traceRes != nil {
+			traceRes.files.Abort()
+		}
+		return err
+	}
+	start := time.Now()
+	var runs []*gdRun
+	for _, r := range c.rhos {
+		for _, a := range c.alphas {
+			seMMSE := math.NaN()
+			if p, err := se.Solve(theory, r, a, se.DefaultOptions()); err == nil {
+				seMMSE = p.MMSE
+			}
+			for s := 0; s < c.seeds; s++ {
+				seed := c.seed + uint64(s)
+				runs = append(runs, &gdRun{rho: r, alpha: a, seed: seed, p: c.params(r, a, seed), seMMSE: seMMSE})
+			}
+		}
+	}
+	steps := c.opts.Steps * c.opts.Restarts
+	bar := newProgress(len(runs)*steps, "gd", stderr, c.quiet)
+	var failed []string
+	var traceRows [][]string
+	for _, run := range runs {
+		o := c.opts
+		done := 0
+		o.Progress = func() { done++; bar.Add(1) }
+		data, err := model.Generate(dev, run.p)
+		if err != nil {
+			bar.Finish()
+			return abort(err)
+		}
+		run.res, run.err = gd.Run(dev, data, o)
+		data.Free(dev)
+		bar.Add(steps - done)
+		if run.err != nil {
+			if !errors.Is(run.err, gd.ErrDiverged) {
+				bar.Finish()
+				return abort(run.err)
+			}
+			failed = append(failed, fmt.Sprintf("rho %g alpha %g seed %d: %v", run.rho, run.alpha, run.seed, run.err))
+		}
+		for _, pt := range run.res.Trace {
+			traceRows = append(traceRows, []string{num(run.rho), num(run.alpha), strconv.FormatUint(run.seed, 10),
+				strconv.Itoa(pt.Step), num(pt.Loss), num(pt.Error)})
+		}
+	}
+	bar.Finish()
+	K := float64(c.T*c.T + c.T - 2)
+	optim := "adam"
+	if !c.opts.Adam {
+		optim = "gd"
+	}
+	rows := make([][]string, len(runs))
+	for i, r := range runs {
+		errAvg, errSingle, loss := math.NaN(), math.NaN(), math.NaN()
+		if r.err == nil {
+			errAvg, errSingle, loss = r.res.Error, mean(r.res.SingleErrors), mean(r.res.FinalLoss)
+		}
+		width := c.opts.R
+		if width == 0 {
+			width = r.p.R()
+		}
+		rows[i] = []string{c.csvChannelName(), strconv.Itoa(c.T), num(r.rho), c.csvBeta(), strconv.Itoa(c.D),
+			strconv.Itoa(r.p.N()), strconv.Itoa(r.p.R()), strconv.Itoa(width), num(r.alpha), num(r.alpha * K),
+			strconv.FormatUint(r.seed, 10), strconv.Itoa(c.opts.Restarts), strconv.Itoa(c.opts.Steps), num(c.opts.LR), optim,
+			num(errAvg), num(errSingle), num(loss), num(r.seMMSE), strconv.FormatBool(r.err == nil),
+			strconv.FormatFloat(r.res.Seconds, 'f', 3, 64), dev.Info().Name}
+	}
+	if err := writeRows(res.csv.File(), gdColumns, rows); err != nil {
+		return abort(err)
+	}
+	params := c.modelFlags.params()
+	for k, v := range map[string]any{"D": c.D, "seeds": c.seeds, "seed": c.seed, "restarts": c.opts.Restarts,
+		"steps": c.opts.Steps, "lr": c.opts.LR, "optimizer": optim, "R_student": c.opts.R, "amp": c.ampCSV} {
+		params[k] = v
+	}
+	man := baseManifest("gd", note, params, start)
+	man["runs"] = len(runs)
+	man["diverged"] = len(failed)
+	if traceRes != nil {
+		if err := writeRows(traceRes.csv.File(), []string{"rho", "alpha", "seed", "step", "loss", "error"}, traceRows); err != nil {
+			return abort(err)
+		}
+		if err := traceRes.finish(gdTraceFigure(c, runs), baseManifest("gd trace", note, params, start)); err != nil {
+			return abort(err)
+		}
+	}
+	return res.complete(stdout, gdFigure(c, runs, ampPoints), man, len(runs), start, failed, "runs diverged")
+}
+
+var gdColumns = []string{"channel", "T", "rho", "beta", "D", "N", "R", "R_student", "alpha", "alpha_bar", "seed",
+	"restarts", "steps", "lr", "optimizer", "error", "error_single", "final_loss", "se_mmse", "finished", "seconds", "device"}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// meanStderr returns the mean and the standard error of xs.
+func meanStderr(xs []float64) (float64, float64) {
+	m := mean(xs)
+	if len(xs) < 2 {
+		return m, 0
+	}
+	var s2 float64
+	for _, x := range xs {
+		s2 += (x - m) * (x - m)
+	}
+	return m, math.Sqrt(s2 / float64(len(xs)-1) / float64(len(xs)))
+}
+
+// ampPoint is one run read back from an `aim amp` CSV.
+type ampPoint struct{ rho, alphaBar, err float64 }
+
+func readAMPPoints(path string) ([]ampPoint, error) {
+	rows, err := readCSVFile(path)
+	if err != nil {
+		return nil, err
+	}
+	col := map[string]int{}
+	for i, name := range rows[0] {
+		col[name] = i
+	}
+	for _, need := range []string{"rho", "alpha_bar", "error"} {
+		if _, ok := col[need]; !ok {
+			return nil, fmt.Errorf("--amp %s: no column %q (is it an `aim amp` CSV?)", path, need)
+		}
+	}
+	var pts []ampPoint
+	for i, r := range rows[1:] {
+		if r[col["error"]] == "" {
+			continue // a diverged run
+		}
+		var vals [3]float64
+		for j, name := range []string{"rho", "alpha_bar", "error"} {
+			v, err := strconv.ParseFloat(r[col[name]], 64)
+			if err != nil {
+				return nil, fmt.Errorf("--amp %s line %d: column %s: %v", path, i+2, name, err)
+			}
+			vals[j] = v
+		}
+		pts = append(pts, ampPoint{vals[0], vals[1], vals[2]})
+	}
+	return pts, nil
+}
+
+// gdFigure draws, per rho, the SE line and the points of GD single, GD averaged and AMP against
+// alpha-bar = alpha (T^2 + T - 2).
+func gdFigure(c *gdConfig, runs []*gdRun, amps []ampPoint) *figure.Figure {
+	K := float64(c.T*c.T + c.T - 2)
+	f := &figure.Figure{
+		Title:  fmt.Sprintf("Gradient descent at D = %d (%d steps, lr %g): softmax, T = %d", c.D, c.opts.Steps, c.opts.LR, c.T),
+		XLabel: "alpha-bar = alpha (T^2 + T - 2)", YLabel: "Estimation error ||S_hat - S||^2 / D",
+	}
+	f.LogX, f.LogY = c.logAxes()
+	if !f.LogY {
+		f.YMin, f.YMax = 0, 1.05
+	}
+	ch, _ := c.theoryChannel()
+	amax := 0.0
+	for _, a := range c.alphas {
+		amax = math.Max(amax, a)
+	}
+	for gi, r := range c.rhos {
+		line := figure.Series{Label: fmt.Sprintf("SE rho = %g", r), Group: gi}
+		for k := 1; k <= 96; k++ {
+			a := 1.1 * amax * float64(k) / 96
+			if p, err := se.Solve(ch, r, a, se.DefaultOptions()); err == nil {
+				line.X, line.Y = append(line.X, a*K), append(line.Y, p.MMSE)
+			}
+		}
+		f.Series = append(f.Series, line)
+		single := figure.Series{Label: fmt.Sprintf("GD single rho = %g", r), Group: gi + 3, Points: true}
+		avg := figure.Series{Label: fmt.Sprintf("GD averaged (%d) rho = %g", c.opts.Restarts, r), Group: gi + 5, Points: true}
+		for _, a := range c.alphas {
+			var es, ea []float64
+			for _, run := range runs {
+				if run.rho == r && run.alpha == a && run.err == nil {
+					es = append(es, run.res.SingleErrors...)
+					ea = append(ea, run.res.Error)
+				}
+			}
+			if len(es) == 0 {
+				continue
+			}
+			m, s := meanStderr(es)
+			single.X, single.Y, single.YErr = append(single.X, a*K), append(single.Y, m), append(single.YErr, s)
+			m, s = meanStderr(ea)
+			avg.X, avg.Y, avg.YErr = append(avg.X, a*K), append(avg.Y, m), append(avg.YErr, s)
+		}
+		f.Series = append(f.Series, single)
+		if c.opts.Restarts > 1 {
+			f.Series = append(f.Series, avg)
+		}
+		byAlpha := map[float64][]float64{}
+		var order []float64
+		for _, p := range amps {
+			if p.rho == r {
+				if _, ok := byAlpha[p.alphaBar]; !ok {
+					order = append(order, p.alphaBar)
+				}
+				byAlpha[p.alphaBar] = append(byAlpha[p.alphaBar], p.err)
+			}
+		}
+		if len(order) > 0 {
+			ampS := figure.Series{Label: fmt.Sprintf("AMP rho = %g", r), Group: -1, Points: true}
+			for _, ab := range order {
+				m, s := meanStderr(byAlpha[ab])
+				ampS.X, ampS.Y, ampS.YErr = append(ampS.X, ab), append(ampS.Y, m), append(ampS.YErr, s)
+			}
+			f.Series = append(f.Series, ampS)
+		}
+	}
+	return f
+}
+
+// gdTraceFigure draws the training error of the first student of every run against the step.
+func gdTraceFigure(c *gdConfig, runs []*gdRun) *figure.Figure {
+	f := &figure.Figure{Title: fmt.Sprintf("Training curves at D = %d: error of the first student", c.D),
+		XLabel: "step", YLabel: "||S - S*||^2 / D", LogY: true}
+	for i, run := range runs {
+		if len(run.res.Trace) == 0 {
+			continue
+		}
+		s := figure.Series{Group: i}
+		if run.seed == c.seed {
+			s.Label = fmt.Sprintf("rho = %g, alpha = %g", run.rho, run.alpha)
+		}
+		for _, pt := range run.res.Trace {
+			s.X, s.Y = append(s.X, float64(pt.Step)), append(s.Y, pt.Error)
+		}
+		f.Series = append(f.Series, s)
+	}
+	return f
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aimtheory/aim/cpu"
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/gd"
+	"github.com/aimtheory/aim/engine/model"
+)
+
+func TestGDBadInput(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "res", "gd.csv")
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--channel", "hardmax"}, "no useful gradient"},
+		{[]string{"--optimizer", "sgd"}, "optimizer"},
+		{[]string{"--restarts", "0"}, "restarts"},
+		{[]string{"--steps", "0"}, "steps"},
+		{[]string{"--lr", "0"}, "lr"},
+		{[]string{"--R", "-1"}, "R"},
+		{[]string{"--alpha", "0"}, "alpha"},
+		{[]string{"--D", "10", "--alpha", "0.001"}, "N = floor"},
+		{[]string{"--amp", filepath.Join(dir, "missing.csv")}, "--amp"},
+		{[]string{"--device", "cuda"}, "no CUDA backend"},
+	} {
+		args := append([]string{"gd", "--quiet", "--out", out, "--plot", filepath.Join(dir, "res", "gd.png")}, tc.args...)
+		code, _, stderr := runArgs(t, args...)
+		if code != 2 || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("aim gd %v: status %d, stderr %q; want status 2 mentioning %q", tc.args, code, stderr, tc.msg)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "res")); len(entries) != 0 {
+		t.Errorf("bad input left files: %v", entries)
+	}
+}
+
+// TestGDCSV runs a small sweep and checks each row against the engine run with the same seed.
+func TestGDCSV(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "gd.csv")
+	code, _, stderr := runArgs(t, "gd", "--quiet", "--device", "cpu", "--D", "20", "--alpha", "0.1,0.3", "--seeds", "2",
+		"--restarts", "2", "--steps", "30", "--out", out, "--plot", filepath.Join(dir, "gd.png"), "--trace", filepath.Join(dir, "tr.csv"))
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	rows := readCSV(t, out)
+	if strings.Join(rows[0], ",") != strings.Join(gdColumns, ",") || len(rows) != 5 {
+		t.Fatalf("CSV header %v with %d rows", rows[0], len(rows))
+	}
+	col := map[string]int{}
+	for i, c := range rows[0] {
+		col[c] = i
+	}
+	dev := cpu.New(0)
+	o := gd.DefaultOptions()
+	o.Steps, o.Restarts = 30, 2
+	for _, r := range rows[1:] {
+		alpha, _ := strconv.ParseFloat(r[col["alpha"]], 64)
+		seed, _ := strconv.ParseUint(r[col["seed"]], 10, 64)
+		data, err := model.Generate(dev, model.Params{D: 20, Alpha: alpha, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := gd.Run(dev, data, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r[col["error"]] != num(res.Error) || r[col["error_single"]] != num(mean(res.SingleErrors)) {
+			t.Errorf("row %v: error %s / %s, engine %s / %s", r, r[col["error"]], r[col["error_single"]], num(res.Error), num(mean(res.SingleErrors)))
+		}
+	}
+	if tr := readCSV(t, filepath.Join(dir, "tr.csv")); len(tr) != 1+4*4 { // steps 0, 10, 20, 30 per run
+		t.Errorf("trace has %d rows, want %d", len(tr), 1+4*4)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tr.png")); err != nil {
+		t.Errorf("no trace plot: %v", err)
+	}
+}
