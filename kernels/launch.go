@@ -16,8 +16,12 @@
 //	              per block to part[blockIdx.x], so part has GridThreads(n) entries.
 //	reductions    dot_partial, sqdist_partial, sumdiag_partial: block b reduces the fixed chunk
 //	              [b ReduceChunk, (b+1) ReduceChunk) of elements (of samples for sumdiag) into
-//	              part[b]; grid = GridReduce(len). The host adds the partials in order, so a
-//	              sum does not depend on the GPU model.
+//	              part[b]; grid = GridReduce(len) (len = 0 gives one partial, 0). The host adds
+//	              the partials in order, so a sum does not depend on the GPU model.
+//
+// The kernels assume blockDim.x = Block (a multiple of 32: warp shuffles and shared arrays are
+// sized for it). Dynamic shared memory: none. The PTX modules and the kernel -> module map
+// are in embed.go (PTX, KernelModule, KernelParams).
 //
 // Kernel signatures (C):
 //
@@ -44,7 +48,7 @@
 //	gaussian_fill(double *x, long long len, unsigned long long seed,
 //	              unsigned long long offset, double scale)
 //	    x[k] = scale G(seed, offset + k), bit for bit the stream of device.NormalAt;
-//	    work = number of Philox blocks touched
+//	    work = number of Philox blocks touched = (len + (offset & 1) + 1) / 2 (len > 0)
 //
 // The channel kernels follow device.Device's conventions: z-coordinates, full symmetric T x T
 // matrices per sample, only the upper triangle of omega read, g written full and symmetric.

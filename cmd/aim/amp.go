@@ -129,6 +129,7 @@ func runAMP(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	defer auto.Close(dev)
 	fmt.Fprintln(stderr, note)
 	// Memory: refuse before allocating anything.
 	var need uint64

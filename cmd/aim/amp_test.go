@@ -47,7 +47,7 @@ func TestAMPBadInput(t *testing.T) {
 		{[]string{"--beta", "0"}, "beta"},
 		{[]string{"--T", "1"}, "T >= 2"},
 		{[]string{"--channel", "hardmax", "--T", "3"}, "T = 2 only"},
-		{[]string{"--device", "cuda"}, "no CUDA backend"},
+		{[]string{"--device", "cuda"}, "device cuda"},
 		{[]string{"--device", "tpu"}, "unknown device"},
 		{[]string{"--damping", "1.5"}, "damping"},
 		{[]string{"--tol", "0"}, "tol"},
@@ -119,5 +119,20 @@ func TestAMPReproducibleCSV(t *testing.T) {
 	}
 	if len(trace)-1 != total {
 		t.Errorf("trace has %d rows, the runs made %d iterations", len(trace)-1, total)
+	}
+}
+
+// TestDeviceCommand checks `aim device` on a machine without CUDA: it names the CPU backend,
+// says why CUDA is not usable, and that auto falls back to the CPU.
+func TestDeviceCommand(t *testing.T) {
+	t.Setenv("AIM_LIBCUDA", "/nonexistent/libcuda.so.1")
+	code, stdout, stderr := runArgs(t, "device")
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	for _, want := range []string{"cpu: ", "goroutines", "CUDA not usable", "libcuda", "auto: using the CPU"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("aim device output lacks %q:\n%s", want, stdout)
+		}
 	}
 }

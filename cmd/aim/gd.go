@@ -156,6 +156,7 @@ func runGD(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	defer auto.Close(dev)
 	fmt.Fprintln(stderr, note)
 	var need uint64
 	for _, r := range c.rhos {

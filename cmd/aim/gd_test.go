@@ -29,7 +29,7 @@ func TestGDBadInput(t *testing.T) {
 		{[]string{"--alpha", "0"}, "alpha"},
 		{[]string{"--D", "10", "--alpha", "0.001"}, "N = floor"},
 		{[]string{"--amp", filepath.Join(dir, "missing.csv")}, "--amp"},
-		{[]string{"--device", "cuda"}, "no CUDA backend"},
+		{[]string{"--device", "cuda"}, "device cuda"},
 	} {
 		args := append([]string{"gd", "--quiet", "--out", out, "--plot", filepath.Join(dir, "res", "gd.png")}, tc.args...)
 		code, _, stderr := runArgs(t, args...)

@@ -77,10 +77,12 @@ func (s *Softmax) FisherSum(q, V float64) (float64, error) {
 //
 //	g = P_perp (u^p - omega) / V,   P_perp = I - n n^T / |n|^2.
 //
-// Outputs that underflowed to 0 are read as the smallest positive float64.
+// Outputs below the smallest normal float64 (2^-1022, which includes those that underflowed to
+// 0) are read as 2^-1022: log is then exact on every platform (Go's math.Log is wrong for
+// subnormals on amd64), and the CUDA kernel computes the same value.
 func (s *Softmax) GOut(g, y, omega []float64, V float64) {
 	T := s.t
-	logy := func(a, b int) float64 { return math.Log(math.Max(y[a*T+b], math.SmallestNonzeroFloat64)) }
+	logy := func(a, b int) float64 { return math.Log(math.Max(y[a*T+b], 0x1p-1022)) }
 	phi := func(a, b int) float64 { return (logy(a, b) - logy(a, T-1)) / s.beta }
 	var dot float64 // n . (u^p - omega)
 	k := 0

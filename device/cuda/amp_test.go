@@ -1,0 +1,69 @@
+package cuda
+
+import (
+	"math"
+	"testing"
+
+	"github.com/aimtheory/aim/cpu"
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/amp"
+	"github.com/aimtheory/aim/engine/model"
+)
+
+// softmaxParams are the AIM parameters of the whole-run tests and benchmarks.
+func softmaxParams(D int, alpha float64, seed uint64) model.Params {
+	return model.Params{D: D, Alpha: alpha, Rho: 0.5, Seed: seed,
+		Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}}
+}
+
+// TestAMPTrajectoryCPUvsGPU runs GAMP-RIE at D = 200 (alpha = 0.25, T = 2, softmax) with the
+// same seed on the cpu backend and on the GPU: the data are the same (Philox), so the
+// per-iteration errors ||S-hat - S||^2/D must agree to 1e-8 (relative) over the first 10
+// iterations; the largest difference is logged.
+func TestAMPTrajectoryCPUvsGPU(t *testing.T) {
+	g := gpu(t)
+	c := cpu.New(0)
+	p := softmaxParams(200, 0.25, 2024)
+	o := amp.DefaultOptions()
+	o.MaxIter = 10
+	o.Tol = 1e-300 // run all 10 iterations
+
+	run := func(dev device.Device) (amp.Result, []float64, float64) {
+		data, err := model.Generate(dev, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer data.Free(dev)
+		y := down(t, dev, data.Y)
+		res, err := amp.Run(dev, data, o)
+		if err != nil {
+			t.Fatalf("%s: %v", dev.Info().Name, err)
+		}
+		return res, y, data.TrS
+	}
+	rc, yc, trc := run(c)
+	rg, yg, trg := run(g)
+	t.Logf("data: Tr S relative difference %.3g, outputs Y relative error %.3g", relScalar(trg, trc), relErr(yg, yc))
+	if e := relErr(yg, yc); e > tol {
+		t.Errorf("teacher outputs differ: relative error %.3g", e)
+	}
+	if len(rc.Trace) < 10 || len(rg.Trace) != len(rc.Trace) {
+		t.Fatalf("trajectories of %d (cpu) and %d (cuda) iterations, want 10 each", len(rc.Trace), len(rg.Trace))
+	}
+	var worst float64
+	at := 0
+	for i := 0; i < 10; i++ {
+		ec, eg := rc.Trace[i].Error, rg.Trace[i].Error
+		d := relScalar(eg, ec)
+		t.Logf("iteration %2d: error cpu %.15g cuda %.15g  relative difference %.3g  (delta cpu %.6g cuda %.6g)",
+			i+1, ec, eg, d, rc.Trace[i].Delta, rg.Trace[i].Delta)
+		if d > worst || math.IsNaN(d) {
+			worst, at = d, i+1
+		}
+		if !(d < 1e-8) {
+			t.Errorf("iteration %d: error cpu %.15g, cuda %.15g: relative difference %.3g >= 1e-8", i+1, ec, eg, d)
+		}
+	}
+	t.Logf("TestAMPTrajectoryCPUvsGPU: max relative difference of the error over 10 iterations %.3g (iteration %d); cpu %.2f s, cuda %.2f s",
+		worst, at, rc.Seconds, rg.Seconds)
+}

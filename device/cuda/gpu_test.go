@@ -1,0 +1,737 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aimtheory/aim/cpu"
+	"github.com/aimtheory/aim/device"
+)
+
+// GPU tests compare every operation with the cpu backend on the same fresh random inputs.
+// Without a usable GPU they skip with the reason (Probe's); with AIM_REQUIRE_GPU set they fail
+// instead. When Probe finds a usable GPU, a failing Open is a test failure, not a skip.
+//
+// Accuracy measure: the norm-wise relative error ||got - want||_2 / ||want||_2.
+const tol = 1e-12
+
+var (
+	gpuOnce sync.Once
+	gpuDev  *Device
+	gpuErr  error
+	gpuSkip string
+)
+
+// TestMain closes the shared GPU device after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if gpuDev != nil {
+		if err := gpuDev.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "closing the GPU:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// probeReason says why a report is not usable.
+func probeReason(r Report) string {
+	if r.Error != "" {
+		return r.Error
+	}
+	for _, l := range r.Libraries {
+		if l.Error != "" {
+			return l.Name + ": " + l.Error
+		}
+	}
+	return "no CUDA device"
+}
+
+// gpu returns the shared GPU device, or skips the test when there is no usable GPU.
+func gpu(t testing.TB) *Device {
+	t.Helper()
+	gpuOnce.Do(func() {
+		r := Probe()
+		if !r.Usable() {
+			gpuSkip = "no usable CUDA GPU: " + probeReason(r)
+			return
+		}
+		gpuDev, gpuErr = Open(0)
+		if gpuErr == nil {
+			fmt.Fprintf(os.Stderr, "GPU tests on %s\n", gpuDev.Info().Description)
+			for _, l := range gpuDev.Libraries() {
+				fmt.Fprintf(os.Stderr, "  %s\n", l)
+			}
+		}
+	})
+	if gpuSkip != "" {
+		if os.Getenv("AIM_REQUIRE_GPU") != "" {
+			t.Fatalf("AIM_REQUIRE_GPU is set, but %s", gpuSkip)
+		}
+		t.Skip(gpuSkip)
+	}
+	if gpuErr != nil {
+		t.Fatalf("Probe found a usable GPU but Open failed: %v", gpuErr)
+	}
+	return gpuDev
+}
+
+func relErr(got, want []float64) float64 {
+	if len(got) != len(want) {
+		return math.Inf(1)
+	}
+	var num, den float64
+	for i := range got {
+		e := got[i] - want[i]
+		num += e * e
+		den += want[i] * want[i]
+	}
+	if math.IsNaN(num) {
+		return math.Inf(1)
+	}
+	if den == 0 {
+		return math.Sqrt(num)
+	}
+	return math.Sqrt(num / den)
+}
+
+func relScalar(got, want float64) float64 {
+	if math.IsNaN(got) || math.IsNaN(want) {
+		return math.Inf(1)
+	}
+	if want == 0 {
+		return math.Abs(got)
+	}
+	return math.Abs(got-want) / math.Abs(want)
+}
+
+func randVec(r *rand.Rand, n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = r.NormFloat64()
+	}
+	return v
+}
+
+// randSym returns a random symmetric d x d matrix.
+func randSym(r *rand.Rand, d int) []float64 {
+	a := make([]float64, d*d)
+	for i := 0; i < d; i++ {
+		for j := i; j < d; j++ {
+			v := r.NormFloat64()
+			a[i*d+j], a[j*d+i] = v, v
+		}
+	}
+	return a
+}
+
+// randSymBatch returns n random symmetric t x t matrices with entries of standard deviation s.
+func randSymBatch(r *rand.Rand, n, t int, s float64) []float64 {
+	v := make([]float64, n*t*t)
+	for mu := 0; mu < n; mu++ {
+		for a := 0; a < t; a++ {
+			for b := a; b < t; b++ {
+				x := s * r.NormFloat64()
+				v[(mu*t+a)*t+b], v[(mu*t+b)*t+a] = x, x
+			}
+		}
+	}
+	return v
+}
+
+// up allocates a buffer on dev holding v.
+func up(t testing.TB, dev device.Device, v []float64) device.Buffer {
+	t.Helper()
+	b, err := dev.Alloc(len(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Upload(b, v); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// down returns the contents of a buffer.
+func down(t testing.TB, dev device.Device, b device.Buffer) []float64 {
+	t.Helper()
+	v := make([]float64, b.Len())
+	if err := dev.Download(v, b); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// pair holds the same data on the cpu and on the GPU.
+type pair struct {
+	c, g device.Buffer
+}
+
+// both uploads v to the cpu device and the GPU.
+func both(t testing.TB, c *cpu.Device, g *Device, v []float64) pair {
+	t.Helper()
+	return pair{up(t, c, v), up(t, g, v)}
+}
+
+func (p pair) free(c *cpu.Device, g *Device) { c.Free(p.c); g.Free(p.g) }
+
+// maxErr tracks the largest error of one operation, fails above the tolerance and logs the
+// maximum.
+type maxErr struct {
+	t   *testing.T
+	op  string
+	max float64
+	at  string
+	n   int
+}
+
+func (m *maxErr) check(e, tol float64, what string, args ...any) {
+	m.t.Helper()
+	m.n++
+	w := fmt.Sprintf(what, args...)
+	if e > m.max || math.IsNaN(e) {
+		m.max, m.at = e, w
+	}
+	if !(e <= tol) {
+		m.t.Errorf("%s %s: relative error %.3g > %.0e", m.op, w, e, tol)
+	}
+}
+
+func (m *maxErr) report() {
+	m.t.Helper()
+	m.t.Logf("%-40s max relative error %.3g over %d cases (at %s)", m.op, m.max, m.n, m.at)
+}
+
+// compare downloads a buffer from both devices and checks the relative error.
+func (m *maxErr) compare(c *cpu.Device, g *Device, p pair, what string, args ...any) {
+	m.t.Helper()
+	m.check(relErr(down(m.t, g, p.g), down(m.t, c, p.c)), tol, what, args...)
+}
+
+func TestGPUGemm(t *testing.T) {
+	g := gpu(t)
+	c := cpu.New(0)
+	r := rand.New(rand.NewPCG(1, 2))
+	me := &maxErr{t: t, op: "Gemm"}
+	for _, s := range [][3]int{{1, 1, 1}, {7, 5, 3}, {64, 33, 17}, {300, 200, 100}, {1000, 64, 257}, {5, 6, 0}} {
+		m, n, k := s[0], s[1], s[2]
+		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			for _, beta := range []float64{0, 0.7} {
+				a := both(t, c, g, randVec(r, m*k))
+				b := both(t, c, g, randVec(r, k*n))
+				cc := both(t, c, g, randVec(r, m*n))
+				if err := c.Gemm(tr[0], tr[1], m, n, k, 1.3, a.c, b.c, beta, cc.c); err != nil {
+					t.Fatal(err)
+				}
+				if err := g.Gemm(tr[0], tr[1], m, n, k, 1.3, a.g, b.g, beta, cc.g); err != nil {
+					t.Fatal(err)
+				}
+				me.compare(c, g, cc, "m=%d n=%d k=%d transA=%v transB=%v beta=%g", m, n, k, tr[0], tr[1], beta)
+				a.free(c, g)
+				b.free(c, g)
+				cc.free(c, g)
+			}
+		}
+	}
+	me.report()
+	// A = B is allowed: S = W W^T.
+	w := both(t, c, g, randVec(r, 40*15))
+	s := both(t, c, g, make([]float64, 40*40))
+	if err := c.Gemm(false, true, 40, 40, 15, 0.5, w.c, w.c, 0, s.c); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Gemm(false, true, 40, 40, 15, 0.5, w.g, w.g, 0, s.g); err != nil {
+		t.Fatal(err)
+	}
+	me.compare(c, g, s, "W W^T")
+}
+
+func TestGPUTokens(t *testing.T) {
+	g := gpu(t)
+	c := cpu.New(0)
+	r := rand.New(rand.NewPCG(3, 4))
+	dots := &maxErr{t: t, op: "TokenDots"}
+	mix := &maxErr{t: t, op: "TokenMix"}
+	batched := &maxErr{t: t, op: "TokenDots vs cublasDgemmStridedBatched"}
+	for _, s := range [][3]int{{1, 1, 1}, {3, 2, 5}, {100, 3, 64}, {2000, 2, 200}, {17, 5, 300}, {5000, 2, 33}, {4, 2, 0}} {
+		n, T, d := s[0], s[1], s[2]
+		y := both(t, c, g, randVec(r, n*T*d))
+		x := both(t, c, g, randVec(r, n*T*d))
+		h := both(t, c, g, randVec(r, n*T*T)) // garbage: overwritten
+		if err := c.TokenDots(h.c, y.c, x.c, n, T, d); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.TokenDots(h.g, y.g, x.g, n, T, d); err != nil {
+			t.Fatal(err)
+		}
+		dots.compare(c, g, h, "n=%d t=%d d=%d", n, T, d)
+		if d > 0 {
+			hb, _ := g.Alloc(n * T * T)
+			if err := g.GemmStridedBatched(false, true, T, T, d, 1, y.g, T*d, x.g, T*d, 0, hb, T*T, n); err != nil {
+				t.Fatal(err)
+			}
+			batched.check(relErr(down(t, g, hb), down(t, g, h.g)), tol, "n=%d t=%d d=%d", n, T, d)
+			g.Free(hb)
+		}
+
+		cm := both(t, c, g, randVec(r, n*T*T))
+		z := both(t, c, g, randVec(r, n*T*d))
+		if err := c.TokenMix(z.c, cm.c, x.c, n, T, d); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.TokenMix(z.g, cm.g, x.g, n, T, d); err != nil {
+			t.Fatal(err)
+		}
+		mix.compare(c, g, z, "n=%d t=%d d=%d", n, T, d)
+		for _, p := range []pair{y, x, h, cm, z} {
+			p.free(c, g)
+		}
+	}
+	dots.report()
+	mix.report()
+	batched.report()
+}
+
+var testChannels = []device.Channel{
+	{Kind: device.Softmax, T: 2, Beta: 1},
+	{Kind: device.Softmax, T: 3, Beta: 0.7},
+	{Kind: device.Softmax, T: 5, Beta: 1.3},
+	{Kind: device.Hardmax, T: 2},
+	{Kind: device.Hardmax, T: 2, PaperCompat: true},
+}
+
+func TestGPUChannels(t *testing.T) {
+	g := gpu(t)
+	c := cpu.New(0)
+	r := rand.New(rand.NewPCG(5, 6))
+	const vz = 0.8
+	for _, ch := range testChannels {
+		out := &maxErr{t: t, op: fmt.Sprintf("ChannelOutput %v T=%d", ch, ch.T)}
+		gout := &maxErr{t: t, op: fmt.Sprintf("ChannelGOut %v T=%d", ch, ch.T)}
+		T := ch.T
+		for _, n := range []int{1, 7, 300, 1000, 5001} {
+			h := randSymBatch(r, n, T, 1)
+			hp := both(t, c, g, h)
+			yp := both(t, c, g, randVec(r, n*T*T))
+			if err := c.ChannelOutput(ch, yp.c, hp.c, n); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.ChannelOutput(ch, yp.g, hp.g, n); err != nil {
+				t.Fatal(err)
+			}
+			out.compare(c, g, yp, "n=%d", n)
+			// In place: y = h.
+			ip := both(t, c, g, h)
+			if err := c.ChannelOutput(ch, ip.c, ip.c, n); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.ChannelOutput(ch, ip.g, ip.g, n); err != nil {
+				t.Fatal(err)
+			}
+			out.compare(c, g, ip, "n=%d in place", n)
+			ip.free(c, g)
+
+			// omega: the teacher's h in z-coordinates plus noise; y from the cpu on both.
+			y := down(t, c, yp.c)
+			_ = g.Upload(yp.g, y)
+			omega := randSymBatch(r, n, T, 0.5)
+			for mu := 0; mu < n; mu++ {
+				for a := 0; a < T; a++ {
+					for b := 0; b < T; b++ {
+						tau := 1.0
+						if a != b {
+							tau = math.Sqrt2
+						}
+						omega[(mu*T+a)*T+b] += tau * h[(mu*T+a)*T+b]
+					}
+				}
+			}
+			op := both(t, c, g, omega)
+			gp := both(t, c, g, randVec(r, n*T*T))
+			sc, err := c.ChannelGOut(ch, gp.c, yp.c, op.c, n, vz)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sg, err := g.ChannelGOut(ch, gp.g, yp.g, op.g, n, vz)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gout.compare(c, g, gp, "n=%d g", n)
+			gout.check(relScalar(sg, sc), tol, "n=%d sum", n)
+			sg2, err := g.ChannelGOut(ch, gp.g, yp.g, op.g, n, vz)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Float64bits(sg2) != math.Float64bits(sg) {
+				t.Errorf("ChannelGOut %v n=%d: sum not deterministic: %v then %v", ch, n, sg, sg2)
+			}
+			// g = omega is allowed.
+			if _, err := c.ChannelGOut(ch, op.c, yp.c, op.c, n, vz); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := g.ChannelGOut(ch, op.g, yp.g, op.g, n, vz); err != nil {
+				t.Fatal(err)
+			}
+			gout.compare(c, g, op, "n=%d g = omega", n)
+			for _, p := range []pair{hp, yp, op, gp} {
+				p.free(c, g)
+			}
+		}
+		out.report()
+		gout.report()
+	}
+}
+
+func TestGPUEighSym(t *testing.T) {
+	g := gpu(t)
+	c := cpu.New(0)
+	r := rand.New(rand.NewPCG(7, 8))
+	res := &maxErr{t: t, op: "EighSym residual ||AO - O diag(lambda)||_F/||A||_F"}
+	orth := &maxErr{t: t, op: "EighSym orthogonality ||O^T O - I||_F/sqrt(D)"}
+	vals := &maxErr{t: t, op: "EighSym eigenvalues vs cpu"}
+	for _, D := range []int{1, 5, 64, 200, 501} {
+		a := randSym(r, D)
+		ab := up(t, g, a)
+		vb, _ := g.Alloc(D)
+		ob, _ := g.Alloc(D * D)
+		if err := g.EighSym(vb, ob, ab, D); err != nil {
+			t.Fatal(err)
+		}
+		lam, o := down(t, g, vb), down(t, g, ob)
+		if got := down(t, g, ab); relErr(got, a) != 0 {
+			t.Errorf("EighSym changed A at D=%d", D)
+		}
+		for k := 1; k < D; k++ {
+			if lam[k] < lam[k-1] {
+				t.Errorf("D=%d: eigenvalues not ascending at %d: %g < %g", D, k, lam[k], lam[k-1])
+			}
+		}
+		// Residual and orthogonality with the cpu's Gemm (row-major O: column k = vector k).
+		ac, oc := up(t, c, a), up(t, c, o)
+		ao, _ := c.Alloc(D * D)
+		gram, _ := c.Alloc(D * D)
+		_ = c.Gemm(false, false, D, D, D, 1, ac, oc, 0, ao)
+		_ = c.Gemm(true, false, D, D, D, 1, oc, oc, 0, gram)
+		aoH, gramH := down(t, c, ao), down(t, c, gram)
+		var rs, as, os float64
+		for i := 0; i < D; i++ {
+			for k := 0; k < D; k++ {
+				e := aoH[i*D+k] - o[i*D+k]*lam[k]
+				rs += e * e
+				as += a[i*D+k] * a[i*D+k]
+				q := gramH[i*D+k]
+				if i == k {
+					q--
+				}
+				os += q * q
+			}
+		}
+		res.check(math.Sqrt(rs/as), 1e-10, "D=%d", D)
+		orth.check(math.Sqrt(os/float64(D)), 1e-10, "D=%d", D)
+		cv, _ := c.Alloc(D)
+		co, _ := c.Alloc(D * D)
+		if err := c.EighSym(cv, co, ac, D); err != nil {
+			t.Fatal(err)
+		}
+		vals.check(relErr(lam, down(t, c, cv)), tol, "D=%d", D)
+		device.FreeAll(g, ab, vb, ob)
+		device.FreeAll(c, ac, oc, ao, gram, cv, co)
+	}
+	res.report()
+	orth.report()
+	vals.report()
+	// Aliasing is refused.
+	x, _ := g.Alloc(16)
+	y, _ := g.Alloc(4)
+	if err := g.EighSym(y, x, x, 4); err == nil {
+		t.Error("EighSym accepted vecs = a")
+	}
+	device.FreeAll(g, x, y)
+}
+
+func TestGPUSpectralCompose(t *testing.T) {
+	g := gpu(t)
+	c := cpu.New(0)
+	r := rand.New(rand.NewPCG(9, 10))
+	me := &maxErr{t: t, op: "SpectralCompose"}
+	for _, D := range []int{1, 5, 64, 200, 333} {
+		o := both(t, c, g, randVec(r, D*D)) // any matrix: the operation is O diag(f) O^T
+		f := both(t, c, g, randVec(r, D))
+		out := both(t, c, g, randVec(r, D*D))
+		if err := c.SpectralCompose(out.c, o.c, f.c, D); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.SpectralCompose(out.g, o.g, f.g, D); err != nil {
+			t.Fatal(err)
+		}
+		me.compare(c, g, out, "D=%d", D)
+		for _, p := range []pair{o, f, out} {
+			p.free(c, g)
+		}
+	}
+	me.report()
+}
+
+func TestGPUSmallOps(t *testing.T) {
+	g := gpu(t)
+	c := cpu.New(0)
+	r := rand.New(rand.NewPCG(11, 12))
+	errs := map[string]*maxErr{}
+	var order []string
+	chk := func(op string, e float64, what string, args ...any) {
+		t.Helper()
+		if errs[op] == nil {
+			errs[op] = &maxErr{t: t, op: op}
+			order = append(order, op)
+		}
+		errs[op].check(e, tol, what, args...)
+	}
+	for _, n := range []int{1, 7, 300, 4096, 4097, 20001, 1 << 20} {
+		x := both(t, c, g, randVec(r, n))
+		y := both(t, c, g, randVec(r, n))
+		if got := down(t, g, x.g); relErr(got, down(t, c, x.c)) != 0 {
+			t.Errorf("Upload/Download n=%d not exact", n)
+		}
+		_ = c.Scal(x.c, -0.3)
+		if err := g.Scal(x.g, -0.3); err != nil {
+			t.Fatal(err)
+		}
+		chk("Scal", relErr(down(t, g, x.g), down(t, c, x.c)), "n=%d", n)
+		_ = c.Axpby(y.c, 0.7, x.c, -1.1)
+		if err := g.Axpby(y.g, 0.7, x.g, -1.1); err != nil {
+			t.Fatal(err)
+		}
+		chk("Axpby", relErr(down(t, g, y.g), down(t, c, y.c)), "n=%d", n)
+		dc, _ := c.Dot(x.c, y.c)
+		dg, err := g.Dot(x.g, y.g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chk("Dot", relScalar(dg, dc), "n=%d", n)
+		sc, _ := c.SqDist(x.c, y.c)
+		sg, err := g.SqDist(x.g, y.g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chk("SqDist", relScalar(sg, sc), "n=%d", n)
+		for rep := 0; rep < 2; rep++ { // deterministic: the same bits twice
+			d2, _ := g.Dot(x.g, y.g)
+			s2, _ := g.SqDist(x.g, y.g)
+			if math.Float64bits(d2) != math.Float64bits(dg) || math.Float64bits(s2) != math.Float64bits(sg) {
+				t.Errorf("n=%d: reductions not deterministic: Dot %v then %v, SqDist %v then %v", n, dg, d2, sg, s2)
+			}
+		}
+		z := both(t, c, g, make([]float64, n+3))
+		_ = c.Copy(z.c, x.c)
+		if err := g.Copy(z.g, x.g); err != nil {
+			t.Fatal(err)
+		}
+		if relErr(down(t, g, z.g), down(t, c, z.c)) != 0 {
+			t.Errorf("Copy n=%d not exact", n)
+		}
+		for _, p := range []pair{x, y, z} {
+			p.free(c, g)
+		}
+	}
+	for _, s := range [][2]int{{1, 1}, {5, 2}, {300, 3}, {5000, 2}, {4097, 5}, {100000, 2}} {
+		n, T := s[0], s[1]
+		x := both(t, c, g, randVec(r, n*T*T))
+		_ = c.AddDiag(x.c, n, T, 0.25)
+		if err := g.AddDiag(x.g, n, T, 0.25); err != nil {
+			t.Fatal(err)
+		}
+		chk("AddDiag", relErr(down(t, g, x.g), down(t, c, x.c)), "n=%d t=%d", n, T)
+		sc, _ := c.SumDiag(x.c, n, T)
+		sg, err := g.SumDiag(x.g, n, T)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chk("SumDiag", relScalar(sg, sc), "n=%d t=%d", n, T)
+		if s2, _ := g.SumDiag(x.g, n, T); math.Float64bits(s2) != math.Float64bits(sg) {
+			t.Errorf("SumDiag n=%d: not deterministic: %v then %v", n, sg, s2)
+		}
+		p := both(t, c, g, randVec(r, T*T))
+		_ = c.MulPattern(x.c, p.c, n, T*T)
+		if err := g.MulPattern(x.g, p.g, n, T*T); err != nil {
+			t.Fatal(err)
+		}
+		chk("MulPattern", relErr(down(t, g, x.g), down(t, c, x.c)), "n=%d m=%d", n, T*T)
+		x.free(c, g)
+		p.free(c, g)
+	}
+	// The AMP shape: AddDiag on one D x D matrix, SumDiag of it.
+	const D = 1000
+	s := both(t, c, g, randVec(r, D*D))
+	_ = c.AddDiag(s.c, 1, D, 0.7)
+	_ = g.AddDiag(s.g, 1, D, 0.7)
+	chk("AddDiag", relErr(down(t, g, s.g), down(t, c, s.c)), "n=1 t=%d", D)
+	sc, _ := c.SumDiag(s.c, 1, D)
+	sg, _ := g.SumDiag(s.g, 1, D)
+	chk("SumDiag", relScalar(sg, sc), "n=1 t=%d", D)
+	s.free(c, g)
+	for _, op := range order {
+		errs[op].report()
+	}
+}
+
+func TestGPUGaussianFill(t *testing.T) {
+	g := gpu(t)
+	var mismatches, total int
+	for _, c := range []struct {
+		n            int
+		seed, offset uint64
+		scale        float64
+	}{
+		{1, 0, 0, 1}, {2, 1, 1, 1}, {7, 42, 3, 0.5}, {1000, 7, 1 << 52, 1}, {4097, 9, 1<<53 + 1, -2.5},
+		{100001, 123456789, 0, 1}, {5, 3, math.MaxUint64 - 2, 1}, {1 << 20, 77, 12345, 0.1},
+	} {
+		b, err := g.Alloc(c.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.GaussianFill(b, c.seed, c.offset, c.scale); err != nil {
+			t.Fatal(err)
+		}
+		got := down(t, g, b)
+		want := make([]float64, c.n)
+		device.FillNormals(want, c.seed, c.offset)
+		bad := 0
+		for i := range want {
+			w := want[i]
+			if c.scale != 1 {
+				w *= c.scale
+			}
+			total++
+			if math.Float64bits(got[i]) != math.Float64bits(w) {
+				if bad < 3 {
+					t.Errorf("n=%d seed=%d offset=%d: x[%d] = %v (%#x), want %v (%#x)",
+						c.n, c.seed, c.offset, i, got[i], math.Float64bits(got[i]), w, math.Float64bits(w))
+				}
+				bad++
+			}
+		}
+		mismatches += bad
+		g.Free(b)
+	}
+	t.Logf("GaussianFill: %d of %d values differ from device.FillNormals in their bits", mismatches, total)
+}
+
+func TestGPUInfoAndErrors(t *testing.T) {
+	g := gpu(t)
+	info := g.Info()
+	t.Logf("Info: %+v", info)
+	if info.Name != "cuda" || !strings.HasPrefix(info.Description, "cuda: "+g.Name()+", CC ") ||
+		!strings.Contains(info.Description, "driver ") || !strings.Contains(info.Description, "cuBLAS libcublas.so.") {
+		t.Errorf("Info description %q", info.Description)
+	}
+	if info.TotalBytes == 0 || info.FreeBytes == 0 || info.FreeBytes > info.TotalBytes {
+		t.Errorf("Info memory: total %d, free %d", info.TotalBytes, info.FreeBytes)
+	}
+
+	// Refusal before allocating.
+	n := int(info.FreeBytes/8) + 1<<28 // 2 GiB more than is free
+	if _, err := g.Alloc(n); err == nil || !strings.Contains(err.Error(), "bytes") || !strings.Contains(err.Error(), "available") {
+		t.Errorf("Alloc(%d) beyond free memory: %v", n, err)
+	} else {
+		t.Logf("refused: %v", err)
+	}
+	if _, err := g.Alloc(-1); err == nil {
+		t.Error("Alloc(-1) succeeded")
+	}
+	// Fresh buffers are zero.
+	z, err := g.Alloc(12345)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range down(t, g, z) {
+		if v != 0 {
+			t.Fatalf("fresh buffer: x[%d] = %v", i, v)
+		}
+	}
+	e, err := g.Alloc(0)
+	if err != nil || e.Len() != 0 {
+		t.Fatalf("Alloc(0): %v, len %d", err, e.Len())
+	}
+	g.Free(e)
+
+	// Freed buffers.
+	x := up(t, g, []float64{1, 2, 3})
+	y := up(t, g, []float64{4, 5, 6})
+	g.Free(x)
+	g.Free(x) // twice: nothing
+	if x.Len() != 0 {
+		t.Errorf("freed buffer has Len %d", x.Len())
+	}
+	for name, err := range map[string]error{
+		"Upload":   g.Upload(x, []float64{1}),
+		"Download": g.Download(make([]float64, 1), x),
+		"Copy":     g.Copy(y, x),
+		"Scal":     g.Scal(x, 2),
+		"Axpby":    g.Axpby(y, 1, x, 1),
+		"Gemm":     g.Gemm(false, false, 1, 1, 1, 1, x, y, 0, z),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "was freed") {
+			t.Errorf("%s on a freed buffer: %v", name, err)
+		}
+	}
+	if _, err := g.Dot(x, y); err == nil || !strings.Contains(err.Error(), "was freed") {
+		t.Errorf("Dot on a freed buffer: %v", err)
+	}
+	// Foreign buffers, sizes, aliasing.
+	cb, _ := cpu.New(1).Alloc(3)
+	if err := g.Scal(cb, 2); err == nil || !strings.Contains(err.Error(), "not a buffer of the cuda device") {
+		t.Errorf("Scal on a cpu buffer: %v", err)
+	}
+	if err := g.Axpby(y, 1, z, 1); !errors.Is(err, device.ErrSize) {
+		t.Errorf("Axpby of unequal lengths: %v", err)
+	}
+	if err := g.Gemm(false, false, 2, 2, 2, 1, y, y, 0, z); !errors.Is(err, device.ErrSize) {
+		t.Errorf("Gemm with a short A: %v", err)
+	}
+	if err := g.TokenDots(y, y, z, 1, 1, 3); err == nil {
+		t.Error("TokenDots accepted h = y")
+	}
+	if _, err := g.ChannelGOut(device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, z, y, z, 0, -1); err == nil {
+		t.Error("ChannelGOut accepted V = -1")
+	}
+	if err := g.ChannelOutput(device.Channel{Kind: device.Hardmax, T: 3}, z, z, 1); err == nil {
+		t.Error("ChannelOutput accepted hardmax with T = 3")
+	}
+	device.FreeAll(g, y, z)
+
+	// A closed device refuses work.
+	d2, err := Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2 := up(t, d2, []float64{1})
+	if err := d2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d2.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := d2.Scal(b2, 2); !errors.Is(err, ErrClosed) {
+		t.Errorf("Scal after Close: %v", err)
+	}
+	if _, err := d2.Alloc(1); !errors.Is(err, ErrClosed) {
+		t.Errorf("Alloc after Close: %v", err)
+	}
+	d2.Free(b2) // no panic
+	if _, err := Open(1 << 20); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("Open of a missing ordinal: %v", err)
+	}
+	// The shared device still works after another Device on the same GPU was closed (the
+	// primary context is reference counted).
+	w := up(t, g, []float64{3, 4})
+	if s, err := g.Dot(w, w); err != nil || s != 25 {
+		t.Errorf("Dot after closing a second device: %v, %v", s, err)
+	}
+	g.Free(w)
+}

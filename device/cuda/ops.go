@@ -1,0 +1,700 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"unsafe"
+
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/channel"
+	"github.com/aimtheory/aim/kernels"
+)
+
+// launch launches kernel name with grid blocks of kernels.Block threads on the device's stream.
+// Arguments are passed by value in their C types: uint64 (pointers, unsigned long long), int64
+// (long long), int32 (int) and float64 (double). Executor only.
+func (d *Device) launch(name string, grid uint32, args ...any) error {
+	f, ok := d.fn[name]
+	if !ok {
+		return fmt.Errorf("kernel %s is not loaded", name)
+	}
+	if err := checkArgs(name, args); err != nil {
+		return err
+	}
+	params := make([]unsafe.Pointer, len(args))
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	for i, a := range args {
+		switch v := a.(type) {
+		case uint64:
+			p := new(uint64)
+			*p = v
+			params[i] = unsafe.Pointer(p)
+		case int64:
+			p := new(int64)
+			*p = v
+			params[i] = unsafe.Pointer(p)
+		case int32:
+			p := new(int32)
+			*p = v
+			params[i] = unsafe.Pointer(p)
+		case float64:
+			p := new(float64)
+			*p = v
+			params[i] = unsafe.Pointer(p)
+		default:
+			return fmt.Errorf("kernel %s: argument %d has unsupported type %T", name, i, a)
+		}
+		pin.Pin(params[i])
+	}
+	var pp unsafe.Pointer
+	if len(params) > 0 {
+		pin.Pin(&params[0])
+		pp = unsafe.Pointer(&params[0])
+	}
+	r := d.drv.cuLaunchKernel(f, grid, 1, 1, kernels.Block, 1, 1, 0, d.stream, pp, nil)
+	runtime.KeepAlive(params)
+	return d.drv.cuErr("cuLaunchKernel("+name+")", r)
+}
+
+// sync waits for the device's stream. Executor only.
+func (d *Device) sync(what string) error {
+	if err := d.drv.cuErr("cuStreamSynchronize", d.drv.cuStreamSynchronize(d.stream)); err != nil {
+		return fmt.Errorf("after %s: %w", what, err)
+	}
+	return nil
+}
+
+// launchSync launches one kernel and waits for it. Executor only.
+func (d *Device) launchSync(name string, grid uint32, args ...any) error {
+	if err := d.launch(name, grid, args...); err != nil {
+		return err
+	}
+	return d.sync(name)
+}
+
+// partials launches a reduction kernel that writes nPart partials into the scratch d.part,
+// downloads them and returns their sum in order. args gives the kernel arguments for the
+// device pointer of the partials. Executor only.
+func (d *Device) partials(name string, grid uint32, nPart int, args func(part uint64) []any) (float64, error) {
+	if err := d.part.grow(d, nPart); err != nil {
+		return 0, err
+	}
+	if err := d.launchSync(name, grid, args(d.part.ptr)...); err != nil {
+		return 0, err
+	}
+	host := make([]float64, nPart)
+	if err := d.drv.cuErr("cuMemcpyDtoH_v2", d.drv.cuMemcpyDtoH(unsafe.Pointer(&host[0]), d.part.ptr, 8*uint64(nPart))); err != nil {
+		return 0, err
+	}
+	var s float64
+	for _, v := range host {
+		s += v
+	}
+	return s, nil
+}
+
+// fitsInt32 checks that every size fits a C int.
+func fitsInt32(op string, names string, vals ...int) error {
+	for _, v := range vals {
+		if v > math.MaxInt32 {
+			return fmt.Errorf("%s: size %d of (%s) exceeds a C int: %w", op, v, names, device.ErrSize)
+		}
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------------------------------
+// BLAS and LAPACK.
+
+// gemm computes row-major C = alpha op(A) op(B) + beta C with cuBLAS's column-major Dgemm on
+// swapped operands: C^T = op(B)^T op(A)^T. Executor only.
+func (d *Device) gemm(transA, transB bool, m, n, k int, alpha float64, a, b uint64, beta float64, c uint64) error {
+	lda, ldb := k, n
+	ta, tb := int32(cublasOpN), int32(cublasOpN)
+	if transA {
+		lda, ta = m, cublasOpT
+	}
+	if transB {
+		ldb, tb = k, cublasOpT
+	}
+	al, be := alpha, beta
+	st := d.blas.cublasDgemm(d.cublasH, tb, ta, int32(n), int32(m), int32(k),
+		&al, b, int32(max(1, ldb)), a, int32(max(1, lda)), &be, c, int32(max(1, n)))
+	return cublasErr("cublasDgemm_v2", st)
+}
+
+// Gemm computes C = alpha op(A) op(B) + beta C (row-major) with cuBLAS Dgemm. C must not be A
+// or B.
+func (d *Device) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b device.Buffer, beta float64, c device.Buffer) error {
+	const op = "cuda Gemm"
+	if m < 0 || n < 0 || k < 0 {
+		return fmt.Errorf("%s: negative size m = %d, n = %d, k = %d: %w", op, m, n, k, device.ErrSize)
+	}
+	if err := fitsInt32(op, "m, n, k", m, n, k); err != nil {
+		return err
+	}
+	ab, err := d.buf(op, "a", a, m*k)
+	if err != nil {
+		return err
+	}
+	bb, err := d.buf(op, "b", b, k*n)
+	if err != nil {
+		return err
+	}
+	cb, err := d.buf(op, "c", c, m*n)
+	if err != nil {
+		return err
+	}
+	if aliased(c, a) || aliased(c, b) {
+		return fmt.Errorf("%s: output c must not be an input buffer", op)
+	}
+	if m == 0 || n == 0 {
+		return nil
+	}
+	return wrap(op, d.do(func() error {
+		if k == 0 { // op(A) op(B) = 0: C = beta C, with beta = 0 overwriting (as the cpu does)
+			if beta == 0 {
+				if err := d.drv.cuErr("cuMemsetD8_v2", d.drv.cuMemsetD8(cb.ptr, 0, 8*uint64(m*n))); err != nil {
+					return err
+				}
+				return d.drv.cuErr("cuCtxSynchronize", d.drv.cuCtxSynchronize())
+			}
+			return d.launchSync("scal", kernels.GridElems(int64(m*n)), cb.ptr, int64(m*n), beta)
+		}
+		if err := d.gemm(transA, transB, m, n, k, alpha, ab.ptr, bb.ptr, beta, cb.ptr); err != nil {
+			return err
+		}
+		return d.sync("cublasDgemm_v2")
+	}))
+}
+
+// GemmStridedBatched computes, for every p < batch, C_p = alpha op(A_p) op(B_p) + beta C_p
+// (row-major, packed, with A_p at a + p strideA values and so on) with one
+// cublasDgemmStridedBatched call. It is not part of device.Device; the tests use it as an
+// independent route to TokenDots.
+func (d *Device) GemmStridedBatched(transA, transB bool, m, n, k int, alpha float64, a device.Buffer, strideA int,
+	b device.Buffer, strideB int, beta float64, c device.Buffer, strideC int, batch int) error {
+	const op = "cuda GemmStridedBatched"
+	if m < 0 || n < 0 || k < 0 || batch < 0 {
+		return fmt.Errorf("%s: negative size: %w", op, device.ErrSize)
+	}
+	if err := fitsInt32(op, "m, n, k, batch", m, n, k, batch); err != nil {
+		return err
+	}
+	if batch == 0 || m == 0 || n == 0 {
+		return nil
+	}
+	ab, err := d.buf(op, "a", a, (batch-1)*strideA+m*k)
+	if err != nil {
+		return err
+	}
+	bb, err := d.buf(op, "b", b, (batch-1)*strideB+k*n)
+	if err != nil {
+		return err
+	}
+	cb, err := d.buf(op, "c", c, (batch-1)*strideC+m*n)
+	if err != nil {
+		return err
+	}
+	lda, ldb := k, n
+	ta, tb := int32(cublasOpN), int32(cublasOpN)
+	if transA {
+		lda, ta = m, cublasOpT
+	}
+	if transB {
+		ldb, tb = k, cublasOpT
+	}
+	return wrap(op, d.do(func() error {
+		al, be := alpha, beta
+		st := d.blas.cublasDgemmStridedBatched(d.cublasH, tb, ta, int32(n), int32(m), int32(k),
+			&al, bb.ptr, int32(max(1, ldb)), int64(strideB), ab.ptr, int32(max(1, lda)), int64(strideA),
+			&be, cb.ptr, int32(max(1, n)), int64(strideC), int32(batch))
+		if err := cublasErr("cublasDgemmStridedBatched", st); err != nil {
+			return err
+		}
+		return d.sync("cublasDgemmStridedBatched")
+	}))
+}
+
+// EighSym computes A = O diag(lambda) O^T for the symmetric d x d matrix A, which is left
+// unchanged (only its upper triangle is read): A is copied into a scratch matrix, cuSOLVER's
+// Dsyevd overwrites the copy with the eigenvectors (column-major, its lower triangle being
+// A's row-major upper triangle), its info output is checked, and cublasDgeam transposes the
+// eigenvectors into vecs (row-major, column k the eigenvector of lambda_k). vals gets lambda
+// in ascending order. The three buffers must be distinct.
+func (d *Device) EighSym(vals, vecs, a device.Buffer, dd int) error {
+	const op = "cuda EighSym"
+	if dd < 0 {
+		return fmt.Errorf("%s: negative size d = %d: %w", op, dd, device.ErrSize)
+	}
+	if err := fitsInt32(op, "d", dd); err != nil {
+		return err
+	}
+	wb, err := d.buf(op, "vals", vals, dd)
+	if err != nil {
+		return err
+	}
+	vb, err := d.buf(op, "vecs", vecs, dd*dd)
+	if err != nil {
+		return err
+	}
+	ab, err := d.buf(op, "a", a, dd*dd)
+	if err != nil {
+		return err
+	}
+	if aliased(vecs, a) || aliased(vals, a) || aliased(vals, vecs) {
+		return fmt.Errorf("%s: vals, vecs and a must be distinct buffers", op)
+	}
+	if dd == 0 {
+		return nil
+	}
+	return wrap(op, d.do(func() error {
+		if err := d.square.grow(d, dd*dd); err != nil {
+			return err
+		}
+		w := d.square.ptr
+		if err := d.drv.cuErr("cuMemcpyDtoD_v2", d.drv.cuMemcpyDtoD(w, ab.ptr, 8*uint64(dd*dd))); err != nil {
+			return err
+		}
+		if err := d.drv.cuErr("cuCtxSynchronize", d.drv.cuCtxSynchronize()); err != nil {
+			return err
+		}
+		lwork, ok := d.lwork[dd]
+		if !ok {
+			if err := cusolverErr("cusolverDnDsyevd_bufferSize", d.sol.cusolverDnDsyevdBufferSize(d.cusolverH,
+				cusolverEigModeVector, cublasFillLower, int32(dd), w, int32(dd), wb.ptr, &lwork)); err != nil {
+				return err
+			}
+			d.lwork[dd] = lwork
+		}
+		if err := d.work.grow(d, int(max(lwork, 1))); err != nil {
+			return err
+		}
+		if err := cusolverErr("cusolverDnDsyevd", d.sol.cusolverDnDsyevd(d.cusolverH,
+			cusolverEigModeVector, cublasFillLower, int32(dd), w, int32(dd), wb.ptr,
+			d.work.ptr, lwork, d.info.ptr)); err != nil {
+			return err
+		}
+		if err := d.sync("cusolverDnDsyevd"); err != nil {
+			return err
+		}
+		var info int32
+		if err := d.drv.cuErr("cuMemcpyDtoH_v2", d.drv.cuMemcpyDtoH(unsafe.Pointer(&info), d.info.ptr, 4)); err != nil {
+			return err
+		}
+		switch {
+		case info < 0:
+			return fmt.Errorf("cusolverDnDsyevd: parameter %d is wrong (info = %d)", -info, info)
+		case info > 0:
+			return fmt.Errorf("cusolverDnDsyevd did not converge (d = %d): %d off-diagonal elements of an intermediate tridiagonal form did not converge to zero (info = %d)", dd, info, info)
+		}
+		one, zero := 1.0, 0.0
+		if err := cublasErr("cublasDgeam", d.blas.cublasDgeam(d.cublasH, cublasOpT, cublasOpN, int32(dd), int32(dd),
+			&one, w, int32(dd), &zero, w, int32(dd), vb.ptr, int32(dd))); err != nil {
+			return err
+		}
+		return d.sync("cublasDgeam")
+	}))
+}
+
+// SpectralCompose computes out = O diag(f) O^T for d x d O and d values f: the scale_columns
+// kernel writes O diag f into a scratch matrix, then one Dgemm multiplies it by O^T. out must
+// not be vecs or f.
+func (d *Device) SpectralCompose(out, vecs, f device.Buffer, dd int) error {
+	const op = "cuda SpectralCompose"
+	if dd < 0 {
+		return fmt.Errorf("%s: negative size d = %d: %w", op, dd, device.ErrSize)
+	}
+	if err := fitsInt32(op, "d", dd); err != nil {
+		return err
+	}
+	rb, err := d.buf(op, "out", out, dd*dd)
+	if err != nil {
+		return err
+	}
+	vb, err := d.buf(op, "vecs", vecs, dd*dd)
+	if err != nil {
+		return err
+	}
+	fb, err := d.buf(op, "f", f, dd)
+	if err != nil {
+		return err
+	}
+	if aliased(out, vecs) || aliased(out, f) {
+		return fmt.Errorf("%s: output out must not be an input buffer", op)
+	}
+	if dd == 0 {
+		return nil
+	}
+	return wrap(op, d.do(func() error {
+		if err := d.square.grow(d, dd*dd); err != nil {
+			return err
+		}
+		s := d.square.ptr
+		if err := d.launch("scale_columns", kernels.GridElems(int64(dd)*int64(dd)), s, vb.ptr, fb.ptr, int32(dd)); err != nil {
+			return err
+		}
+		if err := d.gemm(false, true, dd, dd, dd, 1, s, vb.ptr, 0, rb.ptr); err != nil {
+			return err
+		}
+		return d.sync("scale_columns + cublasDgemm_v2")
+	}))
+}
+
+// ---------------------------------------------------------------------------------------
+// Tokens.
+
+// tokenSizes checks n, t, d >= 0 and that t, d fit a C int.
+func tokenSizes(op string, n, t, d int) error {
+	if n < 0 || t < 0 || d < 0 {
+		return fmt.Errorf("%s: negative size n = %d, t = %d, d = %d: %w", op, n, t, d, device.ErrSize)
+	}
+	return fitsInt32(op, "t, d", t, d)
+}
+
+// TokenDots computes H_mu,ab = sum_i Y_mu,a,i X_mu,b,i with the token_dots kernel (one block
+// per sample). H must not be Y or X.
+func (d *Device) TokenDots(h, y, x device.Buffer, n, t, dd int) error {
+	const op = "cuda TokenDots"
+	if err := tokenSizes(op, n, t, dd); err != nil {
+		return err
+	}
+	hb, err := d.buf(op, "h", h, n*t*t)
+	if err != nil {
+		return err
+	}
+	yb, err := d.buf(op, "y", y, n*t*dd)
+	if err != nil {
+		return err
+	}
+	xb, err := d.buf(op, "x", x, n*t*dd)
+	if err != nil {
+		return err
+	}
+	if aliased(h, y) || aliased(h, x) {
+		return fmt.Errorf("%s: output h must not be an input buffer", op)
+	}
+	if n == 0 || t == 0 {
+		return nil
+	}
+	return wrap(op, d.do(func() error {
+		return d.launchSync("token_dots", kernels.GridSamples(int64(n)), hb.ptr, yb.ptr, xb.ptr, int64(n), int32(t), int32(dd))
+	}))
+}
+
+// TokenMix computes Z_mu = C_mu X_mu with the token_mix kernel (one thread per (mu, i)). Z must
+// not be C or X.
+func (d *Device) TokenMix(z, c, x device.Buffer, n, t, dd int) error {
+	const op = "cuda TokenMix"
+	if err := tokenSizes(op, n, t, dd); err != nil {
+		return err
+	}
+	zb, err := d.buf(op, "z", z, n*t*dd)
+	if err != nil {
+		return err
+	}
+	cb, err := d.buf(op, "c", c, n*t*t)
+	if err != nil {
+		return err
+	}
+	xb, err := d.buf(op, "x", x, n*t*dd)
+	if err != nil {
+		return err
+	}
+	if aliased(z, c) || aliased(z, x) {
+		return fmt.Errorf("%s: output z must not be an input buffer", op)
+	}
+	if n == 0 || t == 0 || dd == 0 {
+		return nil
+	}
+	return wrap(op, d.do(func() error {
+		return d.launchSync("token_mix", kernels.GridElems(int64(n)*int64(dd)), zb.ptr, cb.ptr, xb.ptr, int64(n), int32(t), int32(dd))
+	}))
+}
+
+// ---------------------------------------------------------------------------------------
+// Channels.
+
+// checkChannel validates ch exactly as the scalar channels of engine/channel do.
+func checkChannel(op string, ch device.Channel) error {
+	switch ch.Kind {
+	case device.Softmax:
+		if _, err := channel.NewSoftmax(ch.T, ch.Beta); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	case device.Hardmax:
+		if _, err := channel.NewHardmax(ch.T, ch.PaperCompat); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	default:
+		return fmt.Errorf("%s: unknown channel %v", op, ch)
+	}
+	return fitsInt32(op, "t", ch.T)
+}
+
+// ChannelOutput computes y_mu = g(h_mu) with the softmax_output or hardmax_output kernel (one
+// thread per sample). y may be h.
+func (d *Device) ChannelOutput(ch device.Channel, y, h device.Buffer, n int) error {
+	const op = "cuda ChannelOutput"
+	if err := checkChannel(op, ch); err != nil {
+		return err
+	}
+	if n < 0 {
+		return fmt.Errorf("%s: negative n = %d: %w", op, n, device.ErrSize)
+	}
+	tt := ch.T * ch.T
+	yb, err := d.buf(op, "y", y, n*tt)
+	if err != nil {
+		return err
+	}
+	hb, err := d.buf(op, "h", h, n*tt)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	grid := kernels.GridThreads(int64(n))
+	return wrap(op, d.do(func() error {
+		if ch.Kind == device.Softmax {
+			return d.launchSync("softmax_output", grid, yb.ptr, hb.ptr, int64(n), int32(ch.T), ch.Beta)
+		}
+		return d.launchSync("hardmax_output", grid, yb.ptr, hb.ptr, int64(n), int32(ch.T))
+	}))
+}
+
+// ChannelGOut computes g_mu = g_out(y_mu; omega_mu, V) with the softmax_gout or hardmax_gout
+// kernel (one thread per sample), which also writes one partial square-sum per block; the
+// partials are added on the host in block order. g may be omega; g must not be y.
+func (d *Device) ChannelGOut(ch device.Channel, g, y, omega device.Buffer, n int, v float64) (float64, error) {
+	const op = "cuda ChannelGOut"
+	if err := checkChannel(op, ch); err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("%s: negative n = %d: %w", op, n, device.ErrSize)
+	}
+	if !(v > 0) || math.IsInf(v, 1) {
+		return 0, fmt.Errorf("%s: variance V = %g, need 0 < V < inf", op, v)
+	}
+	tt := ch.T * ch.T
+	gb, err := d.buf(op, "g", g, n*tt)
+	if err != nil {
+		return 0, err
+	}
+	yb, err := d.buf(op, "y", y, n*tt)
+	if err != nil {
+		return 0, err
+	}
+	ob, err := d.buf(op, "omega", omega, n*tt)
+	if err != nil {
+		return 0, err
+	}
+	if aliased(g, y) {
+		return 0, fmt.Errorf("%s: output g must not be the buffer y", op)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	grid := kernels.GridThreads(int64(n))
+	var s float64
+	err = d.do(func() error {
+		var err error
+		if ch.Kind == device.Softmax {
+			s, err = d.partials("softmax_gout", grid, int(grid), func(part uint64) []any {
+				return []any{gb.ptr, part, yb.ptr, ob.ptr, int64(n), int32(ch.T), ch.Beta, v}
+			})
+		} else {
+			paper := int32(0)
+			if ch.PaperCompat {
+				paper = 1
+			}
+			s, err = d.partials("hardmax_gout", grid, int(grid), func(part uint64) []any {
+				return []any{gb.ptr, part, yb.ptr, ob.ptr, int64(n), v, paper}
+			})
+		}
+		return err
+	})
+	return s, wrap(op, err)
+}
+
+// ---------------------------------------------------------------------------------------
+// Element-wise operations and reductions.
+
+// pair returns two buffers that must have the same length.
+func (d *Device) pair(op, nx string, x device.Buffer, ny string, y device.Buffer) (*buffer, *buffer, error) {
+	xb, err := d.buf(op, nx, x, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	yb, err := d.buf(op, ny, y, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if xb.n != yb.n {
+		return nil, nil, fmt.Errorf("%s: buffers %s and %s hold %d and %d values, need equal lengths: %w",
+			op, nx, ny, xb.n, yb.n, device.ErrSize)
+	}
+	return xb, yb, nil
+}
+
+// Scal computes x = alpha x over the whole buffer.
+func (d *Device) Scal(x device.Buffer, alpha float64) error {
+	const op = "cuda Scal"
+	xb, err := d.buf(op, "x", x, 0)
+	if err != nil {
+		return err
+	}
+	if xb.n == 0 {
+		return nil
+	}
+	return wrap(op, d.do(func() error {
+		return d.launchSync("scal", kernels.GridElems(int64(xb.n)), xb.ptr, int64(xb.n), alpha)
+	}))
+}
+
+// Axpby computes y = a x + b y; x and y must have the same length.
+func (d *Device) Axpby(y device.Buffer, a float64, x device.Buffer, b float64) error {
+	const op = "cuda Axpby"
+	xb, yb, err := d.pair(op, "x", x, "y", y)
+	if err != nil {
+		return err
+	}
+	if xb.n == 0 {
+		return nil
+	}
+	return wrap(op, d.do(func() error {
+		return d.launchSync("axpby", kernels.GridElems(int64(xb.n)), yb.ptr, a, xb.ptr, b, int64(xb.n))
+	}))
+}
+
+// Dot returns sum_k x_k y_k (dot_partial, partials added on the host in order).
+func (d *Device) Dot(x, y device.Buffer) (float64, error) {
+	return d.reduce("cuda Dot", "dot_partial", x, y)
+}
+
+// SqDist returns sum_k (x_k - y_k)^2 (sqdist_partial, partials added on the host in order).
+func (d *Device) SqDist(x, y device.Buffer) (float64, error) {
+	return d.reduce("cuda SqDist", "sqdist_partial", x, y)
+}
+
+// reduce runs a two-vector reduction kernel.
+func (d *Device) reduce(op, kernel string, x, y device.Buffer) (float64, error) {
+	xb, yb, err := d.pair(op, "x", x, "y", y)
+	if err != nil {
+		return 0, err
+	}
+	if xb.n == 0 {
+		return 0, nil
+	}
+	grid := kernels.GridReduce(int64(xb.n))
+	var s float64
+	err = d.do(func() error {
+		var err error
+		s, err = d.partials(kernel, grid, int(grid), func(part uint64) []any {
+			return []any{part, xb.ptr, yb.ptr, int64(xb.n)}
+		})
+		return err
+	})
+	return s, wrap(op, err)
+}
+
+// AddDiag adds v to the diagonal of each of the n stacked t x t matrices in x.
+func (d *Device) AddDiag(x device.Buffer, n, t int, v float64) error {
+	const op = "cuda AddDiag"
+	if n < 0 || t < 0 {
+		return fmt.Errorf("%s: negative size n = %d, t = %d: %w", op, n, t, device.ErrSize)
+	}
+	if err := fitsInt32(op, "t", t); err != nil {
+		return err
+	}
+	xb, err := d.buf(op, "x", x, n*t*t)
+	if err != nil {
+		return err
+	}
+	if n == 0 || t == 0 {
+		return nil
+	}
+	return wrap(op, d.do(func() error {
+		return d.launchSync("add_diag", kernels.GridElems(int64(n)*int64(t)), xb.ptr, int64(n), int32(t), v)
+	}))
+}
+
+// SumDiag returns the sum of the diagonals of the n stacked t x t matrices in x
+// (sumdiag_partial over chunks of samples, partials added on the host in order).
+func (d *Device) SumDiag(x device.Buffer, n, t int) (float64, error) {
+	const op = "cuda SumDiag"
+	if n < 0 || t < 0 {
+		return 0, fmt.Errorf("%s: negative size n = %d, t = %d: %w", op, n, t, device.ErrSize)
+	}
+	if err := fitsInt32(op, "t", t); err != nil {
+		return 0, err
+	}
+	xb, err := d.buf(op, "x", x, n*t*t)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 || t == 0 {
+		return 0, nil
+	}
+	grid := kernels.GridReduce(int64(n))
+	var s float64
+	err = d.do(func() error {
+		var err error
+		s, err = d.partials("sumdiag_partial", grid, int(grid), func(part uint64) []any {
+			return []any{part, xb.ptr, int64(n), int32(t)}
+		})
+		return err
+	})
+	return s, wrap(op, err)
+}
+
+// MulPattern computes x_mu,k *= p_k for n stacked blocks of m values.
+func (d *Device) MulPattern(x, p device.Buffer, n, m int) error {
+	const op = "cuda MulPattern"
+	if n < 0 || m < 0 {
+		return fmt.Errorf("%s: negative size n = %d, m = %d: %w", op, n, m, device.ErrSize)
+	}
+	if err := fitsInt32(op, "m", m); err != nil {
+		return err
+	}
+	xb, err := d.buf(op, "x", x, n*m)
+	if err != nil {
+		return err
+	}
+	pb, err := d.buf(op, "p", p, m)
+	if err != nil {
+		return err
+	}
+	if n == 0 || m == 0 {
+		return nil
+	}
+	return wrap(op, d.do(func() error {
+		return d.launchSync("mul_pattern", kernels.GridElems(int64(n)*int64(m)), xb.ptr, pb.ptr, int64(n), int32(m))
+	}))
+}
+
+// GaussianFill sets x_k = scale * G(seed, offset + k) for the whole buffer with the
+// gaussian_fill kernel, bit for bit device.FillNormals.
+func (d *Device) GaussianFill(x device.Buffer, seed, offset uint64, scale float64) error {
+	const op = "cuda GaussianFill"
+	xb, err := d.buf(op, "x", x, 0)
+	if err != nil {
+		return err
+	}
+	if xb.n == 0 {
+		return nil
+	}
+	return wrap(op, d.do(func() error {
+		return d.launchSync("gaussian_fill", kernels.GridElems(philoxBlocks(offset, xb.n)),
+			xb.ptr, int64(xb.n), seed, offset, scale)
+	}))
+}
+
+// philoxBlocks returns the number of Philox blocks (pairs of normals) that the values
+// offset .. offset+n-1 of the stream touch: ceil((offset mod 2 + n) / 2), wrap-free.
+func philoxBlocks(offset uint64, n int) int64 {
+	return (int64(offset%2) + int64(n) + 1) / 2
+}
