@@ -156,6 +156,16 @@ func runGD(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	if _, ok := dev.(device.Trainer); !ok {
+		auto.Close(dev)
+		if c.device != "auto" {
+			return usagef("device %s does not implement the training operations yet (use --device cpu)", dev.Info().Name)
+		}
+		if dev, note, err = auto.Open("cpu", c.workers); err != nil {
+			return usageError{err}
+		}
+		note = "auto: using the CPU (" + note + "): the GPU backend does not implement the training operations yet"
+	}
 	defer auto.Close(dev)
 	fmt.Fprintln(stderr, note)
 	var need uint64
