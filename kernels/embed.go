@@ -18,21 +18,23 @@ var modules = map[string]struct {
 	module string
 	params int
 }{
-	"token_dots":      {"tokens", 6},
-	"token_mix":       {"tokens", 6},
-	"scal":            {"vector", 3},
-	"axpby":           {"vector", 5},
-	"add_diag":        {"vector", 4},
-	"mul_pattern":     {"vector", 4},
-	"scale_columns":   {"vector", 4},
-	"dot_partial":     {"vector", 4},
-	"sqdist_partial":  {"vector", 4},
-	"sumdiag_partial": {"vector", 4},
-	"softmax_output":  {"channel", 5},
-	"hardmax_output":  {"channel", 4},
-	"softmax_gout":    {"channel", 8},
-	"hardmax_gout":    {"channel", 7},
-	"gaussian_fill":   {"gauss", 5},
+	"token_dots":        {"tokens", 6},
+	"token_mix":         {"tokens", 6},
+	"scal":              {"vector", 3},
+	"axpby":             {"vector", 5},
+	"add_diag":          {"vector", 4},
+	"mul_pattern":       {"vector", 4},
+	"scale_columns":     {"vector", 4},
+	"dot_partial":       {"vector", 4},
+	"sqdist_partial":    {"vector", 4},
+	"sumdiag_partial":   {"vector", 4},
+	"softmax_output":    {"channel", 5},
+	"hardmax_output":    {"channel", 4},
+	"softmax_gout":      {"channel", 8},
+	"hardmax_gout":      {"channel", 7},
+	"gaussian_fill":     {"gauss", 5},
+	"softmax_loss_grad": {"train", 8},
+	"adam_step":         {"train", 11},
 }
 
 // PTX returns the embedded PTX text of every module, keyed by module name (the .cu file name

@@ -21,21 +21,23 @@ import (
 // contract (launch.go): pointers, long long and unsigned long long are u64, int u32, double
 // f64. device/cuda passes arguments of exactly these sizes.
 var signatures = map[string]string{
-	"token_dots":      "u64 u64 u64 u64 u32 u32",
-	"token_mix":       "u64 u64 u64 u64 u32 u32",
-	"scal":            "u64 u64 f64",
-	"axpby":           "u64 f64 u64 f64 u64",
-	"add_diag":        "u64 u64 u32 f64",
-	"mul_pattern":     "u64 u64 u64 u32",
-	"scale_columns":   "u64 u64 u64 u32",
-	"dot_partial":     "u64 u64 u64 u64",
-	"sqdist_partial":  "u64 u64 u64 u64",
-	"sumdiag_partial": "u64 u64 u64 u32",
-	"softmax_output":  "u64 u64 u64 u32 f64",
-	"hardmax_output":  "u64 u64 u64 u32",
-	"softmax_gout":    "u64 u64 u64 u64 u64 u32 f64 f64",
-	"hardmax_gout":    "u64 u64 u64 u64 u64 f64 u32",
-	"gaussian_fill":   "u64 u64 u64 u64 f64",
+	"token_dots":        "u64 u64 u64 u64 u32 u32",
+	"token_mix":         "u64 u64 u64 u64 u32 u32",
+	"scal":              "u64 u64 f64",
+	"axpby":             "u64 f64 u64 f64 u64",
+	"add_diag":          "u64 u64 u32 f64",
+	"mul_pattern":       "u64 u64 u64 u32",
+	"scale_columns":     "u64 u64 u64 u32",
+	"dot_partial":       "u64 u64 u64 u64",
+	"sqdist_partial":    "u64 u64 u64 u64",
+	"sumdiag_partial":   "u64 u64 u64 u32",
+	"softmax_output":    "u64 u64 u64 u32 f64",
+	"hardmax_output":    "u64 u64 u64 u32",
+	"softmax_gout":      "u64 u64 u64 u64 u64 u32 f64 f64",
+	"hardmax_gout":      "u64 u64 u64 u64 u64 f64 u32",
+	"gaussian_fill":     "u64 u64 u64 u64 f64",
+	"softmax_loss_grad": "u64 u64 u64 u64 u64 u32 f64 f64",
+	"adam_step":         "u64 u64 u64 u64 u64 f64 f64 f64 f64 f64 f64",
 }
 
 var entryRE = regexp.MustCompile(`(?m)^\.visible \.entry ([A-Za-z_][A-Za-z0-9_]*)\(\s*\n((?:\s*\.param [^\n]*\n)*)\s*\)`)

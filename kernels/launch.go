@@ -6,13 +6,15 @@
 // The launch contract. All kernels are extern "C", work in float64, take sizes as long long
 // (int64) except T-like small sizes as int, and run with Block threads per block:
 //
-//	elementwise   scal, axpby, add_diag, mul_pattern, scale_columns, token_mix, gaussian_fill:
+//	elementwise   scal, axpby, add_diag, mul_pattern, scale_columns, token_mix, gaussian_fill,
+//	              adam_step:
 //	              grid-stride loops; grid = GridElems(work), work as documented per kernel.
 //	per sample    token_dots: block mu (grid-stride over samples) reduces sample mu;
 //	              grid = GridSamples(n).
-//	per thread    softmax_output, hardmax_output, softmax_gout, hardmax_gout: thread
+//	per thread    softmax_output, hardmax_output, softmax_gout, hardmax_gout,
+//	              softmax_loss_grad: thread
 //	              mu = blockIdx.x * Block + threadIdx.x handles sample mu (no grid stride);
-//	              grid = GridThreads(n). The g_out kernels also write one partial square-sum
+//	              grid = GridThreads(n). The g_out and loss kernels also write one partial sum
 //	              per block to part[blockIdx.x], so part has GridThreads(n) entries.
 //	reductions    dot_partial, sqdist_partial, sumdiag_partial: block b reduces the fixed chunk
 //	              [b ReduceChunk, (b+1) ReduceChunk) of elements (of samples for sumdiag) into
@@ -48,7 +50,13 @@
 //	gaussian_fill(double *x, long long len, unsigned long long seed,
 //	              unsigned long long offset, double scale)
 //	    x[k] = scale G(seed, offset + k), bit for bit the stream of device.NormalAt;
-//	    work = number of Philox blocks touched = (len + (offset & 1) + 1) / 2 (len > 0)
+//	    work = number of Philox blocks touched
+//	softmax_loss_grad(double *gamma, double *part, const double *yhat, const double *y,
+//	                  long long n, int t, double beta, double scale)
+//	    device.Trainer's SoftmaxLossGrad; part[block] = scale * the block's sum of squares
+//	adam_step(double *w, const double *g, double *m, double *v, long long len, double lr,
+//	          double b1, double b2, double eps, double c1, double c2)
+//	    one Adam update, c1 = 1 - b1^t and c2 = 1 - b2^t from the host; work = len = (len + (offset & 1) + 1) / 2 (len > 0)
 //
 // The channel kernels follow device.Device's conventions: z-coordinates, full symmetric T x T
 // matrices per sample, only the upper triangle of omega read, g written full and symmetric.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/amp"
+	"github.com/aimtheory/aim/engine/gd"
 	"github.com/aimtheory/aim/engine/model"
 )
 
@@ -182,4 +183,29 @@ func BenchmarkLargestD(b *testing.B) {
 	}
 	b.ReportMetric(float64(lo), "D")
 	b.ReportMetric(per/float64(b.N), "s/iter")
+}
+
+// BenchmarkGDStep times one Adam step of the softmax student on the GPU at alpha-bar = 1
+// (alpha = 0.25, T = 2, rho = 0.5), as bench.BenchmarkGDStep does on the CPU.
+func BenchmarkGDStep(b *testing.B) {
+	g := gpu(b)
+	for _, D := range []int{200, 400, 1000} {
+		b.Run(fmt.Sprintf("D%d", D), func(b *testing.B) {
+			p := softmaxParams(D, 0.25, 1)
+			data, err := model.Generate(g, p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer data.Free(g)
+			o := gd.DefaultOptions()
+			o.Steps = 5
+			var res gd.Result
+			for b.Loop() {
+				if res, err = gd.Run(g, data, o); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(res.Seconds/float64(o.Steps+1), "s/step")
+		})
+	}
 }

@@ -11,21 +11,23 @@ import (
 // (Go uint64 or int64), "32" an int (Go int32), "f64" a double (Go float64). launch checks its
 // arguments against it, and a test checks it against the embedded PTX.
 var kernelSigs = map[string][]string{
-	"token_dots":      {"64", "64", "64", "64", "32", "32"},
-	"token_mix":       {"64", "64", "64", "64", "32", "32"},
-	"scal":            {"64", "64", "f64"},
-	"axpby":           {"64", "f64", "64", "f64", "64"},
-	"add_diag":        {"64", "64", "32", "f64"},
-	"mul_pattern":     {"64", "64", "64", "32"},
-	"scale_columns":   {"64", "64", "64", "32"},
-	"dot_partial":     {"64", "64", "64", "64"},
-	"sqdist_partial":  {"64", "64", "64", "64"},
-	"sumdiag_partial": {"64", "64", "64", "32"},
-	"softmax_output":  {"64", "64", "64", "32", "f64"},
-	"hardmax_output":  {"64", "64", "64", "32"},
-	"softmax_gout":    {"64", "64", "64", "64", "64", "32", "f64", "f64"},
-	"hardmax_gout":    {"64", "64", "64", "64", "64", "f64", "32"},
-	"gaussian_fill":   {"64", "64", "64", "64", "f64"},
+	"token_dots":        {"64", "64", "64", "64", "32", "32"},
+	"token_mix":         {"64", "64", "64", "64", "32", "32"},
+	"scal":              {"64", "64", "f64"},
+	"axpby":             {"64", "f64", "64", "f64", "64"},
+	"add_diag":          {"64", "64", "32", "f64"},
+	"mul_pattern":       {"64", "64", "64", "32"},
+	"scale_columns":     {"64", "64", "64", "32"},
+	"dot_partial":       {"64", "64", "64", "64"},
+	"sqdist_partial":    {"64", "64", "64", "64"},
+	"sumdiag_partial":   {"64", "64", "64", "32"},
+	"softmax_output":    {"64", "64", "64", "32", "f64"},
+	"hardmax_output":    {"64", "64", "64", "32"},
+	"softmax_gout":      {"64", "64", "64", "64", "64", "32", "f64", "f64"},
+	"hardmax_gout":      {"64", "64", "64", "64", "64", "f64", "32"},
+	"gaussian_fill":     {"64", "64", "64", "64", "f64"},
+	"softmax_loss_grad": {"64", "64", "64", "64", "64", "32", "f64", "f64"},
+	"adam_step":         {"64", "64", "64", "64", "64", "f64", "f64", "f64", "f64", "f64", "f64"},
 }
 
 // argClass returns the class of a launch argument.

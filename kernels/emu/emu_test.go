@@ -469,3 +469,48 @@ func TestChannelGOut(t *testing.T) {
 }
 
 var _ = filepath.Join
+
+// TestTrain runs the training kernels: softmax_loss_grad's gamma bit for bit and its loss to
+// 1e-12 (block tree against sequential sum), adam_step bit for bit over three steps.
+func TestTrain(t *testing.T) {
+	needEmu(t)
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, tc := range []struct{ n, t int }{{1, 2}, {300, 2}, {257, 3}, {40, 5}} {
+		ch := device.Channel{Kind: device.Softmax, T: tc.t, Beta: 1.3}
+		tt := tc.t * tc.t
+		h, y := randv(r, tc.n*tt), randv(r, tc.n*tt)
+		hb := up(t, h)
+		if err := dev.ChannelOutput(ch, hb, hb, tc.n); err != nil {
+			t.Fatal(err)
+		}
+		yhat := down(t, hb)
+		gam := up(t, make([]float64, tc.n*tt))
+		want, err := dev.SoftmaxLossGrad(ch, gam, hb, up(t, y), tc.n, 0.01)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grid := kernels.GridThreads(int64(tc.n))
+		g, part := newBuf(t, make([]float64, tc.n*tt)), newBuf(t, make([]float64, grid))
+		launch(t, "softmax_loss_grad", grid, g, part, newBuf(t, yhat), newBuf(t, y), tc.n, tc.t, 1.3, 0.01)
+		sameBits(t, fmt.Sprintf("softmax_loss_grad gamma n=%d t=%d", tc.n, tc.t), g.read(t), down(t, gam))
+		if got := sumParts(part.read(t)); math.Abs(got-want) > 1e-12*math.Abs(want) {
+			t.Errorf("softmax_loss_grad n=%d t=%d: loss %.17g, cpu %.17g", tc.n, tc.t, got, want)
+		}
+	}
+	const n = 5000
+	w := randv(r, n)
+	wc, gc, mc, vc := up(t, w), up(t, make([]float64, n)), up(t, make([]float64, n)), up(t, make([]float64, n))
+	wb, mb, vb := newBuf(t, w), newBuf(t, make([]float64, n)), newBuf(t, make([]float64, n))
+	for step := 1; step <= 3; step++ {
+		grad := randv(r, n)
+		if err := dev.Upload(gc, grad); err != nil {
+			t.Fatal(err)
+		}
+		if err := dev.AdamStep(wc, gc, mc, vc, 0.1, 0.9, 0.999, 1e-8, step); err != nil {
+			t.Fatal(err)
+		}
+		c1, c2 := 1-math.Pow(0.9, float64(step)), 1-math.Pow(0.999, float64(step))
+		launch(t, "adam_step", kernels.GridElems(n), wb, newBuf(t, grad), mb, vb, n, 0.1, 0.9, 0.999, 1e-8, c1, c2)
+	}
+	sameBits(t, "adam_step w", wb.read(t), down(t, wc))
+}

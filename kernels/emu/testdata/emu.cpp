@@ -16,6 +16,9 @@ namespace channel {
 namespace gauss {
 #include "../../gauss.cu"
 }
+namespace train {
+#include "../../train.cu"
+}
 
 // Buffers: files of raw float64; read at start, written back at the end.
 struct Buf { std::string path; std::vector<double> v; };
@@ -58,6 +61,8 @@ int main(int argc, char **argv) {
     else if (k == "softmax_gout") { double *g = B(a[0]), *p = B(a[1]), *y = B(a[2]); double *om = std::string(a[3]) == a[0] ? g : B(a[3]); long long n = L(a[4]); int t = atoi(a[5]); double be = D(a[6]), v = D(a[7]); f = [=] { channel::softmax_gout(g, p, y, om, n, t, be, v); }; }
     else if (k == "hardmax_gout") { double *g = B(a[0]), *p = B(a[1]), *y = B(a[2]); double *om = std::string(a[3]) == a[0] ? g : B(a[3]); long long n = L(a[4]); double v = D(a[5]); int pp = atoi(a[6]); f = [=] { channel::hardmax_gout(g, p, y, om, n, v, pp); }; }
     else if (k == "gaussian_fill") { double *x = B(a[0]); long long n = L(a[1]); unsigned long long s = U(a[2]), o = U(a[3]); double sc = D(a[4]); f = [=] { gauss::gaussian_fill(x, n, s, o, sc); }; }
+    else if (k == "softmax_loss_grad") { double *g = B(a[0]), *p = B(a[1]), *yh = B(a[2]), *y = B(a[3]); long long n = L(a[4]); int t = atoi(a[5]); double be = D(a[6]), sc = D(a[7]); f = [=] { train::softmax_loss_grad(g, p, yh, y, n, t, be, sc); }; }
+    else if (k == "adam_step") { double *w = B(a[0]), *g = B(a[1]), *m = B(a[2]), *v = B(a[3]); long long n = L(a[4]); double lr = D(a[5]), b1 = D(a[6]), b2 = D(a[7]), ep = D(a[8]), c1 = D(a[9]), c2 = D(a[10]); f = [=] { train::adam_step(w, g, m, v, n, lr, b1, b2, ep, c1, c2); }; }
     else { fprintf(stderr, "unknown kernel %s\n", k.c_str()); return 2; }
     launch(grid, 256, f);
     for (Buf *b : bufs) {

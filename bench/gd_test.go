@@ -1,0 +1,38 @@
+package bench
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/aimtheory/aim/cpu"
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/gd"
+	"github.com/aimtheory/aim/engine/model"
+)
+
+// BenchmarkGDStep times one Adam step of the softmax student on the CPU at alpha-bar = 1
+// (alpha = 0.25, T = 2, rho = 0.5): the forward product, the softmax loss gradient, the
+// back-projection and the update.
+func BenchmarkGDStep(b *testing.B) {
+	dev := cpu.New(0)
+	for _, D := range []int{100, 200, 400} {
+		b.Run(fmt.Sprintf("D=%d", D), func(b *testing.B) {
+			p := model.Params{D: D, Alpha: 0.25, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
+			data, err := model.Generate(dev, p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer data.Free(dev)
+			o := gd.DefaultOptions()
+			o.Steps = 3
+			var res gd.Result
+			for b.Loop() {
+				if res, err = gd.Run(dev, data, o); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// Run makes Steps updates plus one final evaluation of the loss and gradient.
+			b.ReportMetric(res.Seconds/float64(o.Steps+1), "s/step")
+		})
+	}
+}
