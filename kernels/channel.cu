@@ -21,9 +21,7 @@
 // written to both (a, b) and (b, a). g may be omega (each omega entry is read before g is
 // written there); g must not be y. y may be h in the output kernels.
 
-#define BLOCK 256
-
-typedef long long i64;
+#include "common.cuh"
 
 #define SQRT2 1.4142135623730951      // 0x1.6a09e667f3bcdp+00 math.Sqrt2
 #define TWO_PI 6.2831853071795862     // 0x1.921fb54442d18p+02 2 * math.Pi
@@ -424,29 +422,6 @@ static __device__ double hardmaxGOut(double *gz, const double *y, const double *
     s += z1 * z1;
     s += z2 * z2;
     return s;
-}
-
-// block_sum returns, in thread 0, the sum of v over the block in a fixed order (as in
-// vector.cu). Every thread of the block must call it; sh holds BLOCK/32 values.
-static __device__ double block_sum(double v, double *sh) {
-    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        v += __shfl_down_sync(0xffffffffu, v, o);
-    }
-    if (lane == 0) {
-        sh[warp] = v;
-    }
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < (blockDim.x >> 5) ? sh[lane] : 0.0;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            v += __shfl_down_sync(0xffffffffu, v, o);
-        }
-    }
-    __syncthreads();
-    return v;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -3,11 +3,10 @@
 //
 // Layout (row-major, sample after sample): y, x, z are n x t x d, h and c are n x t x t.
 
-#define BLOCK 256
+#include "common.cuh"
+
 #define MAX_FIXED_T 8 // token_dots keeps t*t sums in registers for t <= MAX_FIXED_T
 #define TILE 4        // and tiles of TILE x TILE sums above
-
-typedef long long i64;
 
 // ---------------------------------------------------------------------------------------
 // token_dots: h[mu,a,b] = sum_i y[mu,a,i] x[mu,b,i].

@@ -4,33 +4,7 @@
 // softmax_loss_grad the same gamma (its loss partials differ from the twin's sequential sum
 // only by the order of the block reduction).
 
-#define BLOCK 256
-
-typedef long long i64;
-
-// block_sum returns, in thread 0, the sum of v over the block in a fixed order: a shuffle tree
-// within each warp, then the same tree over the warp sums (as in vector.cu). Every thread of
-// the block must call it; sh holds BLOCK/32 values.
-static __device__ double block_sum(double v, double *sh) {
-    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        v += __shfl_down_sync(0xffffffffu, v, o);
-    }
-    if (lane == 0) {
-        sh[warp] = v;
-    }
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < (blockDim.x >> 5) ? sh[lane] : 0.0;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            v += __shfl_down_sync(0xffffffffu, v, o);
-        }
-    }
-    __syncthreads();
-    return v;
-}
+#include "common.cuh"
 
 // softmaxLossGrad is cpu.SoftmaxLossGrad for one sample: for each row a, with
 // G_c = 2 scale (yhat_ac - y_ac), writes gamma_ab = beta yhat_ab (G_b - sum_c G_c yhat_ac) and

@@ -9,37 +9,12 @@
 // then the 8 warp sums); the result depends only on the data and the chunk size, never on the
 // GPU, and the host adds the partials in order.
 
-#define BLOCK 256
-#define REDUCE_CHUNK 4096
+#include "common.cuh"
 
-typedef long long i64;
+#define REDUCE_CHUNK 4096
 
 static __device__ __forceinline__ i64 first_item() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 static __device__ __forceinline__ i64 item_stride() { return (i64)gridDim.x * blockDim.x; }
-
-// block_sum returns, in thread 0, the sum of v over the block in a fixed order: a shuffle
-// tree within each warp, then the same tree over the warp sums. blockDim.x must be a multiple
-// of 32 (it is BLOCK). Every thread of the block must call it; sh holds BLOCK/32 values.
-static __device__ double block_sum(double v, double *sh) {
-    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        v += __shfl_down_sync(0xffffffffu, v, o);
-    }
-    if (lane == 0) {
-        sh[warp] = v;
-    }
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < (blockDim.x >> 5) ? sh[lane] : 0.0;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            v += __shfl_down_sync(0xffffffffu, v, o);
-        }
-    }
-    __syncthreads(); // sh may be reused by the next call
-    return v;
-}
 
 // chunk_count is the number of partials of a reduction over len items: max(ceil(len/CHUNK), 1),
 // as kernels.GridReduce.

@@ -132,16 +132,9 @@ func runAMP(args []string, stdout, stderr io.Writer) error {
 	defer auto.Close(dev)
 	fmt.Fprintln(stderr, note)
 	// Memory: refuse before allocating anything.
-	var need uint64
-	for _, r := range c.rhos {
-		for _, a := range c.alphas {
-			p := c.params(r, a, 0)
-			data := 8 * uint64(p.D*p.D+p.N()*p.T()*p.D+p.N()*p.T()*p.T())
-			need = max(need, p.Bytes(), data+amp.Bytes(p))
-		}
-	}
-	if free := dev.Info().FreeBytes; need > free {
-		return usagef("a run at D = %d needs %s of %s memory, and %s is available", c.D, device.Bytes(need), dev.Info().Name, device.Bytes(free))
+	runParams := func(r, a float64) model.Params { return c.params(r, a, 0) }
+	if err := checkMemory(dev, c.rhos, c.alphas, runParams, amp.Bytes); err != nil {
+		return err
 	}
 	ch, err := c.theoryChannel()
 	if err != nil {

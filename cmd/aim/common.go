@@ -18,6 +18,7 @@ import (
 	"github.com/aimtheory/aim/cmd/aim/internal/output"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/channel"
+	"github.com/aimtheory/aim/engine/model"
 )
 
 var errHelp = errors.New("help requested")
@@ -327,4 +328,25 @@ func readCSVFile(path string) ([][]string, error) {
 		return nil, fmt.Errorf("%s: empty file", path)
 	}
 	return rows, nil
+}
+
+// checkMemory refuses a sweep, before anything is allocated, when its largest run needs more
+// memory than the device has free. A run needs the larger of drawing its data
+// (model.Params.Bytes) and holding the data while the algorithm's own buffers (algo) live.
+func checkMemory(dev device.Device, rhos, alphas []float64, params func(rho, alpha float64) model.Params, algo func(model.Params) uint64) error {
+	var need uint64
+	var at model.Params
+	for _, r := range rhos {
+		for _, a := range alphas {
+			p := params(r, a)
+			if n := max(p.Bytes(), p.DataBytes()+algo(p)); n > need {
+				need, at = n, p
+			}
+		}
+	}
+	if free := dev.Info().FreeBytes; need > free {
+		return usagef("a run at D = %d, alpha = %g needs %s of %s memory, and %s is available",
+			at.D, at.Alpha, device.Bytes(need), dev.Info().Name, device.Bytes(free))
+	}
+	return nil
 }

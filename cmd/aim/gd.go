@@ -168,16 +168,9 @@ func runGD(args []string, stdout, stderr io.Writer) error {
 	}
 	defer auto.Close(dev)
 	fmt.Fprintln(stderr, note)
-	var need uint64
-	for _, r := range c.rhos {
-		for _, a := range c.alphas {
-			p := c.params(r, a, 0)
-			data := 8 * uint64(p.D*p.D+p.N()*p.T()*p.D+p.N()*p.T()*p.T())
-			need = max(need, p.Bytes(), data+gd.Bytes(p, c.opts))
-		}
-	}
-	if free := dev.Info().FreeBytes; need > free {
-		return usagef("a run at D = %d needs %s of %s memory, and %s is available", c.D, device.Bytes(need), dev.Info().Name, device.Bytes(free))
+	runParams := func(r, a float64) model.Params { return c.params(r, a, 0) }
+	if err := checkMemory(dev, c.rhos, c.alphas, runParams, func(p model.Params) uint64 { return gd.Bytes(p, c.opts) }); err != nil {
+		return err
 	}
 	theory, err := c.theoryChannel()
 	if err != nil {

@@ -66,6 +66,12 @@ func (p Params) Bytes() uint64 {
 	return 8 * (D*D + D*R + 2*N*T*D + 2*N*T*T)
 }
 
+// DataBytes returns the device memory the data set holds once drawn: S, X and y.
+func (p Params) DataBytes() uint64 {
+	D, N, T := uint64(p.D), uint64(p.N()), uint64(p.T())
+	return 8 * (D*D + N*T*D + N*T*T)
+}
+
 // Data is a teacher S and its data set on a device.
 type Data struct {
 	P   Params

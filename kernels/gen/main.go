@@ -86,6 +86,11 @@ func run(dir string, check bool, lib string, werror, twice bool) int {
 		return exitError
 	}
 	sort.Strings(sources)
+	headers, err := readHeaders(dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gen: %v\n", err)
+		return exitError
+	}
 
 	nv, err := loadNVRTC(lib)
 	if err != nil {
@@ -121,7 +126,7 @@ func run(dir string, check bool, lib string, werror, twice bool) int {
 			failed = true
 			continue
 		}
-		ptx, warnings, err := nv.compile(filepath.Base(src), text)
+		ptx, warnings, err := nv.compile(filepath.Base(src), text, headers)
 		if warnings != "" {
 			fmt.Fprintf(os.Stderr, "gen: %s: NVRTC log:\n%s\n", src, warnings)
 		}
@@ -136,7 +141,7 @@ func run(dir string, check bool, lib string, werror, twice bool) int {
 			continue
 		}
 		if twice {
-			again, _, err := nv.compile(filepath.Base(src), text)
+			again, _, err := nv.compile(filepath.Base(src), text, headers)
 			if err != nil || !bytes.Equal(again, ptx) {
 				fmt.Fprintf(os.Stderr, "gen: %s: NVRTC gave different PTX on a second compilation: the output is not "+
 					"deterministic (NVRTC 11.8 numbers registers differently from run to run for some control flow; "+
@@ -338,11 +343,50 @@ func loadNVRTC(lib string) (*nvrtc, error) {
 // cstr returns s as a NUL-terminated byte slice.
 func cstr(s string) []byte { return append([]byte(s), 0) }
 
+// header is a kernels/*.cuh file that the sources may #include by its base name.
+type header struct{ name, text string }
+
+// readHeaders reads the *.cuh files of dir, sorted by name.
+func readHeaders(dir string) ([]header, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.cuh"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(paths)
+	var hs []header
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		hs = append(hs, header{filepath.Base(p), string(b)})
+	}
+	return hs, nil
+}
+
 // compile returns the PTX (without its trailing NUL) of one source and the NVRTC log, if any.
-func (nv *nvrtc) compile(name string, src []byte) (ptx []byte, log string, err error) {
+// The headers are handed to NVRTC by name, so `#include "common.cuh"` needs no include path.
+func (nv *nvrtc) compile(name string, src []byte, headers []header) (ptx []byte, log string, err error) {
 	csrc, cname := cstr(string(src)), cstr(name)
+	var hText, hName [][]byte
+	var hTextPtr, hNamePtr []*byte
+	for _, h := range headers {
+		hText, hName = append(hText, cstr(h.text)), append(hName, cstr(h.name))
+	}
+	for i := range hText {
+		hTextPtr, hNamePtr = append(hTextPtr, &hText[i][0]), append(hNamePtr, &hName[i][0])
+	}
+	var hp, np unsafe.Pointer
+	if len(hTextPtr) > 0 {
+		hp, np = unsafe.Pointer(&hTextPtr[0]), unsafe.Pointer(&hNamePtr[0])
+	}
 	var prog uintptr
-	if r := nv.createProgram(&prog, &csrc[0], &cname[0], 0, nil, nil); r != nvrtcSuccess {
+	r := nv.createProgram(&prog, &csrc[0], &cname[0], int32(len(headers)), hp, np)
+	runtime.KeepAlive(hText)
+	runtime.KeepAlive(hName)
+	runtime.KeepAlive(hTextPtr)
+	runtime.KeepAlive(hNamePtr)
+	if r != nvrtcSuccess {
 		return nil, "", fmt.Errorf("nvrtcCreateProgram: %s", nv.errorString(r))
 	}
 	defer nv.destroyProgram(&prog)

@@ -1,4 +1,5 @@
 #include "cuda_emu.h"
+#include "../../common.cuh" // once, globally: the kernel files include it again inside their namespaces
 #include <cstdio>
 #include <cstdlib>
 #include <string>
