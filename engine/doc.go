@@ -45,4 +45,9 @@
 //	B          back              back-projection sum_mu X_mu^T C_mu X_mu - Tr C_mu I, /sqrt(D) AIM 3
 //	R          rMat              S-hat + B/(A D), the matrix the RIE denoises                AIM 3
 //	theta      Damping           damping of omega and V                                      AIM 3
+//	W          w                 the GD student's weights, R x D; S = W^T W / sqrt(R D)      AIM 4
+//	y-hat      yhat              the student's outputs row-softmax(beta h)                   AIM 4
+//	Gamma      gamma             dL/dh through the softmax Jacobian                          AIM 4
+//	G_S        gS                dL/dS = (sum X^T Gamma X - Tr Gamma I)/sqrt(D)              AIM 4
+//	S-bar      sBar              the average of the final S over restarts (averaged GD)      AIM 4
 package engine
