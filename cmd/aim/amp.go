@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
@@ -37,27 +36,16 @@ Flags:
 
 // ampConfig is the parsed and validated command line of `aim amp`.
 type ampConfig struct {
-	modelFlags
-	D       int
-	seeds   int
-	seed    uint64
-	device  string
-	workers int
-	trace   string
-	opts    amp.Options
+	simFlags
+	opts amp.Options
 }
 
 func parseAMP(args []string, stderr io.Writer) (*ampConfig, error) {
 	c := &ampConfig{opts: amp.DefaultOptions()}
 	fs := flag.NewFlagSet("aim amp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	c.register(fs, "amp")
+	c.registerSim(fs, "amp", 200, 8)
 	fs.StringVar(&c.alphaSpec, "alpha", "0.05,0.1,0.15", "sample complexity alpha = N/D^2: a list or range")
-	fs.IntVar(&c.D, "D", 200, "token dimension")
-	fs.IntVar(&c.seeds, "seeds", 8, "runs per (rho, alpha)")
-	fs.Uint64Var(&c.seed, "seed", 1, "first seed")
-	fs.StringVar(&c.device, "device", "auto", "auto, cpu or cuda")
-	fs.IntVar(&c.workers, "workers", 0, "CPU goroutines (0: all cores)")
 	fs.StringVar(&c.trace, "trace", "", "also write every iteration of every run to this CSV")
 	fs.IntVar(&c.opts.MaxIter, "max-iter", 0, "iteration cap (default 100 for softmax, 500 for hardmax, as in the paper)")
 	fs.Float64Var(&c.opts.Damping, "damping", c.opts.Damping, "damping in [0, 1)")
@@ -80,34 +68,17 @@ func parseAMP(args []string, stderr io.Writer) (*ampConfig, error) {
 		}
 	}
 	switch {
-	case c.D < 2:
-		return nil, usagef("--D %d: need D >= 2", c.D)
-	case c.seeds < 1:
-		return nil, usagef("--seeds %d: need at least 1", c.seeds)
 	case c.opts.MaxIter < 1:
 		return nil, usagef("--max-iter %d: need at least 1", c.opts.MaxIter)
 	case !(c.opts.Damping >= 0 && c.opts.Damping < 1):
 		return nil, usagef("--damping %g: need 0 <= damping < 1", c.opts.Damping)
 	case !(c.opts.Tol > 0):
 		return nil, usagef("--tol %g: need a positive tolerance", c.opts.Tol)
-	case c.workers < 0:
-		return nil, usagef("--workers %d: need 0 (all cores) or more", c.workers)
 	}
-	if c.trace != "" && !strings.HasSuffix(strings.ToLower(c.trace), ".csv") {
-		return nil, usagef("--trace %q: the trace file must end in .csv", c.trace)
-	}
-	for _, r := range c.rhos {
-		for _, a := range c.alphas {
-			if err := c.params(r, a, 0).Validate(); err != nil {
-				return nil, usagef("%v", err)
-			}
-		}
+	if err := c.validateSim(); err != nil {
+		return nil, err
 	}
 	return c, nil
-}
-
-func (c *ampConfig) params(rho, alpha float64, seed uint64) model.Params {
-	return model.Params{D: c.D, Alpha: alpha, Rho: rho, Channel: c.deviceChannel(), Seed: seed}
 }
 
 // ampRun is one row of the CSV.

@@ -350,3 +350,52 @@ func checkMemory(dev device.Device, rhos, alphas []float64, params func(rho, alp
 	}
 	return nil
 }
+
+// simFlags are the flags the simulation commands (amp, gd) share beside modelFlags: the
+// dimension, the seeds and the device.
+type simFlags struct {
+	modelFlags
+	D       int
+	seeds   int
+	seed    uint64
+	device  string
+	workers int
+	trace   string
+}
+
+func (c *simFlags) registerSim(fs *flag.FlagSet, command string, defaultD, defaultSeeds int) {
+	c.register(fs, command)
+	fs.IntVar(&c.D, "D", defaultD, "token dimension")
+	fs.IntVar(&c.seeds, "seeds", defaultSeeds, "teachers and data sets per (rho, alpha)")
+	fs.Uint64Var(&c.seed, "seed", 1, "first seed: run s uses seed + s")
+	fs.StringVar(&c.device, "device", "auto", "auto, cpu or cuda")
+	fs.IntVar(&c.workers, "workers", 0, "CPU goroutines (0: all cores)")
+}
+
+// validateSim checks the shared simulation flags and every (rho, alpha) point's sizes.
+func (c *simFlags) validateSim() error {
+	switch {
+	case c.D < 2:
+		return usagef("--D %d: need D >= 2", c.D)
+	case c.seeds < 1:
+		return usagef("--seeds %d: need at least 1", c.seeds)
+	case c.workers < 0:
+		return usagef("--workers %d: need 0 (all cores) or more", c.workers)
+	}
+	if c.trace != "" && !strings.HasSuffix(strings.ToLower(c.trace), ".csv") {
+		return usagef("--trace %q: the trace file must end in .csv", c.trace)
+	}
+	for _, r := range c.rhos {
+		for _, a := range c.alphas {
+			if err := c.params(r, a, 0).Validate(); err != nil {
+				return usagef("%v", err)
+			}
+		}
+	}
+	return nil
+}
+
+// params returns the model of one run.
+func (c *simFlags) params(rho, alpha float64, seed uint64) model.Params {
+	return model.Params{D: c.D, Alpha: alpha, Rho: rho, Channel: c.deviceChannel(), Seed: seed}
+}

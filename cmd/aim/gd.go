@@ -36,13 +36,7 @@ Flags:
 `
 
 type gdConfig struct {
-	modelFlags
-	D        int
-	seeds    int
-	seed     uint64
-	device   string
-	workers  int
-	trace    string
+	simFlags
 	ampCSV   string
 	optim    string
 	opts     gd.Options
@@ -53,13 +47,8 @@ func parseGD(args []string, stderr io.Writer) (*gdConfig, error) {
 	c := &gdConfig{opts: gd.DefaultOptions()}
 	fs := flag.NewFlagSet("aim gd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	c.register(fs, "gd")
+	c.registerSim(fs, "gd", 100, 4)
 	fs.StringVar(&c.alphaSpec, "alpha", "0.0025,0.0125,0.025,0.075,0.25", "sample complexity alpha = N/D^2: a list or range")
-	fs.IntVar(&c.D, "D", 100, "token dimension")
-	fs.IntVar(&c.seeds, "seeds", 4, "teachers and data sets per (rho, alpha)")
-	fs.Uint64Var(&c.seed, "seed", 1, "first seed")
-	fs.StringVar(&c.device, "device", "auto", "auto, cpu or cuda")
-	fs.IntVar(&c.workers, "workers", 0, "CPU goroutines (0: all cores)")
 	fs.IntVar(&c.opts.Restarts, "restarts", 1, "students averaged per data set (1: GD single; the paper's averaged GD uses 32)")
 	fs.IntVar(&c.opts.Steps, "steps", c.opts.Steps, "full-batch steps per student")
 	fs.Float64Var(&c.opts.LR, "lr", c.opts.LR, "learning rate")
@@ -90,10 +79,6 @@ func parseGD(args []string, stderr io.Writer) (*gdConfig, error) {
 		return nil, usagef("--optimizer %q: want adam or gd", c.optim)
 	}
 	switch {
-	case c.D < 2:
-		return nil, usagef("--D %d: need D >= 2", c.D)
-	case c.seeds < 1:
-		return nil, usagef("--seeds %d: need at least 1", c.seeds)
 	case c.opts.Restarts < 1:
 		return nil, usagef("--restarts %d: need at least 1", c.opts.Restarts)
 	case c.opts.Steps < 1:
@@ -102,15 +87,10 @@ func parseGD(args []string, stderr io.Writer) (*gdConfig, error) {
 		return nil, usagef("--lr %g: need a positive learning rate", c.opts.LR)
 	case c.opts.R < 0:
 		return nil, usagef("--R %d: need 0 (the teacher's width) or more", c.opts.R)
-	case c.workers < 0:
-		return nil, usagef("--workers %d: need 0 (all cores) or more", c.workers)
 	case c.traceInt < 1:
 		return nil, usagef("--trace-every %d: need at least 1", c.traceInt)
 	}
 	if c.trace != "" {
-		if !strings.HasSuffix(strings.ToLower(c.trace), ".csv") {
-			return nil, usagef("--trace %q: the trace file must end in .csv", c.trace)
-		}
 		c.opts.TraceEvery = c.traceInt
 	}
 	if c.ampCSV != "" {
@@ -118,18 +98,10 @@ func parseGD(args []string, stderr io.Writer) (*gdConfig, error) {
 			return nil, usagef("--amp: %v", err)
 		}
 	}
-	for _, r := range c.rhos {
-		for _, a := range c.alphas {
-			if err := c.params(r, a, 0).Validate(); err != nil {
-				return nil, usagef("%v", err)
-			}
-		}
+	if err := c.validateSim(); err != nil {
+		return nil, err
 	}
 	return c, nil
-}
-
-func (c *gdConfig) params(rho, alpha float64, seed uint64) model.Params {
-	return model.Params{D: c.D, Alpha: alpha, Rho: rho, Channel: c.deviceChannel(), Seed: seed}
 }
 
 type gdRun struct {
