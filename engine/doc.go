@@ -1,6 +1,7 @@
 // Package engine is the science of aim, independent of any device: random-matrix denoising
 // (rie), output channels (channel), state evolution (se), teachers and data (model), GAMP-RIE
-// (amp), and, as it lands, gradient descent (gd).
+// (amp), and gradient descent (gd), for both the attention-indexed model (AIM) and the sequence
+// multi-index model of deep tied attention (SMI).
 //
 // # Glossary
 //
@@ -50,4 +51,29 @@
 //	Gamma      gamma             dL/dh through the softmax Jacobian                          AIM 4
 //	G_S        gS                dL/dS = (sum X^T Gamma X - Tr Gamma I)/sqrt(D)              AIM 4
 //	S-bar      sBar              the average of the final S over restarts (averaged GD)      AIM 4
+//
+// The sequence multi-index model and deep tied attention (SMI):
+//
+//	symbol     code              meaning                                                     where
+//	D          D                 token dimension                                             SMI 1.1
+//	M          M                 tokens per sequence (the authors' code calls it L)          SMI 1.1
+//	L          L                 attention layers, each of rank 1                            SMI 1.2
+//	P          P()               rows of W*: the sum of the layer ranks (= L)                SMI 1.1
+//	N, alpha   N(), Alpha        samples N = floor(alpha D): alpha = N/D here                SMI 1.1
+//	W*         W                 teacher weights, P x D, iid N(0, 1)                         SMI 1.1
+//	Z, z_l     Z, z              raw projections W* x^T / sqrt(D), P x M; z_l is row l       SMI 1.1
+//	c          C                 skip (residual) strength                                    SMI 1.2
+//	A(v)       Attention         softmax_row(beta v v^T) + c I_M                             SMI 1.2
+//	v_l, B_l   Forward           v_l = B_{l-1} z_l, B_l = A(v_l) B_{l-1}: layer l's input    SMI 1.2
+//	u          U, u              v_L, the last pre-activation; y = softmax_row(beta u u^T)   SMI 1.3
+//	Q          Q                 P x P overlap E[W-hat W*^T]/D (diagonal by sign symmetry)   SMI 2.1
+//	Q-hat      QHat              alpha E[g_out g_out^T]                                      SMI 2.2
+//	V          V                 I - Q + epsilon I: the variance of each token's column of Z SMI 2.2
+//	omega      omega             Q^{1/2} xi: what the estimate knows of Z                    SMI 2.2
+//	g_out      Mean / V          V^{-1}(E[Z | y, omega, V] - omega), per token               SMI 2.1
+//	epsilon    Epsilon           1e-3 regularisation of V (the authors' code)                SMI 2.2
+//	F_l        SMIStability      E||Cov(z_l | y) V^{-1} - I_M||_F^2 / V^2: q-hat ~ alpha F Q SMI 2.3
+//	alpha_l    Stability         1/F_l at Q = 0: layer l's weak-recovery threshold           SMI 2.3
+//	C-hat      Chat              GAMP's posterior covariance of W, P x P                     SMI 3
+//	M_ll, C_l  M, Cos            overlap w-hat_l . w*_l / D and its cosine                   SMI 3, 4
 package engine

@@ -56,6 +56,9 @@ Usage:
   aim se [flags]       state evolution curves and thresholds of the attention-indexed model
   aim amp [flags]      GAMP-RIE simulations at dimension D beside the state evolution
   aim gd [flags]       gradient-descent students (single and averaged) beside AMP and the SE
+  aim smi se|thresholds|amp|sgd [flags]
+                       deep tied attention (sequence multi-index model): state evolution,
+                       layer thresholds, GAMP and SGD
   aim device           the CPU and CUDA devices aim sees, and which one --device auto picks
   aim version          print the program version
   aim help             this text
@@ -82,6 +85,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runAMP(args[1:], stdout, stderr)
 	case "gd":
 		err = runGD(args[1:], stdout, stderr)
+	case "smi":
+		err = runSMI(args[1:], stdout, stderr)
 	case "device":
 		err = runDevice(args[1:], stdout, stderr)
 	case "version":

@@ -1,0 +1,447 @@
+package main
+
+import (
+	"encoding/json"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aimtheory/aim/engine/amp"
+	"github.com/aimtheory/aim/engine/channel"
+	"github.com/aimtheory/aim/engine/gd"
+	"github.com/aimtheory/aim/engine/model"
+	"github.com/aimtheory/aim/engine/se"
+)
+
+// csvColumns maps the header of a CSV to column indices.
+func csvColumns(header []string) map[string]int {
+	col := map[string]int{}
+	for i, c := range header {
+		col[c] = i
+	}
+	return col
+}
+
+func parseCell(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("cell %q: %v", s, err)
+	}
+	return v
+}
+
+func checkPNG(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Errorf("%s is not a PNG: %v", path, err)
+	}
+}
+
+func readManifest(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestSMIBadInput checks that every kind of bad input to every `aim smi` subcommand exits
+// with status 2, says what is wrong, and leaves nothing in the output folder.
+func TestSMIBadInput(t *testing.T) {
+	dir := t.TempDir()
+	res := filepath.Join(dir, "res")
+	blocker := filepath.Join(dir, "file")
+	os.WriteFile(blocker, nil, 0o644)
+	wrongSE := filepath.Join(dir, "se-L3.csv")
+	os.WriteFile(wrongSE, []byte("L,M,c,beta,alpha,Q11,Q22,Q33\n3,2,1,1,0.5,0,0.1,0.2\n"), 0o644)
+	tests := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{}, "missing subcommand"},
+		{[]string{"bogus"}, "unknown subcommand"},
+		// se
+		{[]string{"se", "--c", "-1"}, "skip c"},
+		{[]string{"se", "--L", "0"}, "L >= 1"},
+		{[]string{"se", "--L", "4"}, "L = 4 layers"},
+		{[]string{"se", "--M", "3"}, "M = 2 only"},
+		{[]string{"se", "--M", "1"}, "M >= 2"},
+		{[]string{"se", "--beta", "0"}, "beta"},
+		{[]string{"se", "--alpha", "0"}, "alpha"},
+		{[]string{"se", "--alpha", "-0.5,1"}, "alpha"},
+		{[]string{"se", "--alpha", ""}, "empty"},
+		{[]string{"se", "--alpha", "1:0.5:3"}, "above"},
+		{[]string{"se", "--samples", "0"}, "samples"},
+		{[]string{"se", "--damping", "1.5"}, "damping"},
+		{[]string{"se", "--epsilon", "1"}, "epsilon"},
+		{[]string{"se", "--max-iter", "0"}, "max-iter"},
+		{[]string{"se", "--tol", "0"}, "tol"},
+		{[]string{"se", "--gen-samples", "1"}, "gen-samples"},
+		{[]string{"se", "--workers", "-1"}, "workers"},
+		{[]string{"se", "--out", filepath.Join(res, "se.txt")}, ".csv"},
+		{[]string{"se", "--plot", filepath.Join(res, "se.pdf")}, "format"},
+		{[]string{"se", "--alpha", "0.1", "--out", filepath.Join(blocker, "se.csv")}, "cannot"},
+		{[]string{"se", "--bogus"}, "bogus"},
+		{[]string{"se", "stray"}, "unexpected argument"},
+		// thresholds
+		{[]string{"thresholds", "--c", "-1"}, "skip c"},
+		{[]string{"thresholds", "--c", "0.5,x"}, "not a number"},
+		{[]string{"thresholds", "--c", ""}, "empty"},
+		{[]string{"thresholds", "--hi", "0"}, "hi"},
+		{[]string{"thresholds", "--L", "4"}, "L = 4 layers"},
+		{[]string{"thresholds", "--M", "3"}, "M = 2 only"},
+		{[]string{"thresholds", "--samples", "0"}, "samples"},
+		// amp
+		{[]string{"amp", "--D", "1"}, "D >= 2"},
+		{[]string{"amp", "--seeds", "0"}, "seeds"},
+		{[]string{"amp", "--iters", "0"}, "iters"},
+		{[]string{"amp", "--damping", "0"}, "damping"},
+		{[]string{"amp", "--epsilon", "-1"}, "epsilon"},
+		{[]string{"amp", "--test-samples", "-1"}, "test-samples"},
+		{[]string{"amp", "--alpha", "0"}, "alpha"},
+		{[]string{"amp", "--D", "10", "--alpha", "0.05"}, "N = floor(alpha D) = 0"},
+		{[]string{"amp", "--L", "4"}, "L = 4 layers"},
+		{[]string{"amp", "--M", "3"}, "M = 2 only"},
+		{[]string{"amp", "--c", "-0.5"}, "skip c"},
+		{[]string{"amp", "--trace", filepath.Join(res, "t.txt")}, "trace"},
+		{[]string{"amp", "--se", filepath.Join(dir, "missing.csv")}, "--se"},
+		{[]string{"amp", "--se", wrongSE}, "L = 3"},
+		{[]string{"amp", "--D", "10000000", "--alpha", "1.5"}, "available"},
+		// sgd
+		{[]string{"sgd", "--L", "0"}, "L >= 1"},
+		{[]string{"sgd", "--M", "1"}, "M >= 2"},
+		{[]string{"sgd", "--c", "-1"}, "skip c"},
+		{[]string{"sgd", "--alpha", "0"}, "alpha"},
+		{[]string{"sgd", "--D", "10", "--alpha", "0.05"}, "N = floor(alpha D) = 0"},
+		{[]string{"sgd", "--seeds", "0"}, "seeds"},
+		{[]string{"sgd", "--lr", "0"}, "lr"},
+		{[]string{"sgd", "--wd", "-1"}, "wd"},
+		{[]string{"sgd", "--batch", "0"}, "batch"},
+		{[]string{"sgd", "--steps-per-batch", "0"}, "steps-per-batch"},
+		{[]string{"sgd", "--epochs", "0"}, "epochs"},
+		{[]string{"sgd", "--every", "-1"}, "every"},
+		{[]string{"sgd", "--init-scale", "0"}, "init-scale"},
+		{[]string{"sgd", "--student-seed", "-2"}, "student-seed"},
+		{[]string{"sgd", "--test-samples", "-1"}, "test-samples"},
+	}
+	for _, tc := range tests {
+		args := []string{"smi"}
+		if len(tc.args) > 0 {
+			sub := tc.args[0]
+			args = append(args, sub, "--quiet", "--out", filepath.Join(res, sub+".csv"), "--plot", filepath.Join(res, sub+".png"))
+			if sub == "amp" {
+				args = append(args, "--trace", filepath.Join(res, "trace.csv"))
+			}
+			args = append(args, tc.args[1:]...)
+		}
+		code, _, stderr := runArgs(t, args...)
+		if code != 2 || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("aim %v: status %d, stderr %q; want status 2 mentioning %q", args, code, stderr, tc.msg)
+		}
+	}
+	if entries, _ := os.ReadDir(res); len(entries) != 0 {
+		t.Errorf("bad input left files: %v", entries)
+	}
+	for _, sub := range []string{"se", "thresholds", "amp", "sgd"} {
+		if code, _, stderr := runArgs(t, "smi", sub, "-h"); code != 0 || !strings.Contains(stderr, "Usage: aim smi "+sub) {
+			t.Errorf("aim smi %s -h: status %d, stderr %q", sub, code, stderr)
+		}
+	}
+}
+
+// TestSMISE runs a tiny state evolution and checks the CSV against the engine called with the
+// same options, the manifest's thresholds against SMIStability, and the plot.
+func TestSMISE(t *testing.T) {
+	dir := t.TempDir()
+	out, plot := filepath.Join(dir, "se.csv"), filepath.Join(dir, "se.png")
+	// --workers 1: se.SMIStability shares one covariance buffer between its goroutines (an
+	// engine data race), so its F is reproducible only on one goroutine.
+	code, stdout, stderr := runArgs(t, "smi", "se", "--quiet", "--alpha", "0.3,0.1", "--samples", "64", "--max-iter", "40",
+		"--tol", "1e-3", "--gen-samples", "2000", "--seed", "3", "--workers", "1", "--out", out, "--plot", plot)
+	if code != 0 {
+		t.Fatalf("status %d: %s %s", code, stdout, stderr)
+	}
+	rows := readCSV(t, out)
+	if strings.Join(rows[0], ",") != strings.Join(smiSEColumns(2), ",") || len(rows) != 3 {
+		t.Fatalf("CSV header %v with %d rows", rows[0], len(rows))
+	}
+	want := "L,M,c,beta,alpha,Q11,Q22,qhat11,qhat22,gen_error,gen_error_stderr,gen_error_last_layer,gen_error_last_layer_stderr,iterations,converged,inexact"
+	if strings.Join(rows[0], ",") != want {
+		t.Errorf("columns %v, want %s", rows[0], want)
+	}
+	col := csvColumns(rows[0])
+	ch, _ := channel.NewDeep(2, 2, 1, 1)
+	o := se.DefaultSMIOptions()
+	o.Samples, o.MaxIter, o.Tol, o.Seed = 64, 40, 1e-3, 3
+	alphas := []float64{0.3, 0.1}
+	// The curve on all cores: the SE's averages do not depend on the number of goroutines.
+	pts, err := se.SolveSMICurve(ch, alphas, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rows[1:] {
+		p := pts[i]
+		if a := parseCell(t, r[col["alpha"]]); a != alphas[i] {
+			t.Fatalf("row %d: alpha %g, want %g (the order of --alpha)", i, a, alphas[i])
+		}
+		if r[col["converged"]] != strconv.FormatBool(p.Converged) || r[col["iterations"]] != strconv.Itoa(p.Iterations) {
+			t.Errorf("row %d: converged %s after %s iterations, engine %v after %d", i, r[col["converged"]], r[col["iterations"]], p.Converged, p.Iterations)
+		}
+		if !p.Converged {
+			t.Fatalf("alpha %g did not converge in the engine either; pick another test point", p.Alpha)
+		}
+		for l, name := range []string{"Q11", "Q22"} {
+			if q := parseCell(t, r[col[name]]); math.Abs(q-p.Q[l]) > 1e-12 {
+				t.Errorf("row %d: %s = %.15g, engine %.15g", i, name, q, p.Q[l])
+			}
+			if qh := parseCell(t, r[col["qhat"+name[1:]]]); math.Abs(qh-p.QHat[l]) > 1e-12*math.Max(1, p.QHat[l]) {
+				t.Errorf("row %d: qhat%s = %.15g, engine %.15g", i, name[1:], qh, p.QHat[l])
+			}
+		}
+		g, gs, err := se.SMIGenError(ch, p.Q, 2000, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gl, _, err := se.SMIGenError(ch, []float64{0, p.Q[1]}, 2000, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r[col["gen_error"]] != num(g) || r[col["gen_error_stderr"]] != num(gs) || r[col["gen_error_last_layer"]] != num(gl) {
+			t.Errorf("row %d: e_gen %s ± %s, last layer %s; engine %s ± %s, %s", i, r[col["gen_error"]], r[col["gen_error_stderr"]],
+				r[col["gen_error_last_layer"]], num(g), num(gs), num(gl))
+		}
+	}
+	o.Workers = 1
+	F, err := se.SMIStability(ch, []float64{0, 0}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man := readManifest(t, filepath.Join(dir, "se.json"))
+	th := man["thresholds"].(map[string]any)
+	stab := th["stability"].([]any)
+	for l := range F {
+		if got := stab[l].(float64); math.Abs(got-1/F[l]) > 1e-12*got {
+			t.Errorf("manifest stability threshold %d = %g, want 1/F = %g", l+1, got, 1/F[l])
+		}
+	}
+	if len(th["onset"].([]any)) != 2 || man["points"].(float64) != 2 || man["command"] != "smi se" {
+		t.Errorf("manifest %v", man)
+	}
+	if _, ok := th["published"]; !ok {
+		t.Errorf("manifest at L = 2, c = 1 lacks the published thresholds: %v", th)
+	}
+	checkPNG(t, plot)
+}
+
+// TestSMISENotConverged checks that unconverged points are written with converged=false and
+// no values, and make the command exit with status 1.
+func TestSMISENotConverged(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "se.csv")
+	code, _, stderr := runArgs(t, "smi", "se", "--quiet", "--alpha", "0.3", "--samples", "32", "--max-iter", "2",
+		"--gen-samples", "0", "--out", out, "--plot", "")
+	if code != 1 || !strings.Contains(stderr, "did not converge") {
+		t.Fatalf("status %d, stderr %q; want 1 and a non-convergence report", code, stderr)
+	}
+	rows := readCSV(t, out)
+	col := csvColumns(rows[0])
+	if len(rows) != 2 || rows[1][col["converged"]] != "false" || rows[1][col["Q22"]] != "" || rows[1][col["iterations"]] != "2" {
+		t.Errorf("CSV of an unconverged run: %v", rows)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "se.json")); err != nil {
+		t.Errorf("no manifest: %v", err)
+	}
+}
+
+// TestSMIThresholds checks one row per c with the stability thresholds 1/F of
+// se.SMIStability, and that an unbracketed or unsearchable conditional threshold is written
+// empty with a note, not a failure.
+func TestSMIThresholds(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "th.csv")
+	// --hi below the last layer's threshold: the conditional search is skipped. --workers 1:
+	// see TestSMISE (the engine race in se.SMIStability).
+	code, stdout, stderr := runArgs(t, "smi", "thresholds", "--quiet", "--c", "0.5,1", "--samples", "200", "--hi", "0.1",
+		"--workers", "1", "--out", out, "--plot", filepath.Join(dir, "th.png"))
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "not searched") || !strings.Contains(stdout, "stab_2") {
+		t.Errorf("stdout %q, stderr %q", stdout, stderr)
+	}
+	rows := readCSV(t, out)
+	if strings.Join(rows[0], ",") != "L,M,beta,c,alpha_stability_1,alpha_stability_2,alpha_conditional_1" || len(rows) != 3 {
+		t.Fatalf("CSV %v", rows)
+	}
+	col := csvColumns(rows[0])
+	o := se.DefaultSMIOptions()
+	o.Samples, o.Workers = 200, 1
+	for i, cv := range []float64{0.5, 1} {
+		r := rows[i+1]
+		if parseCell(t, r[col["c"]]) != cv || r[col["alpha_conditional_1"]] != "" {
+			t.Errorf("row %v", r)
+		}
+		ch, _ := channel.NewDeep(2, 2, cv, 1)
+		F, err := se.SMIStability(ch, []float64{0, 0}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l, name := range []string{"alpha_stability_1", "alpha_stability_2"} {
+			if got := parseCell(t, r[col[name]]); math.Abs(got-1/F[l]) > 1e-11*got {
+				t.Errorf("c = %g: %s = %.15g, want 1/F = %.15g", cv, name, got, 1/F[l])
+			}
+		}
+	}
+	checkPNG(t, filepath.Join(dir, "th.png"))
+	// A searched interval that does not bracket the threshold: empty, with the engine's note.
+	code, _, stderr = runArgs(t, "smi", "thresholds", "--quiet", "--c", "1", "--samples", "32", "--max-iter", "100", "--tol", "1e-3", "--hi", "0.45", "--workers", "1",
+		"--out", filepath.Join(dir, "th2.csv"), "--plot", "")
+	if code != 0 || !strings.Contains(stderr, "not bracketed") {
+		t.Fatalf("status %d, stderr %q; want 0 and a note", code, stderr)
+	}
+	if rows := readCSV(t, filepath.Join(dir, "th2.csv")); len(rows) != 2 || rows[1][len(rows[1])-1] != "" {
+		t.Errorf("CSV %v", rows)
+	}
+}
+
+// TestSMIAMP runs a tiny GAMP and checks the CSV and trace against the engine, the --se lines
+// and the two plots.
+func TestSMIAMP(t *testing.T) {
+	dir := t.TempDir()
+	seCSV := filepath.Join(dir, "se.csv")
+	os.WriteFile(seCSV, []byte(strings.Join(smiSEColumns(2), ",")+"\n"+
+		"2,2,1,1,1.2,0.8,0.99,,,,,,,10,true,0\n2,2,1,1,0.5,,,,,,,,,200,false,0\n2,2,1,1,0.3,0,0.1,,,,,,,10,true,0\n"), 0o644)
+	out, trace := filepath.Join(dir, "amp.csv"), filepath.Join(dir, "trace.csv")
+	code, _, stderr := runArgs(t, "smi", "amp", "--quiet", "--D", "60", "--alpha", "1", "--seeds", "1", "--seed", "5", "--iters", "3",
+		"--test-samples", "300", "--out", out, "--plot", filepath.Join(dir, "amp.png"), "--trace", trace, "--se", seCSV)
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	rows := readCSV(t, out)
+	want := "L,M,c,beta,D,N,alpha,seed,Q11,Q22,absM11,absM22,cos1,cos2,e_gen,iterations,converged,seconds"
+	if strings.Join(rows[0], ",") != want || len(rows) != 2 {
+		t.Fatalf("CSV %v, want header %s and one row", rows, want)
+	}
+	data, err := model.GenerateSMI(model.SMIParams{D: 60, Alpha: 1, M: 2, L: 2, C: 1, Beta: 1, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := amp.DefaultSMIOptions()
+	o.MaxIter, o.TestSamples = 3, 300
+	res, err := amp.RunSMI(data, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := res.Trace[len(res.Trace)-1]
+	col := csvColumns(rows[0])
+	r := rows[1]
+	for l := 0; l < 2; l++ {
+		for _, c := range []struct {
+			name string
+			v    float64
+		}{{layerCols("Q", 2, true)[l], last.Q[l]}, {layerCols("absM", 2, true)[l], last.M[l]}, {layerCols("cos", 2, false)[l], last.Cos[l]}} {
+			if r[col[c.name]] != num(c.v) {
+				t.Errorf("%s = %s, engine %s", c.name, r[col[c.name]], num(c.v))
+			}
+		}
+	}
+	if r[col["e_gen"]] != num(last.EGen) || r[col["iterations"]] != "3" || r[col["N"]] != "60" || r[col["seed"]] != "5" {
+		t.Errorf("row %v; engine e_gen %s after %d iterations", r, num(last.EGen), res.Iterations)
+	}
+	tr := readCSV(t, trace)
+	if len(tr) != 4 || tr[0][2] != "iteration" {
+		t.Fatalf("trace %v", tr)
+	}
+	tcol := csvColumns(tr[0])
+	for i, it := range res.Trace {
+		if tr[i+1][tcol["cos2"]] != num(it.Cos[1]) || tr[i+1][tcol["e_gen"]] != num(it.EGen) || tr[i+1][tcol["quad_failed"]] != strconv.Itoa(it.Failed) {
+			t.Errorf("trace row %v, engine %+v", tr[i+1], it)
+		}
+	}
+	cv, err := readSMISECurve(seCSV, &smiFlags{L: 2, M: 2, beta: 1}, 1)
+	if err != nil || len(cv.alpha) != 2 || cv.alpha[0] != 0.3 || cv.q[1][1] != 0.99 {
+		t.Errorf("SE curve %+v, %v", cv, err)
+	}
+	checkPNG(t, filepath.Join(dir, "amp.png"))
+	checkPNG(t, filepath.Join(dir, "trace.png"))
+	if _, err := os.Stat(filepath.Join(dir, "amp.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestSMISGD runs a tiny SGD and checks every record against the engine; a deeper, wider
+// architecture (L = 3, M = 3), which the state evolution does not cover, runs too.
+func TestSMISGD(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "sgd.csv")
+	code, _, stderr := runArgs(t, "smi", "sgd", "--quiet", "--D", "40", "--alpha", "15", "--epochs", "2", "--seeds", "2",
+		"--test-samples", "100", "--out", out, "--plot", filepath.Join(dir, "sgd.png"))
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	rows := readCSV(t, out)
+	want := "seed,update,batch,epoch,M11,M22,Q11,Q22,cos1,cos2,loss,train_error,test_error"
+	if strings.Join(rows[0], ",") != want {
+		t.Fatalf("header %v, want %s", rows[0], want)
+	}
+	col := csvColumns(rows[0])
+	o := gd.DefaultSMIOptions()
+	o.Epochs, o.TestSamples = 2, 100
+	k := 1
+	for seed := uint64(1); seed <= 2; seed++ {
+		data, err := model.GenerateSMI(model.SMIParams{D: 40, Alpha: 15, M: 2, L: 2, C: 1, Beta: 1, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := gd.RunSMI(data, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pt := range res.Trace {
+			if k >= len(rows) {
+				t.Fatalf("CSV has %d rows, the engine records more", len(rows)-1)
+			}
+			r := rows[k]
+			k++
+			if r[col["seed"]] != strconv.FormatUint(seed, 10) || r[col["update"]] != strconv.Itoa(pt.Update) || r[col["epoch"]] != strconv.Itoa(pt.Epoch) {
+				t.Errorf("row %v, engine update %d epoch %d", r, pt.Update, pt.Epoch)
+			}
+			for l := 0; l < 2; l++ {
+				if r[col[layerCols("M", 2, true)[l]]] != num(pt.M[l]) || r[col[layerCols("Q", 2, true)[l]]] != num(pt.Q[l]) ||
+					r[col[layerCols("cos", 2, false)[l]]] != num(pt.Cos[l]) {
+					t.Errorf("row %v layer %d, engine M %g Q %g cos %g", r, l+1, pt.M[l], pt.Q[l], pt.Cos[l])
+				}
+			}
+			if r[col["loss"]] != num(pt.Loss) || r[col["test_error"]] != num(pt.TestError) {
+				t.Errorf("row %v, engine loss %g test %g", r, pt.Loss, pt.TestError)
+			}
+		}
+	}
+	if k != len(rows) || k != 1+2*3 { // updates 0, end of epoch 1, end of epoch 2, per seed
+		t.Errorf("CSV has %d records, engine %d", len(rows)-1, k-1)
+	}
+	checkPNG(t, filepath.Join(dir, "sgd.png"))
+	code, _, stderr = runArgs(t, "smi", "sgd", "--quiet", "--L", "3", "--M", "3", "--D", "20", "--alpha", "2", "--epochs", "1",
+		"--test-samples", "20", "--out", filepath.Join(dir, "deep.csv"), "--plot", "")
+	if code != 0 {
+		t.Fatalf("L = 3, M = 3: status %d: %s", code, stderr)
+	}
+	if rows := readCSV(t, filepath.Join(dir, "deep.csv")); len(rows[0]) != 4+3*3+3 || len(rows) != 3 {
+		t.Errorf("L = 3 CSV %v", rows)
+	}
+}

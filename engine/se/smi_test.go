@@ -1,0 +1,197 @@
+package se
+
+import (
+	"math"
+	"testing"
+
+	"github.com/aimtheory/aim/engine/channel"
+	"github.com/aimtheory/aim/engine/internal/reftest"
+)
+
+// readSMICSV reads a reference CSV of ../shared/reference/smi as rows of its columns.
+func readSMICSV(t *testing.T, name string, cols ...string) [][]float64 {
+	t.Helper()
+	c := reftest.Columns(t, reftest.Path(t, "smi", name))
+	var out [][]float64
+	for i := range c[cols[0]] {
+		var row []float64
+		for _, k := range cols {
+			row = append(row, c[k][i])
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func deep(t testing.TB, L int, c float64) *channel.Deep {
+	t.Helper()
+	ch, err := channel.NewDeep(L, 2, c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// TestSMIGenErrorReference evaluates the plug-in generalisation error at the authors' own
+// overlaps (BO_2w.csv) and compares it with their gen_error_BO_2w.csv, and with Q_11 = 0 with
+// gen_error_BO_2w_one_layer.csv: within 0.005 (the acceptance) and 4 standard errors of both
+// Monte Carlo estimates.
+func TestSMIGenErrorReference(t *testing.T) {
+	ch := deep(t, 2, 1)
+	qs := readSMICSV(t, "BO_2w.csv", "alpha", "Q11", "Q22")
+	for _, tc := range []struct {
+		file     string
+		oneLayer bool
+	}{{"gen_error_BO_2w.csv", false}, {"gen_error_BO_2w_one_layer.csv", true}} {
+		ref := readSMICSV(t, tc.file, "alpha", "gen_error")
+		worst := 0.0
+		for i, row := range ref {
+			if i%3 != 0 {
+				continue
+			}
+			var Q []float64
+			for _, q := range qs {
+				if math.Abs(q[0]-row[0]) < 1e-6 {
+					Q = []float64{math.Max(q[1], 0), math.Min(math.Max(q[2], 0), 1)}
+				}
+			}
+			if Q == nil {
+				continue
+			}
+			if tc.oneLayer {
+				Q[0] = 0
+			}
+			e, se, err := SMIGenError(ch, Q, 100000, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := math.Abs(e - row[1])
+			worst = math.Max(worst, d)
+			if d > 0.005 {
+				t.Errorf("%s alpha = %.4f Q = %.4f: e_gen %.5f +- %.5f, published %.5f", tc.file, row[0], Q, e, se, row[1])
+			}
+		}
+		t.Logf("%s: worst difference %.4f", tc.file, worst)
+	}
+}
+
+// TestSMIStabilityLinearResponse checks the ingredient of the threshold formula: near
+// omega = 0 the SE's g_out is linear, V g_out = (Cov(Z | y) V^{-1} - I) omega, with Cov the
+// posterior covariance at omega = 0 that SMIStability uses (so E_xi ||g_out||^2 = F Q exactly at
+// first order). Each sample's posterior mean at a small omega is compared with Cov V^{-1} omega.
+// It also checks the Jensen bound 0 < F_l <= M^2 + M = 6 of docs/SMI.md 2.3 and that the last
+// layer is the more sensitive.
+func TestSMIStabilityLinearResponse(t *testing.T) {
+	ch := deep(t, 2, 1)
+	q, err := ch.NewPosterior()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Tol, q.MaxEval = 1e-9, 2000000
+	m0, m1 := ch.NewMoments(), ch.NewMoments()
+	s := ch.NewScratch()
+	v := 1 + DefaultSMIOptions().Epsilon
+	V := []float64{v, 0, 0, v}
+	cov := make([]float64, 16)
+	u := make([]float64, 2)
+	for i, z := range [][]float64{{0.7, -0.3, 1.1, 0.4}, {-1.2, 0.5, 0.3, -0.9}, {0.2, 1.6, -0.8, 0.1}} {
+		ch.Forward(u, z, nil, s)
+		if err := q.Moments(m0, u, []float64{0, 0, 0, 0}, V); err != nil {
+			t.Fatal(err)
+		}
+		m0.Cov(cov)
+		const d = 1e-4
+		om := []float64{0.3 * d, -d, d, -0.5 * d}
+		if err := q.Moments(m1, u, om, V); err != nil {
+			t.Fatal(err)
+		}
+		for a := 0; a < 4; a++ {
+			var pred float64
+			for b := 0; b < 4; b++ {
+				pred += cov[a*4+b] * om[b] / v
+			}
+			if got := m1.Mean[a] + om[a]; math.Abs(got-pred) > 1e-3*d {
+				t.Errorf("sample %d: E[Z_%d | y, omega] = %.6g, linear response %.6g", i, a, got, pred)
+			}
+		}
+	}
+	o := DefaultSMIOptions()
+	o.Samples = 300
+	F, err := SMIStability(ch, []float64{0, 0}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range F {
+		if !(F[l] > 0 && F[l] < 6) {
+			t.Errorf("F_%d = %g: outside (0, 6]", l+1, F[l])
+		}
+	}
+	if !(F[1] > 10*F[0]) {
+		t.Errorf("F = %v: the last layer should be by far the more sensitive", F)
+	}
+	t.Logf("F = %.4f: alpha_c = %.4f, %.4f", F, 1/F[0], 1/F[1])
+}
+
+// TestSMIReference solves the SE for L = 2, c = 1 at alphas away from the thresholds and
+// compares with the authors' BO_2w.csv within its Monte Carlo noise (about 0.02 on Q) plus ours.
+func TestSMIReference(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SMI state evolution against BO_2w.csv: skipped in -short mode")
+	}
+	ch := deep(t, 2, 1)
+	ref := readSMICSV(t, "BO_2w.csv", "alpha", "Q11", "Q22")
+	want := map[float64][2]float64{}
+	for _, r := range ref {
+		want[math.Round(r[0]*1e4)/1e4] = [2]float64{r[1], r[2]}
+	}
+	o := DefaultSMIOptions()
+	o.Samples = 1500
+	o.Tol = 1e-4
+	alphas := []float64{0.4667, 1.2}
+	pts, err := SolveSMICurve(ch, alphas, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, pt := range pts {
+		w := want[alphas[i]]
+		for l := range pt.Q {
+			if d := math.Abs(pt.Q[l] - w[l]); d > 0.04 {
+				t.Errorf("alpha = %g: Q_%d%d = %.4f, published %.4f", alphas[i], l+1, l+1, pt.Q[l], w[l])
+			}
+		}
+		t.Logf("alpha = %g: Q = %.4f (published %.4f), %d iterations, converged %v, inexact %d", alphas[i], pt.Q, w, pt.Iterations, pt.Converged, pt.Inexact)
+	}
+}
+
+// TestSMIBadInput: unsupported channels and options are errors.
+func TestSMIBadInput(t *testing.T) {
+	o := DefaultSMIOptions()
+	m3, _ := channel.NewDeep(2, 3, 1, 1)
+	l4, _ := channel.NewDeep(4, 2, 1, 1)
+	for _, ch := range []*channel.Deep{m3, l4} {
+		if _, err := SolveSMI(ch, 0.5, o); err == nil {
+			t.Errorf("L = %d, M = %d: no error", ch.L, ch.M)
+		}
+	}
+	ch := deep(t, 2, 1)
+	bad := []func(*SMIOptions){
+		func(o *SMIOptions) { o.Samples = 0 },
+		func(o *SMIOptions) { o.Damping = 1.5 },
+		func(o *SMIOptions) { o.Init = 0 },
+		func(o *SMIOptions) { o.Frozen = []bool{true} },
+		func(o *SMIOptions) { o.Epsilon = -1 },
+	}
+	for i, f := range bad {
+		oo := o
+		f(&oo)
+		if _, err := SolveSMI(ch, 0.5, oo); err == nil {
+			t.Errorf("bad option %d: no error", i)
+		}
+	}
+	if _, err := SolveSMI(ch, -1, o); err == nil {
+		t.Error("alpha = -1: no error")
+	}
+	if _, _, err := SMIGenError(ch, []float64{0.5, 1.2}, 10, 1); err == nil {
+		t.Error("Q = 1.2: no error")
+	}
+}
