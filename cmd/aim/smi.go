@@ -220,7 +220,7 @@ func smiSEOptions(fs *flag.FlagSet, o *se.SMIOptions) {
 	fs.Float64Var(&o.Epsilon, "epsilon", o.Epsilon, "ridge of the channel variance V = I - Q + epsilon I")
 	fs.Float64Var(&o.Damping, "damping", 0, "SE damping rho in (0, 1]; 0: the authors' 0.8 (L = 2) or 0.6 (L = 3)")
 	fs.IntVar(&o.MaxIter, "max-iter", o.MaxIter, "SE iteration cap")
-	fs.Float64Var(&o.Tol, "tol", o.Tol, "stop when max_l |Q_ll new - Q_ll| < tol")
+	fs.Float64Var(&o.Tol, "tol", o.Tol, "stop when every layer's estimated distance to the fixed point, |step|/(1 - r) with r the ratio of its last two steps, is below tol")
 }
 
 func checkSMISEOptions(o se.SMIOptions) error {
@@ -760,11 +760,11 @@ const smiAMPUsage = `Usage: aim smi amp [flags]
 
 GAMP for the SMI model (docs/SMI.md 3, the paper's Algorithm 1) on teachers and data drawn at
 dimension D, N = floor(alpha D): one run per (alpha, seed), written as CSV (final overlaps per
-layer: Q_ll, |M_ll|, the cosine |M_ll|/sqrt(Q_ll ||w*_l||^2/D), e_gen on fresh samples), a
-trace CSV with every iteration, a JSON manifest and two plots: the mean final |M_ll| per layer
-against alpha with its standard error over seeds (beside the SE Q_ll of --se: at the
-Bayes-optimal fixed point M = Q), and beside the trace, the cosines against the iteration for
-the first seed at each alpha.
+layer: Q_ll, |M_ll|, the teacher-normalised m_ll = |M_ll|/(||w*_l||^2/D), the cosine
+|M_ll|/sqrt(Q_ll ||w*_l||^2/D), e_gen on fresh samples), a trace CSV with every iteration, a
+JSON manifest and two plots: the mean final m_ll per layer against alpha with its standard
+error over seeds (beside the SE Q_ll of --se, which m_ll estimates), and beside the trace, the
+cosines against the iteration for the first seed at each alpha.
 
   aim smi se --out results/smi-se.csv
   aim smi amp --D 1000 --alpha 0.2,0.5,0.9,1.2,1.5 --seeds 4 --se results/smi-se.csv
@@ -883,8 +883,19 @@ type smiAMPRun struct {
 	alpha float64
 	seed  uint64
 	p     model.SMIParams
+	wn    []float64 // the teacher's norms ||w*_l||^2 / D
 	res   amp.SMIResult
 	err   error
+}
+
+// overlaps returns the teacher-normalised overlaps |M_ll| / (||w*_l||^2 / D), the quantity the
+// SE's Q_ll predicts (at finite D the teacher's norm is 1 only to O(1/sqrt(D))).
+func (r *smiAMPRun) overlaps(m []float64) []float64 {
+	out := make([]float64, len(m))
+	for l := range m {
+		out[l] = m[l] / r.wn[l]
+	}
+	return out
 }
 
 // final returns the last record of a run that did not fail.
@@ -899,6 +910,7 @@ func smiAMPColumns(L int) []string {
 	cols := []string{"L", "M", "c", "beta", "D", "N", "alpha", "seed"}
 	cols = append(cols, layerCols("Q", L, true)...)
 	cols = append(cols, layerCols("absM", L, true)...)
+	cols = append(cols, layerCols("m", L, true)...)
 	cols = append(cols, layerCols("cos", L, false)...)
 	return append(cols, "e_gen", "iterations", "converged", "seconds")
 }
@@ -907,6 +919,7 @@ func smiAMPTraceColumns(L int) []string {
 	cols := []string{"alpha", "seed", "iteration"}
 	cols = append(cols, layerCols("Q", L, true)...)
 	cols = append(cols, layerCols("absM", L, true)...)
+	cols = append(cols, layerCols("m", L, true)...)
 	cols = append(cols, layerCols("cos", L, false)...)
 	return append(cols, "e_gen", "step", "quad_inexact", "quad_failed", "quad_seconds", "seconds")
 }
@@ -967,6 +980,12 @@ func runSMIAMP(args []string, stdout, stderr io.Writer) error {
 			bar.Finish()
 			return abort(err)
 		}
+		run.wn = make([]float64, c.L)
+		for l := range run.wn {
+			for _, v := range data.W[l*c.D : (l+1)*c.D] {
+				run.wn[l] += v * v / float64(c.D)
+			}
+		}
 		o := c.opts
 		o.Progress = func(amp.SMIIteration) { bar.Add(1) }
 		run.res, run.err = amp.RunSMI(data, o)
@@ -978,6 +997,7 @@ func runSMIAMP(args []string, stdout, stderr io.Writer) error {
 			row := []string{num(run.alpha), strconv.FormatUint(run.seed, 10), strconv.Itoa(it.Iter)}
 			row = append(row, nums(it.Q)...)
 			row = append(row, nums(it.M)...)
+			row = append(row, nums(run.overlaps(it.M))...)
 			row = append(row, nums(it.Cos)...)
 			traceRows = append(traceRows, append(row, num(it.EGen), num(it.Step), strconv.Itoa(it.Inexact), strconv.Itoa(it.Failed),
 				strconv.FormatFloat(it.QuadSeconds, 'f', 3, 64), strconv.FormatFloat(it.Seconds, 'f', 3, 64)))
@@ -986,14 +1006,15 @@ func runSMIAMP(args []string, stdout, stderr io.Writer) error {
 	bar.Finish()
 	rows := make([][]string, len(runs))
 	for i, r := range runs {
-		q, m, cs, eg := nanSlice(c.L), nanSlice(c.L), nanSlice(c.L), math.NaN()
+		q, m, mn, cs, eg := nanSlice(c.L), nanSlice(c.L), nanSlice(c.L), nanSlice(c.L), math.NaN()
 		if last, ok := r.final(); ok {
-			q, m, cs, eg = last.Q, last.M, last.Cos, last.EGen
+			q, m, mn, cs, eg = last.Q, last.M, r.overlaps(last.M), last.Cos, last.EGen
 		}
 		row := []string{strconv.Itoa(c.L), strconv.Itoa(c.M), num(c.c), num(c.beta), strconv.Itoa(c.D), strconv.Itoa(r.p.N()),
 			num(r.alpha), strconv.FormatUint(r.seed, 10)}
 		row = append(row, nums(q)...)
 		row = append(row, nums(m)...)
+		row = append(row, nums(mn)...)
 		row = append(row, nums(cs)...)
 		rows[i] = append(row, num(eg), strconv.Itoa(r.res.Iterations), strconv.FormatBool(r.err == nil && r.res.Converged),
 			strconv.FormatFloat(r.res.Seconds, 'f', 3, 64))
@@ -1021,12 +1042,12 @@ func runSMIAMP(args []string, stdout, stderr io.Writer) error {
 	return res.complete(stdout, smiAMPFigure(c, runs), man, len(runs), start, failed, "runs failed")
 }
 
-// smiAMPFigure draws the mean final |M_ll| per layer against alpha with its standard error
+// smiAMPFigure draws the mean final m_ll = |M_ll|/(||w*_l||^2/D) per layer against alpha with its standard error
 // over seeds, and the SE Q_ll of --se as lines.
 func smiAMPFigure(c *smiAMPConfig, runs []*smiAMPRun) *figure.Figure {
 	f := &figure.Figure{
 		Title:  fmt.Sprintf("GAMP at D = %d: L = %d, M = %d, c = %g, beta = %g", c.D, c.L, c.M, c.c, c.beta),
-		XLabel: "Sample complexity alpha = N/D", YLabel: "Overlap |M_ll| (AMP), Q_ll (SE)",
+		XLabel: "Sample complexity alpha = N/D", YLabel: "Overlap m_ll (AMP), Q_ll (SE)",
 		YMin: 0, YMax: 1.05,
 	}
 	if c.seCurve != nil {
@@ -1037,7 +1058,7 @@ func smiAMPFigure(c *smiAMPConfig, runs []*smiAMPRun) *figure.Figure {
 	alphas := append([]float64(nil), c.alphas...)
 	sort.Float64s(alphas)
 	for l := 0; l < c.L; l++ {
-		pts := figure.Series{Label: fmt.Sprintf("AMP |M_%d%d|", l+1, l+1), Group: l, Points: true}
+		pts := figure.Series{Label: fmt.Sprintf("AMP m_%d%d", l+1, l+1), Group: l, Points: true}
 		for k, a := range alphas {
 			if k > 0 && a == alphas[k-1] {
 				continue
@@ -1045,7 +1066,7 @@ func smiAMPFigure(c *smiAMPConfig, runs []*smiAMPRun) *figure.Figure {
 			var ms []float64
 			for _, r := range runs {
 				if last, ok := r.final(); ok && r.alpha == a {
-					ms = append(ms, last.M[l])
+					ms = append(ms, r.overlaps(last.M)[l])
 				}
 			}
 			if len(ms) == 0 {

@@ -333,7 +333,7 @@ func TestSMIAMP(t *testing.T) {
 		t.Fatalf("status %d: %s", code, stderr)
 	}
 	rows := readCSV(t, out)
-	want := "L,M,c,beta,D,N,alpha,seed,Q11,Q22,absM11,absM22,cos1,cos2,e_gen,iterations,converged,seconds"
+	want := "L,M,c,beta,D,N,alpha,seed,Q11,Q22,absM11,absM22,m11,m22,cos1,cos2,e_gen,iterations,converged,seconds"
 	if strings.Join(rows[0], ",") != want || len(rows) != 2 {
 		t.Fatalf("CSV %v, want header %s and one row", rows, want)
 	}
@@ -351,10 +351,15 @@ func TestSMIAMP(t *testing.T) {
 	col := csvColumns(rows[0])
 	r := rows[1]
 	for l := 0; l < 2; l++ {
+		var wn float64 // ||w*_l||^2 / D
+		for _, v := range data.W[l*60 : (l+1)*60] {
+			wn += v * v / 60
+		}
 		for _, c := range []struct {
 			name string
 			v    float64
-		}{{layerCols("Q", 2, true)[l], last.Q[l]}, {layerCols("absM", 2, true)[l], last.M[l]}, {layerCols("cos", 2, false)[l], last.Cos[l]}} {
+		}{{layerCols("Q", 2, true)[l], last.Q[l]}, {layerCols("absM", 2, true)[l], last.M[l]}, {layerCols("m", 2, true)[l], last.M[l] / wn},
+			{layerCols("cos", 2, false)[l], last.Cos[l]}} {
 			if r[col[c.name]] != num(c.v) {
 				t.Errorf("%s = %s, engine %s", c.name, r[col[c.name]], num(c.v))
 			}

@@ -131,8 +131,9 @@ func SolveSMI(ch *channel.Deep, alpha float64, o SMIOptions) (SMIPoint, error) {
 	}
 	rho := o.damping(ch)
 	pt := SMIPoint{Alpha: alpha}
-	prev := make([]float64, P)  // the step before the last, per layer
-	ratio := make([]float64, P) // the contraction estimate step_t / step_{t-1}
+	prev := make([]float64, P)      // the last step, per layer
+	ratio := make([]float64, P)     // the contraction estimate step_t / step_{t-1}
+	prevRatio := make([]float64, P) // the estimate one step earlier
 	sinceJump := 0
 	for it := 1; it <= o.MaxIter; it++ {
 		fisher, inexact, err := SMIFisher(ch, Q, o)
@@ -156,7 +157,7 @@ func SolveSMI(ch *channel.Deep, alpha float64, o SMIOptions) (SMIPoint, error) {
 			if prev[l] != 0 {
 				r = step / prev[l]
 			}
-			ratio[l], prev[l] = r, step
+			prevRatio[l], ratio[l], prev[l] = ratio[l], r, step
 			// Distance to the fixed point of a linearly converging sequence: |step|/(1 - r).
 			d := math.Abs(step)
 			if r > 0 && r < 1 {
@@ -171,12 +172,13 @@ func SolveSMI(ch *channel.Deep, alpha float64, o SMIOptions) (SMIPoint, error) {
 			break
 		}
 		// Near a threshold the map's slope tends to 1 and the iteration crawls. Aitken's
-		// extrapolation Q + step r/(1 - r), every third iteration, on the layers whose last two
-		// steps shrink geometrically (0.5 < r < 0.99), jumps most of the way.
+		// extrapolation Q + step r/(1 - r), every third iteration, on the layers whose steps
+		// shrink geometrically (0.5 < r < 0.99, and the same r twice running: the transient
+		// away from an unstable point does not qualify), jumps most of the way.
 		if sinceJump >= 3 {
 			jumped := false
 			for l := range Q {
-				if r := ratio[l]; r > 0.5 && r < 0.99 {
+				if r := ratio[l]; r > 0.5 && r < 0.99 && math.Abs(r-prevRatio[l]) < 0.1*(1-r) {
 					Q[l] = math.Min(math.Max(Q[l]+prev[l]*r/(1-r), 0), 1-1e-9)
 					prev[l], jumped = 0, true
 				}
@@ -199,14 +201,7 @@ func SMIFisher(ch *channel.Deep, Q []float64, o SMIOptions) ([]float64, int, err
 		V[l*P+l] = 1 - Q[l] + o.Epsilon
 	}
 	sums, inexact, err := smiAverage(ch, o, P, func(acc []float64, w *smiWorker, xi, eta []float64) error {
-		for k := 0; k < P; k++ {
-			for l := 0; l < M; l++ {
-				w.omega[k*M+l] = math.Sqrt(Q[k]) * xi[k*M+l]
-				w.z[k*M+l] = w.omega[k*M+l] + math.Sqrt(V[k*P+k])*eta[k*M+l]
-			}
-		}
-		ch.Forward(w.u, w.z, nil, w.s)
-		if err := w.post.Moments(w.m, w.u, w.omega, V); err != nil {
+		if err := w.posterior(ch, Q, V, xi, eta); err != nil {
 			return err
 		}
 		for k := 0; k < P; k++ {
@@ -229,6 +224,20 @@ type smiWorker struct {
 	xi          []float64
 	cov         []float64 // (P M) x (P M) posterior covariance
 	inexact     int
+}
+
+// posterior draws one SE sample, omega = Q^{1/2} xi and Z = omega + V^{1/2} eta (Q and V
+// diagonal), runs the forward map and takes the channel's posterior moments into w.m.
+func (w *smiWorker) posterior(ch *channel.Deep, Q, V, xi, eta []float64) error {
+	P, M := ch.P(), ch.M
+	for k := 0; k < P; k++ {
+		for l := 0; l < M; l++ {
+			w.omega[k*M+l] = math.Sqrt(Q[k]) * xi[k*M+l]
+			w.z[k*M+l] = w.omega[k*M+l] + math.Sqrt(V[k*P+k])*eta[k*M+l]
+		}
+	}
+	ch.Forward(w.u, w.z, nil, w.s)
+	return w.post.Moments(w.m, w.u, w.omega, V)
 }
 
 // smiChunk is the number of samples per deterministic reduction chunk.
@@ -353,14 +362,7 @@ func SMIStability(ch *channel.Deep, Q []float64, o SMIOptions) ([]float64, error
 		V[l*P+l] = 1 - Q[l] + o.Epsilon
 	}
 	F, _, err := smiAverage(ch, o, P, func(acc []float64, w *smiWorker, xi, eta []float64) error {
-		for k := 0; k < P; k++ {
-			for l := 0; l < M; l++ {
-				w.omega[k*M+l] = math.Sqrt(Q[k]) * xi[k*M+l]
-				w.z[k*M+l] = w.omega[k*M+l] + math.Sqrt(V[k*P+k])*eta[k*M+l]
-			}
-		}
-		ch.Forward(w.u, w.z, nil, w.s)
-		if err := w.post.Moments(w.m, w.u, w.omega, V); err != nil {
+		if err := w.posterior(ch, Q, V, xi, eta); err != nil {
 			return err
 		}
 		cov := w.cov
