@@ -180,16 +180,26 @@ func (q *DeepPosterior) Moments(m *DeepMoments, u, omega, V []float64) error {
 				}
 			}
 		}
-		for try := 0; ; try++ {
+		// The Genz-Malik rule has a negative weight, so an under-resolved spiky integrand (c < 1,
+		// where det A(z_1) can vanish) can give Z_out <= 0 or a negative variance: refine with a
+		// 100 times tighter tolerance and a 10 times larger budget, twice at most.
+		tol, budget, total := q.Tol, q.MaxEval, 0
+		for try, refine := 0, 0; ; try++ {
 			q.overflow = false
-			exact, evals = q.cub.integrate(q.val, q.err, q.integrand, centre, half, q.Tol, q.MaxEval, q.weight, peaks)
-			if !q.overflow {
+			exact, evals = q.cub.integrate(q.val, q.err, q.integrand, centre, half, tol, budget, q.weight, peaks)
+			total += evals
+			if q.overflow {
+				if try == 4 {
+					return errors.New("deep channel: the posterior weights overflow")
+				}
+				continue
+			}
+			if q.plausible() || refine == 2 {
 				break
 			}
-			if try == 4 {
-				return errors.New("deep channel: the posterior weights overflow")
-			}
+			tol, budget, refine = tol/100, budget*10, refine+1
 		}
+		evals = total
 	}
 	z := q.val[0]
 	if !(z > 0) || math.IsInf(z, 0) {
@@ -205,6 +215,21 @@ func (q *DeepPosterior) Moments(m *DeepMoments, u, omega, V []float64) error {
 	m.LogZ = math.Log(z) + q.shift + logNorm
 	m.Evals, m.Exact = evals, exact
 	return nil
+}
+
+// plausible reports whether the integrals q.val are those of a measure: Z_out > 0 and
+// nonnegative second moments.
+func (q *DeepPosterior) plausible() bool {
+	if !(q.val[0] > 0) {
+		return false
+	}
+	pm := q.P * q.M
+	for a := 0; a < pm; a++ {
+		if !(q.val[1+pm+triIndex(pm, a, a)] >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // triIndex is the position of (a, b), a <= b, in the packed upper triangle of an n x n matrix.

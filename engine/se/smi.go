@@ -92,7 +92,7 @@ type SMIPoint struct {
 	QHat       []float64 // their conjugates q-hat_ll
 	Iterations int
 	Converged  bool
-	Inexact    int // channel integrals that stopped at the evaluation budget, last iteration
+	Inexact    int // channel integrals that stopped at their budget or failed (dropped), last iteration
 }
 
 // ErrNotBracketed is wrapped by SMIConditionalThreshold's error when alpha F - 1 has the same
@@ -224,6 +224,8 @@ type smiWorker struct {
 	xi          []float64
 	cov         []float64 // (P M) x (P M) posterior covariance
 	inexact     int
+	failed      int
+	lastErr     error
 }
 
 // posterior draws one SE sample, omega = Q^{1/2} xi and Z = omega + V^{1/2} eta (Q and V
@@ -247,6 +249,8 @@ const smiChunk = 64
 // Halton points 1..Samples, or with o.MonteCarlo draw s takes the normals
 // 2 s P M .. 2 (s+1) P M - 1 of the stream of o.Seed. f adds its nOut values to acc.
 // Chunks of smiChunk samples are summed in order, so the result does not depend on Workers.
+// A sample whose f fails is dropped and the average is over the others; the count returned
+// adds the dropped samples to the inexact integrals, and more than 1% dropped is an error.
 func smiAverage(ch *channel.Deep, o SMIOptions, nOut int, f func(acc []float64, w *smiWorker, xi, eta []float64) error) ([]float64, int, error) {
 	P, M := ch.P(), ch.M
 	pm := P * M
@@ -267,11 +271,12 @@ func smiAverage(ch *channel.Deep, o SMIOptions, nOut int, f func(acc []float64, 
 		}
 	}
 	var (
-		mu       sync.Mutex
-		next     int
-		firstErr error
-		inexact  int
-		wg       sync.WaitGroup
+		mu      sync.Mutex
+		next    int
+		inexact int
+		failed  int
+		lastErr error
+		wg      sync.WaitGroup
 	)
 	for wi := 0; wi < workers; wi++ {
 		post, err := ch.NewPosterior()
@@ -293,9 +298,8 @@ func smiAverage(ch *channel.Deep, o SMIOptions, nOut int, f func(acc []float64, 
 				mu.Lock()
 				c := next
 				next++
-				stop := firstErr != nil
 				mu.Unlock()
-				if stop || c >= nChunks {
+				if c >= nChunks {
 					break
 				}
 				acc := make([]float64, nOut)
@@ -306,12 +310,11 @@ func smiAverage(ch *channel.Deep, o SMIOptions, nOut int, f func(acc []float64, 
 						haltonNormals(w.xi, uint64(s)+1, shift)
 					}
 					if err := f(acc, w, w.xi[:pm], w.xi[pm:]); err != nil {
-						mu.Lock()
-						if firstErr == nil {
-							firstErr = fmt.Errorf("sample %d: %w", s, err)
-						}
-						mu.Unlock()
-						break
+						// A channel integral that fails (channel.DeepPosterior's errors) drops its
+						// sample; more than 1% dropped is an error.
+						w.failed++
+						w.lastErr = fmt.Errorf("sample %d: %w", s, err)
+						continue
 					}
 					if !w.m.Exact {
 						w.inexact++
@@ -321,12 +324,16 @@ func smiAverage(ch *channel.Deep, o SMIOptions, nOut int, f func(acc []float64, 
 			}
 			mu.Lock()
 			inexact += w.inexact
+			failed += w.failed
+			if w.lastErr != nil {
+				lastErr = w.lastErr
+			}
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	if firstErr != nil {
-		return nil, 0, firstErr
+	if failed > o.Samples/100 {
+		return nil, 0, fmt.Errorf("%d of %d channel integrals failed (more than 1%%), e.g. %w", failed, o.Samples, lastErr)
 	}
 	out := make([]float64, nOut)
 	for _, a := range chunkSums {
@@ -335,9 +342,9 @@ func smiAverage(ch *channel.Deep, o SMIOptions, nOut int, f func(acc []float64, 
 		}
 	}
 	for k := range out {
-		out[k] /= float64(o.Samples)
+		out[k] /= float64(o.Samples - failed)
 	}
-	return out, inexact, nil
+	return out, inexact + failed, nil
 }
 
 // SMIStability returns, for each layer l, the linear-stability coefficient
