@@ -1,6 +1,7 @@
 package se
 
 import (
+	"errors"
 	"math"
 	"runtime"
 	"testing"
@@ -262,5 +263,51 @@ func BenchmarkSMISEIteration(b *testing.B) {
 			b.ReportMetric(total*1000/float64(o.Samples), "s/iter-per-1000-samples")
 			b.ReportMetric(1-rest/total, "quad-share")
 		})
+	}
+}
+
+// TestSMIAverageDropsFailures: a sample whose channel integral fails is left out of the average
+// (and counted); more than 1% failing is an error.
+func TestSMIAverageDropsFailures(t *testing.T) {
+	ch := deep(t, 2, 1)
+	o := DefaultSMIOptions()
+	o.Samples = 1000
+	value := func(s int) float64 { return float64(s%7) + 0.5 }
+	for _, tc := range []struct {
+		fail    int // samples 0, 50, 100, ... below fail*50 fail
+		wantErr bool
+	}{{0, false}, {10, false}, {11, true}} {
+		next := make(chan int, o.Samples)
+		for s := 0; s < o.Samples; s++ {
+			next <- s
+		}
+		o.Workers = 1
+		got, dropped, err := smiAverage(ch, o, 1, func(acc []float64, w *smiWorker, xi, eta []float64) error {
+			s := <-next
+			if s%50 == 0 && s < tc.fail*50 {
+				return errors.New("no integral")
+			}
+			w.m.Exact = true
+			acc[0] += value(s)
+			return nil
+		})
+		if tc.wantErr {
+			if err == nil {
+				t.Errorf("%d failures of %d: no error", tc.fail, o.Samples)
+			}
+			continue
+		}
+		var sum float64
+		n := 0
+		for s := 0; s < o.Samples; s++ {
+			if s%50 == 0 && s < tc.fail*50 {
+				continue
+			}
+			sum += value(s)
+			n++
+		}
+		if err != nil || dropped != tc.fail || math.Abs(got[0]-sum/float64(n)) > 1e-12 {
+			t.Errorf("%d failures: average %v (want %v), dropped %d, err %v", tc.fail, got, sum/float64(n), dropped, err)
+		}
 	}
 }
