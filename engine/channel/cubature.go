@@ -145,6 +145,11 @@ func (c *cubature) rule(r *region, f func(fx, x []float64), scale []float64) {
 	for k := range r.val {
 		r.val[k] *= vol
 		r.err[k] = math.Abs(r.val[k] - vol*r.err[k])
+		// f[0] >= 0 (a weight): a negative estimate, from the rule's negative weights on a
+		// spiky region, is at least twice its size wrong, so that the region gets split.
+		if k == 0 && r.val[0] < 0 {
+			r.err[0] = math.Max(r.err[0], -2*r.val[0])
+		}
 		if s := scale[k]; s > 0 {
 			r.errMax = math.Max(r.errMax, r.err[k]/s)
 		}
@@ -323,6 +328,43 @@ func (c *cubature) rescore(r *region, scale []float64) {
 	for k, e := range r.err {
 		if scale[k] > 0 {
 			r.errMax = math.Max(r.errMax, e/scale[k])
+		}
+	}
+}
+
+// positive re-integrates f over the final partition of the last integrate call with the
+// 3-point Gauss-Legendre product rule in every region: less accurate than Genz-Malik but with
+// positive weights, so that a nonnegative weight gives a nonnegative integral and the second
+// moments of a measure stay those of a measure.
+func (c *cubature) positive(val []float64, f func(fx, x []float64)) {
+	nodes := [3]float64{-math.Sqrt(0.6), 0, math.Sqrt(0.6)}
+	wts := [3]float64{5.0 / 9, 8.0 / 9, 5.0 / 9}
+	for k := range val {
+		val[k] = 0
+	}
+	idx := make([]int, c.n)
+	total := 1
+	for i := 0; i < c.n; i++ {
+		total *= 3
+	}
+	for _, r := range c.regions {
+		vol := 1.0
+		for _, h := range r.h {
+			vol *= h // [-1, 1]^n weights sum to 2^n: vol = prod (2h) / 2^n
+		}
+		for p := 0; p < total; p++ {
+			w := vol
+			k := p
+			for i := range idx {
+				idx[i] = k % 3
+				k /= 3
+				c.x[i] = r.c[i] + r.h[i]*nodes[idx[i]]
+				w *= wts[idx[i]]
+			}
+			f(c.fx, c.x)
+			for j, v := range c.fx {
+				val[j] += w * v
+			}
 		}
 	}
 }

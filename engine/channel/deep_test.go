@@ -77,6 +77,41 @@ func TestCubatureExactness(t *testing.T) {
 	}
 }
 
+// TestCubaturePositive: the fallback rule (3-point Gauss-Legendre per region, positive
+// weights) integrates a product of degree-5 monomials exactly over a refined partition, and a
+// nonnegative integrand to a nonnegative value.
+func TestCubaturePositive(t *testing.T) {
+	for _, n := range []int{2, 4} {
+		c := newCubature(n, 2)
+		f := func(fx, x []float64) {
+			v := 1.0
+			for i, xi := range x {
+				v *= math.Pow(xi, float64(i%2*4+1)) // x_0 x_1^5 x_2 x_3^5 ...
+			}
+			fx[0] = math.Exp(-4 * x[0] * x[0]) // forces refinement
+			fx[1] = v
+		}
+		lo, hi := make([]float64, n), make([]float64, n)
+		for i := range lo {
+			lo[i], hi[i] = 0.5, 1
+		}
+		val, err := make([]float64, 2), make([]float64, 2)
+		c.integrate(val, err, f, lo, hi, 1e-8, 20000, []float64{1, 0}, nil)
+		if len(c.regions) < 2 {
+			t.Fatalf("n = %d: the test needs a refined partition, got %d regions", n, len(c.regions))
+		}
+		c.positive(val, f)
+		want := 1.0
+		for i := 0; i < n; i++ {
+			p := float64(i%2*4 + 1)
+			want *= (math.Pow(1.5, p+1) - math.Pow(-0.5, p+1)) / (p + 1)
+		}
+		if math.Abs(val[1]-want) > 1e-12*math.Abs(want) || !(val[0] > 0) {
+			t.Errorf("n = %d: positive rule gives %.15g (weight %g), exact %.15g", n, val[1], val[0], want)
+		}
+	}
+}
+
 // TestDeepForward checks the recursion against the closed forms of docs/SMI.md 1.2 for L = 2 and
 // L = 3, written out with explicit 2 x 2 algebra, and InvertM2 against the teacher's u,
 // including saturated outputs.

@@ -182,7 +182,8 @@ func (q *DeepPosterior) Moments(m *DeepMoments, u, omega, V []float64) error {
 		}
 		// The Genz-Malik rule has a negative weight, so an under-resolved spiky integrand (c < 1,
 		// where det A(z_1) can vanish) can give Z_out <= 0 or a negative variance: refine with a
-		// 100 times tighter tolerance and a 10 times larger budget, twice at most.
+		// 100 times tighter tolerance and a 10 times larger budget, twice at most, then fall
+		// back to a rule with positive weights on the refined partition.
 		tol, budget, total := q.Tol, q.MaxEval, 0
 		for try, refine := 0, 0; ; try++ {
 			q.overflow = false
@@ -198,6 +199,11 @@ func (q *DeepPosterior) Moments(m *DeepMoments, u, omega, V []float64) error {
 				break
 			}
 			tol, budget, refine = tol/100, budget*10, refine+1
+		}
+		if !q.plausible() {
+			// Still not a measure: the positive Gauss-Legendre rule on the refined partition.
+			q.cub.positive(q.val, q.integrand)
+			exact = false
 		}
 		evals = total
 	}
