@@ -86,6 +86,32 @@ type smiFlags struct {
 	workers   int
 }
 
+// parseSMIFlags parses the flags of a subcommand whose -h prints usage and the defaults.
+func parseSMIFlags(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) error {
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return parseFlags(fs, args)
+}
+
+// theory checks the shared flags for the state evolution and GAMP (an invertible channel:
+// M = 2, L <= 3) and parses the alpha grid.
+func (f *smiFlags) theory(alphaSpec string) (*channel.Deep, []float64, error) {
+	ch, err := f.channel(f.c, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := f.check(); err != nil {
+		return nil, nil, err
+	}
+	alphas, err := parseAlphas(alphaSpec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ch, alphas, nil
+}
+
 // register adds the shared flags; withC is false where --c is a list (thresholds).
 func (f *smiFlags) register(fs *flag.FlagSet, sub string, withC bool) {
 	fs.IntVar(&f.L, "L", 2, "attention layers, each of rank 1")
@@ -283,21 +309,11 @@ func parseSMISE(args []string, stderr io.Writer) (*smiSEConfig, error) {
 	fs.StringVar(&c.alphaSpec, "alpha", "0.05:1.6:32", "sample complexity grid alpha = N/D: a list, a:b:n or a:b:n:log")
 	smiSEOptions(fs, &c.opts)
 	fs.IntVar(&c.genSamples, "gen-samples", 100000, "Monte Carlo samples of e_gen per point (the same draws at every point); 0 skips it")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, smiSEUsage)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseSMIFlags(fs, args, smiSEUsage, stderr); err != nil {
 		return nil, err
 	}
 	var err error
-	if c.ch, err = c.channel(c.c, true); err != nil {
-		return nil, err
-	}
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	if c.alphas, err = parseAlphas(c.alphaSpec); err != nil {
+	if c.ch, c.alphas, err = c.theory(c.alphaSpec); err != nil {
 		return nil, err
 	}
 	if err := checkSMISEOptions(c.opts); err != nil {
@@ -554,11 +570,7 @@ func parseSMIThresholds(args []string, stderr io.Writer) (*smiThresholdsConfig, 
 	fs.StringVar(&c.cSpec, "c", "1", "skip strengths c >= 0: a list, a:b:n or a:b:n:log")
 	smiSEOptions(fs, &c.opts)
 	fs.Float64Var(&c.hi, "hi", 3, "upper end of the alpha search for the conditional thresholds")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, smiThresholdsUsage)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseSMIFlags(fs, args, smiThresholdsUsage, stderr); err != nil {
 		return nil, err
 	}
 	cs, err := grid.Parse(c.cSpec)
@@ -803,21 +815,11 @@ func parseSMIAMP(args []string, stderr io.Writer) (*smiAMPConfig, error) {
 	fs.IntVar(&c.opts.TestSamples, "test-samples", c.opts.TestSamples, "fresh samples of the generalisation error at each iteration (0: none)")
 	fs.StringVar(&c.trace, "trace", "results/smi-amp-trace.csv", "CSV of every iteration of every run (its plot goes beside it as .png); empty for none")
 	fs.StringVar(&c.seCSV, "se", "", "a CSV written by aim smi se (same L, M, c, beta) whose Q_ll to draw as lines on the plot")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, smiAMPUsage)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseSMIFlags(fs, args, smiAMPUsage, stderr); err != nil {
 		return nil, err
 	}
 	var err error
-	if c.ch, err = c.channel(c.c, true); err != nil {
-		return nil, err
-	}
-	if err := c.check(); err != nil {
-		return nil, err
-	}
-	if c.alphas, err = parseAlphas(c.alphaSpec); err != nil {
+	if c.ch, c.alphas, err = c.theory(c.alphaSpec); err != nil {
 		return nil, err
 	}
 	switch {
@@ -1217,11 +1219,7 @@ func parseSMISGD(args []string, stderr io.Writer) (*smiSGDConfig, error) {
 	fs.IntVar(&c.opts.Every, "every", 0, "record every this many updates (0: once per epoch); the start and the last update are always recorded")
 	fs.IntVar(&c.opts.TestSamples, "test-samples", c.opts.TestSamples, "fresh samples of the test error (0: none)")
 	fs.BoolVar(&c.opts.Shuffle, "shuffle", false, "reshuffle the samples each epoch (default: the notebook's fixed order)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, smiSGDUsage)
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseSMIFlags(fs, args, smiSGDUsage, stderr); err != nil {
 		return nil, err
 	}
 	if _, err := c.channel(c.c, false); err != nil {
