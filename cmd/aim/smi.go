@@ -543,9 +543,9 @@ const smiThresholdsUsage = `Usage: aim smi thresholds [flags]
 Weak-recovery thresholds of the SMI state evolution against the skip strength c
 (docs/SMI.md 2.3): for each c, the stability threshold alpha_l = 1/F_l of every layer at
 Q = 0, and for each layer l < L the conditional (grand-staircase) threshold where Q_ll = 0
-turns unstable with the later layers at their fixed point, searched in
-[1.01 alpha_L, --hi]. A conditional threshold that is not bracketed is written empty (NaN)
-with a note on stderr.
+turns unstable with the later layers at their fixed point, searched in [1.2 alpha_L, --hi]
+(just above alpha_L the SE restricted to the later layers converges too slowly). A conditional
+threshold that is not bracketed is written empty (NaN) with a note on stderr.
 
   aim smi thresholds --c 0.0001,0.01,0.1,0.5,1,2,4
   aim smi thresholds --c 0.1:4:16:log --samples 8000
@@ -633,10 +633,10 @@ func runSMIThresholds(args []string, stdout, stderr io.Writer) error {
 		}
 		bar.Add(1)
 		row := smiThresholdRow{c: c.cs[i], fisher: F, stability: stabilityAlphas(F), cnd: nanSlice(L - 1)}
-		lo := 1.01 * row.stability[L-1]
+		lo := 1.2 * row.stability[L-1]
 		for l := 0; l < L-1; l++ {
 			if !(lo < c.hi) {
-				notes = append(notes, fmt.Sprintf("c = %g: conditional threshold of layer %d not searched: 1.01 alpha_%d = %g is not below --hi %g", c.cs[i], l+1, L, lo, c.hi))
+				notes = append(notes, fmt.Sprintf("c = %g: conditional threshold of layer %d not searched: 1.2 alpha_%d = %g is not below --hi %g", c.cs[i], l+1, L, lo, c.hi))
 				bar.Add(1)
 				continue
 			}
