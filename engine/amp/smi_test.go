@@ -152,6 +152,7 @@ func TestSMIMatchesNaive(t *testing.T) {
 	for _, iters := range []int{1, 2} {
 		o := DefaultSMIOptions()
 		o.MaxIter, o.Tol, o.TestSamples, o.Workers = iters, 0, 0, 2
+		o.DampMessages = false // the naive loop follows the authors' AMP_BO_2w.py
 		res, err := RunSMI(data, o)
 		if err != nil {
 			t.Fatal(err)
