@@ -1,7 +1,14 @@
-// Package cpu is the gonum backend of device.Device: the reference implementation of every
-// device operation (../shared/docs/DESIGN.md). Buffers are Go []float64 slices; BLAS and LAPACK
-// calls go to gonum v0.17 (pure Go), whose Dgemm is already parallel; the per-sample and
-// element-wise operations are spread over a fixed number of goroutines.
+// Package cpu is the CPU backend of device.Device: the reference implementation of every
+// device operation (../shared/docs/DESIGN.md). Buffers are Go []float64 slices; the per-sample
+// and element-wise operations are spread over a fixed number of goroutines.
+//
+// BLAS and LAPACK. Gemm, EighSym and SpectralCompose call an optimised library loaded at run
+// time (OpenBLAS, or MKL; package cpu/nativeblas, no cgo) when one is installed, else gonum
+// v0.17 (pure Go, its Dgemm parallel on its own). Options.BLAS, or the environment variable
+// AIM_BLAS read when a device is opened, chooses per device: auto (the default), gonum,
+// openblas, mkl, or a library path. With a library, SpectralCompose and QuadFormSum use its
+// symmetric rank-k update (dsyrk, half the work of dgemm) and EighSym its divide-and-conquer
+// dsyevd; on the gonum path they use Dgemm and Dsyev as before. Both paths agree to rounding.
 //
 // Determinism. Every reduction (Dot, SqDist, SumDiag, the sum returned by ChannelGOut) splits
 // its index range into chunks of a fixed size that does not depend on the worker count
@@ -41,20 +48,17 @@ const (
 type Device struct {
 	workers int
 
-	scratchMu sync.Mutex // guards scratch (SpectralCompose)
+	blas    BLASInfo // the BLAS/LAPACK in use (Open)
+	threads int      // the native library's thread count, set before each call (0: leave it)
+
+	scratchMu sync.Mutex // guards scratch, eigWork and eigIWork (SpectralCompose, EighSym, QuadFormSum)
 	scratch   []float64
+	eigWork   []float64
+	eigIWork  []int32
+	qfCounts  []int // QuadFormSum's per-chunk row counts
 }
 
 var _ device.Device = (*Device)(nil)
-
-// New returns a CPU device that runs its parallel loops on the given number of goroutines;
-// workers <= 0 means runtime.GOMAXPROCS(0).
-func New(workers int) *Device {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	return &Device{workers: workers}
-}
 
 // Workers returns the number of goroutines of the parallel loops.
 func (d *Device) Workers() int { return d.workers }
@@ -152,7 +156,7 @@ func readMeminfo(path string) (total, avail uint64, err error) {
 	return total, avail, nil
 }
 
-// Info describes the device: its worker count and the host memory.
+// Info describes the device: its worker count, its BLAS and the host memory.
 func (d *Device) Info() device.Info {
 	total, free, _, note := memInfo()
 	g := "goroutines"
@@ -161,7 +165,7 @@ func (d *Device) Info() device.Info {
 	}
 	return device.Info{
 		Name:        "cpu",
-		Description: fmt.Sprintf("cpu: %d %s, gonum v0.17 (pure Go BLAS/LAPACK)%s", d.workers, g, note),
+		Description: fmt.Sprintf("cpu: %d %s, %s%s", d.workers, g, d.blas.short(), note),
 		TotalBytes:  total,
 		FreeBytes:   free,
 	}

@@ -2,12 +2,14 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/lapack"
 	"gonum.org/v1/gonum/lapack/lapack64"
 
+	"github.com/aimtheory/aim/cpu/nativeblas"
 	"github.com/aimtheory/aim/device"
 )
 
@@ -21,8 +23,9 @@ func transpose(t bool) blas.Transpose {
 
 // Gemm computes C = alpha op(A) op(B) + beta C with op(A) m x k, op(B) k x n and C m x n, all
 // row-major and packed: A is stored m x k (k x m when transA), B k x n (n x k when transB).
-// It calls gonum's Dgemm, which is parallel on its own (over GOMAXPROCS goroutines, not the
-// device's worker count). C must not be A or B. With beta = 0, C is overwritten (NaNs in C do
+// It calls the native library's dgemm (on Options.Threads threads), or gonum's Dgemm, which is
+// parallel on its own (over GOMAXPROCS goroutines, not the device's worker count). C must not
+// be A or B. With beta = 0, C is overwritten (NaNs in C do
 // not propagate).
 func (d *Device) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b device.Buffer, beta float64, c device.Buffer) (err error) {
 	const op = "cpu Gemm"
@@ -65,6 +68,12 @@ func (d *Device) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b devi
 	if transB {
 		ldb = k
 	}
+	if l := d.native(); l != nil {
+		if err := l.Dgemm(transA, transB, m, n, k, alpha, as[:m*k], max(1, lda), bs[:k*n], max(1, ldb), beta, cs[:m*n], max(1, n)); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		return nil
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%s: gonum Dgemm: %v", op, r)
@@ -78,8 +87,10 @@ func (d *Device) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b devi
 // EighSym computes A = O diag(lambda) O^T for the symmetric d x d matrix A, which is left
 // unchanged (only its upper triangle is read): vals gets lambda in ascending order, vecs the
 // orthogonal O (column k is the unit eigenvector of lambda_k; its sign is LAPACK's). A is
-// copied into vecs, and LAPACK's Dsyev (gonum lapack64.Syev, what mat.EigenSym calls) overwrites
-// that copy with the eigenvectors. vecs must not be a, and vals must not be a or vecs.
+// copied into vecs, and LAPACK overwrites that copy with the eigenvectors: the native library's
+// divide-and-conquer dsyevd, or gonum's Dsyev (lapack64.Syev, what mat.EigenSym calls). The
+// workspace is kept by the Device between calls. vecs must not be a, and vals must not be a or
+// vecs.
 func (d *Device) EighSym(vals, vecs, a device.Buffer, dd int) (err error) {
 	const op = "cpu EighSym"
 	if dd < 0 {
@@ -103,28 +114,59 @@ func (d *Device) EighSym(vals, vecs, a device.Buffer, dd int) (err error) {
 	if dd == 0 {
 		return nil
 	}
+	o := vs[:dd*dd]
+	copy(o, as[:dd*dd])
+	w := ws[:dd]
+	d.scratchMu.Lock()
+	defer d.scratchMu.Unlock()
+	if l := d.native(); l != nil {
+		lw, liw := nativeblas.DsyevdWork(dd)
+		d.eigWork, d.eigIWork = grow(d.eigWork, lw), growInt32(d.eigIWork, liw)
+		if err := l.Dsyevd(dd, o, dd, w, d.eigWork[:lw], d.eigIWork[:liw]); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		return nil
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%s: gonum Dsyev: %v", op, r)
 		}
 	}()
-	o := vs[:dd*dd]
-	copy(o, as[:dd*dd])
 	sym := blas64.Symmetric{Uplo: blas.Upper, N: dd, Stride: dd, Data: o}
-	w := ws[:dd]
-	query := []float64{0}
-	lapack64.Syev(lapack.EVCompute, sym, w, query, -1)
-	work := make([]float64, int(query[0]))
-	if !lapack64.Syev(lapack.EVCompute, sym, w, work, len(work)) {
+	var query [1]float64
+	lapack64.Syev(lapack.EVCompute, sym, w, query[:], -1)
+	lw := int(query[0])
+	d.eigWork = grow(d.eigWork, lw)
+	if !lapack64.Syev(lapack.EVCompute, sym, w, d.eigWork[:lw], lw) {
 		return fmt.Errorf("%s: Dsyev did not converge (d = %d)", op, dd)
 	}
 	return nil
 }
 
-// SpectralCompose computes out = O diag(f) O^T for d x d O and d values f, as the scaled copy
-// (O diag f) times O^T with one gonum Dgemm. The d x d scaled copy lives in a scratch buffer of
-// the Device that is reused across calls; concurrent SpectralCompose calls on one Device are
-// serialised by a mutex. out must not be vecs or f. The result is symmetric up to rounding.
+// grow returns s with length at least n, reallocating only when its capacity is short.
+func grow(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
+}
+
+// growInt32 is grow for int32 slices.
+func growInt32(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
+}
+
+// SpectralCompose computes out = O diag(f) O^T for d x d O and d values f. With a native
+// library it uses the symmetry of the result: out = P P^T - Q Q^T, where P holds the columns of
+// O with f_k > 0 scaled by sqrt(f_k) and Q those with f_k < 0 scaled by sqrt(-f_k), as two
+// dsyrk updates of the upper triangle (d^3 multiply-adds in all instead of dgemm's 2 d^3), then
+// mirrored: out is exactly symmetric. On the gonum path it is the scaled copy (O diag f) times
+// O^T with one Dgemm, symmetric up to rounding. The scaled copies live in a scratch buffer of
+// the Device that is reused across calls; concurrent calls on one Device are serialised by a
+// mutex. out must not be vecs or f.
 func (d *Device) SpectralCompose(out, vecs, f device.Buffer, dd int) (err error) {
 	const op = "cpu SpectralCompose"
 	if dd < 0 {
@@ -150,9 +192,10 @@ func (d *Device) SpectralCompose(out, vecs, f device.Buffer, dd int) (err error)
 	}
 	d.scratchMu.Lock()
 	defer d.scratchMu.Unlock()
-	if cap(d.scratch) < dd*dd {
-		d.scratch = make([]float64, dd*dd)
+	if l := d.native(); l != nil {
+		return d.spectralSyrk(op, rs[:dd*dd], vs[:dd*dd], fs[:dd], dd)
 	}
+	d.scratch = grow(d.scratch, dd*dd)
 	s := d.scratch[:dd*dd]
 	fs = fs[:dd]
 	if err := d.forChunks(op, chunks(dd, max(1, chunkElems/dd)), same(func(c int) {
@@ -173,4 +216,78 @@ func (d *Device) SpectralCompose(out, vecs, f device.Buffer, dd int) (err error)
 	}()
 	blas64.Implementation().Dgemm(blas.NoTrans, blas.Trans, dd, dd, dd, 1, s, dd, vs[:dd*dd], dd, 0, rs[:dd*dd], dd)
 	return nil
+}
+
+// spectralSyrk is SpectralCompose on the native library: out = P P^T - Q Q^T (see
+// SpectralCompose), with P and Q gathered into the Device's scratch. The caller holds
+// scratchMu.
+func (d *Device) spectralSyrk(op string, out, o, f []float64, dd int) error {
+	l := d.blas.lib
+	d.scratch = grow(d.scratch, dd*dd+dd)
+	s := d.scratch
+	root := s[dd*dd : dd*dd+dd]
+	np, nn := 0, 0
+	for k, v := range f {
+		switch {
+		case v > 0:
+			root[k] = math.Sqrt(v)
+			np++
+		case v < 0:
+			root[k] = math.Sqrt(-v)
+			nn++
+		case v == 0:
+			root[k] = 0
+		default: // NaN: the result is NaN, as a product would make it
+			for i := range out {
+				out[i] = math.NaN()
+			}
+			return nil
+		}
+	}
+	p, q := s[:dd*np], s[dd*np:dd*(np+nn)]
+	per := max(1, chunkElems/dd)
+	if err := d.forChunks(op, chunks(dd, per), same(func(c int) {
+		lo, hi := span(c, dd, per)
+		for i := lo; i < hi; i++ {
+			src := o[i*dd : (i+1)*dd]
+			pi, qi := p[i*np:(i+1)*np], q[i*nn:(i+1)*nn]
+			a, b := 0, 0
+			for k, v := range f {
+				switch {
+				case v > 0:
+					pi[a] = src[k] * root[k]
+					a++
+				case v < 0:
+					qi[b] = src[k] * root[k]
+					b++
+				}
+			}
+		}
+	})); err != nil {
+		return err
+	}
+	// Upper triangle: P P^T, then - Q Q^T.
+	if err := l.Dsyrk(true, false, dd, np, 1, p, max(1, np), 0, out, dd); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if nn > 0 {
+		if err := l.Dsyrk(true, false, dd, nn, -1, q, nn, 1, out, dd); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	return d.mirrorUpper(op, out, dd)
+}
+
+// mirrorUpper copies the upper triangle of the row-major dd x dd matrix a onto its lower one.
+func (d *Device) mirrorUpper(op string, a []float64, dd int) error {
+	per := max(1, chunkElems/dd)
+	return d.forChunks(op, chunks(dd, per), same(func(c int) {
+		lo, hi := span(c, dd, per)
+		for i := lo; i < hi; i++ {
+			row := a[i*dd : i*dd+i]
+			for j := range row {
+				row[j] = a[j*dd+i]
+			}
+		}
+	}))
 }

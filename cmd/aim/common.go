@@ -16,7 +16,9 @@ import (
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/cmd/aim/internal/grid"
 	"github.com/aimtheory/aim/cmd/aim/internal/output"
+	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/device/auto"
 	"github.com/aimtheory/aim/engine/channel"
 	"github.com/aimtheory/aim/engine/model"
 )
@@ -360,6 +362,7 @@ type simFlags struct {
 	seed    uint64
 	device  string
 	workers int
+	threads int // threads of the CPU backend's BLAS library (0: all cores)
 	trace   string
 }
 
@@ -370,6 +373,12 @@ func (c *simFlags) registerSim(fs *flag.FlagSet, command string, defaultD, defau
 	fs.Uint64Var(&c.seed, "seed", 1, "first seed: run s uses seed + s")
 	fs.StringVar(&c.device, "device", "auto", "auto, cpu or cuda")
 	fs.IntVar(&c.workers, "workers", 0, "CPU goroutines (0: all cores)")
+	fs.IntVar(&c.threads, "threads", 0, "threads of the CPU backend's BLAS library, OpenBLAS or MKL (0: all cores)")
+}
+
+// openDevice opens the device called name with the CPU options of --workers and --threads.
+func (c *simFlags) openDevice(name string) (device.Device, string, error) {
+	return auto.OpenWith(name, cpu.Options{Workers: c.workers, Threads: c.threads})
 }
 
 // validateSim checks the shared simulation flags and every (rho, alpha) point's sizes.
@@ -381,6 +390,8 @@ func (c *simFlags) validateSim() error {
 		return usagef("--seeds %d: need at least 1", c.seeds)
 	case c.workers < 0:
 		return usagef("--workers %d: need 0 (all cores) or more", c.workers)
+	case c.threads < 0:
+		return usagef("--threads %d: need 0 (all cores) or more", c.threads)
 	}
 	if c.trace != "" && !strings.HasSuffix(strings.ToLower(c.trace), ".csv") {
 		return usagef("--trace %q: the trace file must end in .csv", c.trace)

@@ -15,11 +15,22 @@ import (
 var Names = []string{"auto", "cpu", "cuda"}
 
 // Open returns the device called name, with workers goroutines for the CPU backend (0: all
-// cores), and a sentence saying which device was chosen and why. Release it with Close.
+// cores) and its other options at their defaults (the BLAS of AIM_BLAS, all cores for its
+// threads), and a sentence saying which device was chosen and why. Release it with Close.
 func Open(name string, workers int) (device.Device, string, error) {
+	return OpenWith(name, cpu.Options{Workers: workers})
+}
+
+// OpenWith is Open with every option of the CPU backend (workers, BLAS library, its threads);
+// they apply when the CPU is chosen. A BLAS library that was asked for by name and cannot be
+// loaded is an error.
+func OpenWith(name string, o cpu.Options) (device.Device, string, error) {
 	switch name {
 	case "cpu":
-		d := cpu.New(workers)
+		d, err := cpu.Open(o)
+		if err != nil {
+			return nil, "", fmt.Errorf("device cpu: %w", err)
+		}
 		return d, d.Info().Description, nil
 	case "cuda":
 		d, err := cuda.Open(0)
@@ -32,7 +43,10 @@ func Open(name string, workers int) (device.Device, string, error) {
 		if err == nil {
 			return d, "auto: " + d.Info().Description, nil
 		}
-		c := cpu.New(workers)
+		c, cerr := cpu.Open(o)
+		if cerr != nil {
+			return nil, "", fmt.Errorf("device auto: CUDA is not usable (%v), and the CPU: %w", err, cerr)
+		}
 		return c, fmt.Sprintf("auto: using the CPU (%s): CUDA is not usable: %v", c.Info().Description, err), nil
 	default:
 		return nil, "", fmt.Errorf("unknown device %q (want auto, cpu or cuda)", name)
