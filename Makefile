@@ -10,16 +10,20 @@ BIN     := bin/aim
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/aim
 
+# Every test, then the engine and device packages again under the race detector (-short skips
+# the long accuracy sweeps there).
 test:
 	$(GO) test ./...
+	$(GO) test -race -short ./engine/... ./device/... ./cpu/...
 
 # On the CPU: the softmax T = 2 state evolution for five rho (results/demo/se_softmax.*), and
-# GAMP-RIE at D = 100 beside the SE for three of them (results/demo/amp_softmax.*).
+# GAMP-RIE at D = 100 beside the SE for three of them (results/demo/amp_softmax.*; its SE lines
+# are those of se_softmax.csv, so `aim plot se_softmax.csv amp_softmax.csv` redraws it).
 demo: build
 	$(BIN) se --channel softmax --T 2 --rho 0.1,0.2,0.5,1,2 --alpha 0.001:0.25:128 \
 		--out results/demo/se_softmax.csv --plot results/demo/se_softmax.png
 	$(BIN) amp --channel softmax --T 2 --rho 0.2,0.5,1 --D 100 --alpha 0.05,0.08,0.11,0.14 --seeds 2 \
-		--device cpu --out results/demo/amp_softmax.csv --plot results/demo/amp_softmax.png
+		--device cpu --se results/demo/se_softmax.csv --out results/demo/amp_softmax.csv --plot results/demo/amp_softmax.png
 
 # Regenerate kernels/*.ptx from kernels/*.cu with NVRTC (libnvrtc, loaded at run time).
 kernels:

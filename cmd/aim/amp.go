@@ -37,7 +37,9 @@ Flags:
 // ampConfig is the parsed and validated command line of `aim amp`.
 type ampConfig struct {
 	simFlags
-	opts amp.Options
+	opts    amp.Options
+	seCSV   string
+	seTable *csvTable // the SE lines of --se
 }
 
 func parseAMP(args []string, stderr io.Writer) (*ampConfig, error) {
@@ -51,6 +53,7 @@ func parseAMP(args []string, stderr io.Writer) (*ampConfig, error) {
 	fs.Float64Var(&c.opts.Damping, "damping", c.opts.Damping, "damping in [0, 1)")
 	fs.Float64Var(&c.opts.Tol, "tol", c.opts.Tol, "stop when ||S-hat_new - S-hat||^2/D < tol")
 	fs.BoolVar(&c.opts.PaperInit, "paper-init", false, "start as the authors' code: a random prior draw with omega = V = c-hat = 10 (default: the prior mean, as state evolution starts)")
+	fs.StringVar(&c.seCSV, "se", "", "an `aim se` CSV (same channel, T and beta, a curve at every --rho) whose lines to draw on the plot, instead of solving the SE on a dense grid")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, ampUsage)
 		fs.PrintDefaults()
@@ -78,7 +81,73 @@ func parseAMP(args []string, stderr io.Writer) (*ampConfig, error) {
 	if err := c.validateSim(); err != nil {
 		return nil, err
 	}
+	if c.seCSV != "" {
+		var err error
+		if c.seTable, err = readSETable(c.seCSV, &c.modelFlags); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// readSETable reads the `aim se` CSV of a simulation command's --se: it must have the
+// command's channel, T and beta, and a curve at each of its rho.
+func readSETable(path string, m *modelFlags) (*csvTable, error) {
+	t, err := readTableFile(path)
+	if err != nil {
+		return nil, usagef("--se: %v", err)
+	}
+	if t.kind != kindSE {
+		return nil, usagef("--se %s: an %s CSV, want one written by aim se", path, t.kind)
+	}
+	have := map[string]bool{}
+	for i := 0; i < t.rows(); i++ {
+		if t.s(i, "channel") != m.csvChannelName() || t.s(i, "T") != strconv.Itoa(m.T) || t.s(i, "beta") != m.csvBeta() {
+			return nil, usagef("--se %s line %d: channel %s, T = %s, beta = %s; the command has %s, %d, %s",
+				path, i+2, t.s(i, "channel"), t.s(i, "T"), t.s(i, "beta"), m.csvChannelName(), m.T, m.csvBeta())
+		}
+		have[t.s(i, "rho")] = true
+	}
+	for _, r := range m.rhos {
+		if !have[num(r)] {
+			return nil, usagef("--se %s: no curve at rho = %g", path, r)
+		}
+	}
+	return t, nil
+}
+
+// denseSETable solves the SE on a dense grid for the lines of a simulation's plot, at every
+// rho: alpha = a1 k / n for k = from..n (when logx, the geometric grid a0 (a1/a0)^(k/n)).
+func denseSETable(m *modelFlags, a0, a1 float64, from, n int, logx bool) (*csvTable, error) {
+	ch, err := m.theoryChannel()
+	if err != nil {
+		return nil, err
+	}
+	K := float64(m.T*m.T + m.T - 2)
+	var rows [][]string
+	seen := map[float64]bool{}
+	for _, r := range m.rhos {
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		for k := from; k <= n; k++ {
+			a := a1 * float64(k) / float64(n)
+			if logx {
+				a = a0 * math.Pow(a1/a0, float64(k)/float64(n))
+			}
+			if a <= 0 {
+				continue
+			}
+			p, err := se.Solve(ch, r, a, se.DefaultOptions())
+			if err != nil {
+				continue
+			}
+			rows = append(rows, []string{m.csvChannelName(), strconv.Itoa(m.T), num(r), m.csvBeta(), num(a), num(a * K), num(a / r),
+				num(p.MMSE), num(p.Q), num(p.QHat), "", "", strconv.Itoa(p.Iterations), strconv.FormatBool(p.Converged)})
+		}
+	}
+	return tableOf("se", seColumns, rows)
 }
 
 // ampRun is one row of the CSV.
@@ -96,7 +165,7 @@ func runAMP(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dev, note, err := auto.Open(c.device, c.workers)
+	dev, note, err := c.openDevice(c.device)
 	if err != nil {
 		return usageError{err}
 	}
@@ -165,7 +234,8 @@ func runAMP(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	bar.Finish()
-	if err := writeAMPCSV(res.csv.File(), c, runs, dev.Info().Name); err != nil {
+	rows := ampCSVRows(c, runs, dev.Info().Name)
+	if err := writeRows(res.csv.File(), ampColumns, rows); err != nil {
 		return abort(err)
 	}
 	params := c.modelFlags.params()
@@ -177,14 +247,14 @@ func runAMP(args []string, stdout, stderr io.Writer) error {
 	man["runs"] = len(runs)
 	man["diverged"] = len(failed)
 	if tracePending != nil {
-		if err := writeRows(tracePending.csv.File(), []string{"rho", "alpha", "seed", "iter", "error", "step", "delta", "seconds"}, traceRows); err != nil {
+		if err := writeRows(tracePending.csv.File(), ampTraceColumns, traceRows); err != nil {
 			return abort(err)
 		}
 		if err := tracePending.finish(nil, baseManifest("amp trace", note, params, start)); err != nil {
 			return abort(err)
 		}
 	}
-	fig, err := ampFigure(c, runs)
+	fig, err := ampRunFigure(c, rows)
 	if err != nil {
 		return abort(err)
 	}
@@ -204,7 +274,8 @@ func ampOnce(dev device.Device, p model.Params, o amp.Options) (amp.Result, erro
 var ampColumns = []string{"channel", "T", "rho", "beta", "D", "N", "R", "alpha", "alpha_bar", "seed",
 	"error", "se_mmse", "iterations", "converged", "seconds", "device"}
 
-func writeAMPCSV(w io.Writer, c *ampConfig, runs []*ampRun, devName string) error {
+// ampCSVRows returns the CSV rows of the runs.
+func ampCSVRows(c *ampConfig, runs []*ampRun, devName string) [][]string {
 	K := float64(c.T*c.T + c.T - 2)
 	rows := make([][]string, len(runs))
 	for i, r := range runs {
@@ -217,7 +288,7 @@ func writeAMPCSV(w io.Writer, c *ampConfig, runs []*ampRun, devName string) erro
 			num(errVal), num(r.seMMSE), strconv.Itoa(r.res.Iterations), strconv.FormatBool(r.err == nil && r.res.Converged),
 			strconv.FormatFloat(r.res.Seconds, 'f', 3, 64), devName}
 	}
-	return writeRows(w, ampColumns, rows)
+	return rows
 }
 
 // writeRows writes a CSV with a header.
@@ -233,62 +304,25 @@ func writeRows(w io.Writer, header []string, rows [][]string) error {
 	return err
 }
 
-// ampFigure draws, per rho, the SE line over [0, 1.1 max alpha] and the mean final error of the
-// runs that did not diverge, with its standard error, per alpha.
-func ampFigure(c *ampConfig, runs []*ampRun) (*figure.Figure, error) {
-	f := &figure.Figure{
-		Title:  fmt.Sprintf("GAMP-RIE at D = %d beside state evolution: %s, T = %d", c.D, c.csvChannelName(), c.T),
-		XLabel: "Sample complexity alpha = N/D^2", YLabel: "Estimation error ||S_hat - S||^2 / D",
-	}
-	f.LogX, f.LogY = c.logAxes()
-	if !f.LogY {
-		f.YMin, f.YMax = 0, 1.05
-	}
-	theory, err := c.theoryChannel()
+// ampRunFigure draws the figure of `aim amp` from the rows of its CSV, as `aim plot` draws
+// it from the file beside the SE CSV of --se: per rho, the SE line (from --se, or solved on a
+// dense grid over [0, 1.1 max alpha]) and the mean final error of the runs that did not
+// diverge, with its standard error, per alpha.
+func ampRunFigure(c *ampConfig, rows [][]string) (*figure.Figure, error) {
+	t, err := tableOf(c.out, ampColumns, rows)
 	if err != nil {
 		return nil, err
 	}
-	amax, amin := 0.0, math.Inf(1)
-	for _, a := range c.alphas {
-		amax, amin = math.Max(amax, a), math.Min(amin, a)
-	}
-	for gi, r := range c.rhos {
-		line := figure.Series{Label: fmt.Sprintf("SE rho = %g", r), Group: gi}
-		for k := 0; k <= 96; k++ {
-			a := 1.1 * amax * float64(k) / 96
-			if f.LogX {
-				a = amin / 2 * math.Pow(2.2*amax/amin, float64(k)/96)
-			}
-			if a <= 0 {
-				continue
-			}
-			p, err := se.Solve(theory, r, a, se.DefaultOptions())
-			if err != nil {
-				continue
-			}
-			line.X, line.Y = append(line.X, a), append(line.Y, p.MMSE)
-		}
-		pts := figure.Series{Label: fmt.Sprintf("AMP D = %d rho = %g", c.D, r), Group: gi, Points: true}
+	lines := c.seTable
+	if lines == nil {
+		amax, amin := 0.0, math.Inf(1)
 		for _, a := range c.alphas {
-			var s, s2, n float64
-			for _, run := range runs {
-				if run.rho == r && run.alpha == a && run.err == nil {
-					s += run.res.Error
-					s2 += run.res.Error * run.res.Error
-					n++
-				}
-			}
-			if n == 0 {
-				continue
-			}
-			mean := s / n
-			stderr := 0.0
-			if n > 1 {
-				stderr = math.Sqrt(math.Max(0, s2/n-mean*mean) * n / (n - 1) / n)
-			}
-			pts.X, pts.Y, pts.YErr = append(pts.X, a), append(pts.Y, mean), append(pts.YErr, stderr)
+			amax, amin = math.Max(amax, a), math.Min(amin, a)
 		}
-		f.Series = append(f.Series, line, pts)
+		logx, _ := c.logAxes()
+		if lines, err = denseSETable(&c.modelFlags, amin/2, 1.1*amax, 0, 96, logx); err != nil {
+			return nil, err
+		}
 	}
-	return f, nil
+	return buildFigure([]*csvTable{lines, t}, plotOptions{axes: c.axes})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -38,9 +37,12 @@ Flags:
 type gdConfig struct {
 	simFlags
 	ampCSV   string
+	seCSV    string
 	optim    string
 	opts     gd.Options
 	traceInt int
+	ampTable *csvTable // the AMP points of --amp
+	seTable  *csvTable // the SE lines of --se
 }
 
 func parseGD(args []string, stderr io.Writer) (*gdConfig, error) {
@@ -57,6 +59,7 @@ func parseGD(args []string, stderr io.Writer) (*gdConfig, error) {
 	fs.StringVar(&c.trace, "trace", "", "write the training curve (loss and error against step) of the first student of each run to this CSV, and its plot beside it")
 	fs.IntVar(&c.traceInt, "trace-every", 10, "steps between traced points")
 	fs.StringVar(&c.ampCSV, "amp", "", "an `aim amp` CSV whose points to draw on the plot")
+	fs.StringVar(&c.seCSV, "se", "", "an `aim se` CSV (same T and beta, a curve at every --rho) whose lines to draw on the plot, instead of solving the SE on a dense grid")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, gdUsage)
 		fs.PrintDefaults()
@@ -93,13 +96,24 @@ func parseGD(args []string, stderr io.Writer) (*gdConfig, error) {
 	if c.trace != "" {
 		c.opts.TraceEvery = c.traceInt
 	}
-	if c.ampCSV != "" {
-		if _, err := os.Stat(c.ampCSV); err != nil {
-			return nil, usagef("--amp: %v", err)
-		}
-	}
 	if err := c.validateSim(); err != nil {
 		return nil, err
+	}
+	if c.ampCSV != "" {
+		t, err := readTableFile(c.ampCSV)
+		if err != nil {
+			return nil, usagef("--amp: %v", err)
+		}
+		if t.kind != kindAMP {
+			return nil, usagef("--amp %s: an %s CSV, want one written by aim amp", c.ampCSV, t.kind)
+		}
+		c.ampTable = t
+	}
+	if c.seCSV != "" {
+		var err error
+		if c.seTable, err = readSETable(c.seCSV, &c.modelFlags); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -118,13 +132,7 @@ func runGD(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var ampPoints []ampPoint
-	if c.ampCSV != "" {
-		if ampPoints, err = readAMPPoints(c.ampCSV); err != nil {
-			return usageError{err}
-		}
-	}
-	dev, note, err := auto.Open(c.device, c.workers)
+	dev, note, err := c.openDevice(c.device)
 	if err != nil {
 		return usageError{err}
 	}
@@ -133,7 +141,7 @@ func runGD(args []string, stdout, stderr io.Writer) error {
 		if c.device != "auto" {
 			return usagef("device %s does not implement the training operations yet (use --device cpu)", dev.Info().Name)
 		}
-		if dev, note, err = auto.Open("cpu", c.workers); err != nil {
+		if dev, note, err = c.openDevice("cpu"); err != nil {
 			return usageError{err}
 		}
 		note = "auto: using the CPU (" + note + "): the GPU backend does not implement the training operations yet"
@@ -234,6 +242,10 @@ func runGD(args []string, stdout, stderr io.Writer) error {
 	if err := writeRows(res.csv.File(), gdColumns, rows); err != nil {
 		return abort(err)
 	}
+	fig, err := gdRunFigure(c, rows)
+	if err != nil {
+		return abort(err)
+	}
 	params := c.modelFlags.params()
 	for k, v := range map[string]any{"D": c.D, "seeds": c.seeds, "seed": c.seed, "restarts": c.opts.Restarts,
 		"steps": c.opts.Steps, "lr": c.opts.LR, "optimizer": optim, "R_student": c.opts.R, "amp": c.ampCSV} {
@@ -243,14 +255,23 @@ func runGD(args []string, stdout, stderr io.Writer) error {
 	man["runs"] = len(runs)
 	man["diverged"] = len(failed)
 	if traceRes != nil {
-		if err := writeRows(traceRes.csv.File(), []string{"rho", "alpha", "seed", "step", "loss", "error"}, traceRows); err != nil {
+		if err := writeRows(traceRes.csv.File(), gdTraceColumns, traceRows); err != nil {
 			return abort(err)
 		}
-		if err := traceRes.finish(gdTraceFigure(c, runs), baseManifest("gd trace", note, params, start)); err != nil {
+		tt, err := tableOf(c.trace, gdTraceColumns, traceRows)
+		if err != nil {
+			return abort(err)
+		}
+		tt.params = params
+		traceFig, err := buildFigure([]*csvTable{tt}, plotOptions{})
+		if err != nil {
+			return abort(err)
+		}
+		if err := traceRes.finish(traceFig, baseManifest("gd trace", note, params, start)); err != nil {
 			return abort(err)
 		}
 	}
-	return res.complete(stdout, gdFigure(c, runs, ampPoints), man, len(runs), start, failed, "runs diverged")
+	return res.complete(stdout, fig, man, len(runs), start, failed, "runs diverged")
 }
 
 var gdColumns = []string{"channel", "T", "rho", "beta", "D", "N", "R", "R_student", "alpha", "alpha_bar", "seed",
@@ -280,127 +301,28 @@ func meanStderr(xs []float64) (float64, float64) {
 	return m, math.Sqrt(s2 / float64(len(xs)-1) / float64(len(xs)))
 }
 
-// ampPoint is one run read back from an `aim amp` CSV.
-type ampPoint struct{ rho, alphaBar, err float64 }
-
-func readAMPPoints(path string) ([]ampPoint, error) {
-	rows, err := readCSVFile(path)
+// gdRunFigure draws the figure of `aim gd` from the rows of its CSV, as `aim plot` draws it
+// from the file beside the CSVs of --se and --amp: per rho, the SE line (from --se, or solved
+// on a dense grid), GD single, GD averaged and the AMP points of --amp against alpha-bar =
+// alpha (T^2 + T - 2).
+func gdRunFigure(c *gdConfig, rows [][]string) (*figure.Figure, error) {
+	t, err := tableOf(c.out, gdColumns, rows)
 	if err != nil {
 		return nil, err
 	}
-	col := map[string]int{}
-	for i, name := range rows[0] {
-		col[name] = i
-	}
-	for _, need := range []string{"rho", "alpha_bar", "error"} {
-		if _, ok := col[need]; !ok {
-			return nil, fmt.Errorf("--amp %s: no column %q (is it an `aim amp` CSV?)", path, need)
-		}
-	}
-	var pts []ampPoint
-	for i, r := range rows[1:] {
-		if r[col["error"]] == "" {
-			continue // a diverged run
-		}
-		var vals [3]float64
-		for j, name := range []string{"rho", "alpha_bar", "error"} {
-			v, err := strconv.ParseFloat(r[col[name]], 64)
-			if err != nil {
-				return nil, fmt.Errorf("--amp %s line %d: column %s: %v", path, i+2, name, err)
-			}
-			vals[j] = v
-		}
-		pts = append(pts, ampPoint{vals[0], vals[1], vals[2]})
-	}
-	return pts, nil
-}
-
-// gdFigure draws, per rho, the SE line and the points of GD single, GD averaged and AMP against
-// alpha-bar = alpha (T^2 + T - 2).
-func gdFigure(c *gdConfig, runs []*gdRun, amps []ampPoint) *figure.Figure {
-	K := float64(c.T*c.T + c.T - 2)
-	f := &figure.Figure{
-		Title:  fmt.Sprintf("Gradient descent at D = %d (%d steps, lr %g): softmax, T = %d", c.D, c.opts.Steps, c.opts.LR, c.T),
-		XLabel: "alpha-bar = alpha (T^2 + T - 2)", YLabel: "Estimation error ||S_hat - S||^2 / D",
-	}
-	f.LogX, f.LogY = c.logAxes()
-	if !f.LogY {
-		f.YMin, f.YMax = 0, 1.05
-	}
-	ch, _ := c.theoryChannel()
-	amax := 0.0
-	for _, a := range c.alphas {
-		amax = math.Max(amax, a)
-	}
-	for gi, r := range c.rhos {
-		line := figure.Series{Label: fmt.Sprintf("SE rho = %g", r), Group: gi}
-		for k := 1; k <= 96; k++ {
-			a := 1.1 * amax * float64(k) / 96
-			if p, err := se.Solve(ch, r, a, se.DefaultOptions()); err == nil {
-				line.X, line.Y = append(line.X, a*K), append(line.Y, p.MMSE)
-			}
-		}
-		f.Series = append(f.Series, line)
-		single := figure.Series{Label: fmt.Sprintf("GD single rho = %g", r), Group: gi + 3, Points: true}
-		avg := figure.Series{Label: fmt.Sprintf("GD averaged (%d) rho = %g", c.opts.Restarts, r), Group: gi + 5, Points: true}
+	lines := c.seTable
+	if lines == nil {
+		amax := 0.0
 		for _, a := range c.alphas {
-			var es, ea []float64
-			for _, run := range runs {
-				if run.rho == r && run.alpha == a && run.err == nil {
-					es = append(es, run.res.SingleErrors...)
-					ea = append(ea, run.res.Error)
-				}
-			}
-			if len(es) == 0 {
-				continue
-			}
-			m, s := meanStderr(es)
-			single.X, single.Y, single.YErr = append(single.X, a*K), append(single.Y, m), append(single.YErr, s)
-			m, s = meanStderr(ea)
-			avg.X, avg.Y, avg.YErr = append(avg.X, a*K), append(avg.Y, m), append(avg.YErr, s)
+			amax = math.Max(amax, a)
 		}
-		f.Series = append(f.Series, single)
-		if c.opts.Restarts > 1 {
-			f.Series = append(f.Series, avg)
-		}
-		byAlpha := map[float64][]float64{}
-		var order []float64
-		for _, p := range amps {
-			if p.rho == r {
-				if _, ok := byAlpha[p.alphaBar]; !ok {
-					order = append(order, p.alphaBar)
-				}
-				byAlpha[p.alphaBar] = append(byAlpha[p.alphaBar], p.err)
-			}
-		}
-		if len(order) > 0 {
-			ampS := figure.Series{Label: fmt.Sprintf("AMP rho = %g", r), Group: -1, Points: true}
-			for _, ab := range order {
-				m, s := meanStderr(byAlpha[ab])
-				ampS.X, ampS.Y, ampS.YErr = append(ampS.X, ab), append(ampS.Y, m), append(ampS.YErr, s)
-			}
-			f.Series = append(f.Series, ampS)
+		if lines, err = denseSETable(&c.modelFlags, 0, 1.1*amax, 1, 96, false); err != nil {
+			return nil, err
 		}
 	}
-	return f
-}
-
-// gdTraceFigure draws the training error of the first student of every run against the step.
-func gdTraceFigure(c *gdConfig, runs []*gdRun) *figure.Figure {
-	f := &figure.Figure{Title: fmt.Sprintf("Training curves at D = %d: error of the first student", c.D),
-		XLabel: "step", YLabel: "||S - S*||^2 / D", LogY: true}
-	for i, run := range runs {
-		if len(run.res.Trace) == 0 {
-			continue
-		}
-		s := figure.Series{Group: i}
-		if run.seed == c.seed {
-			s.Label = fmt.Sprintf("rho = %g, alpha = %g", run.rho, run.alpha)
-		}
-		for _, pt := range run.res.Trace {
-			s.X, s.Y = append(s.X, float64(pt.Step)), append(s.Y, pt.Error)
-		}
-		f.Series = append(f.Series, s)
+	tables := []*csvTable{t, lines}
+	if c.ampTable != nil {
+		tables = append(tables, c.ampTable)
 	}
-	return f
+	return buildFigure(tables, plotOptions{axes: c.axes})
 }

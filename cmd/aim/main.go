@@ -59,6 +59,12 @@ Usage:
   aim smi se|thresholds|amp|sgd [flags]
                        deep tied attention (sequence multi-index model): state evolution,
                        layer thresholds, GAMP and SGD
+  aim sweep run|check|merge spec.toml
+                       sweeps over any of the above from a file: resumable after a crash,
+                       shardable across machines (--shard i/n), merged into one table
+  aim plot [flags] file.csv ...
+                       a figure (PNG or SVG) from saved CSVs: SE lines, AMP and GD points,
+                       thresholds; several files overlay
   aim device           the CPU and CUDA devices aim sees, and which one --device auto picks
   aim version          print the program version
   aim help             this text
@@ -87,6 +93,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runGD(args[1:], stdout, stderr)
 	case "smi":
 		err = runSMI(args[1:], stdout, stderr)
+	case "sweep":
+		err = runSweep(args[1:], stdout, stderr)
+	case "plot":
+		err = runPlot(args[1:], stdout, stderr)
 	case "device":
 		err = runDevice(args[1:], stdout, stderr)
 	case "version":

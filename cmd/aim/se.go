@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/csv"
 	"errors"
 	"flag"
 	"fmt"
@@ -138,7 +136,13 @@ func runSE(args []string, stdout, stderr io.Writer) error {
 			failed = append(failed, pt.err.Error())
 		}
 	}
-	if err := writeSECSV(res.csv.File(), c, points); err != nil {
+	rows := seCSVRows(c, points)
+	if err := writeRows(res.csv.File(), seColumns, rows); err != nil {
+		res.files.Abort()
+		return err
+	}
+	fig, err := seRunFigure(c, rows, thresholds)
+	if err != nil {
 		res.files.Abort()
 		return err
 	}
@@ -151,7 +155,7 @@ func runSE(args []string, stdout, stderr io.Writer) error {
 	man["thresholds"] = jsonSafe(thresholds)
 	man["points"] = len(points)
 	man["unconverged"] = len(failed)
-	return res.complete(stdout, seFigure(c, ch, points, thresholds), man, len(points), start, failed, "points did not converge")
+	return res.complete(stdout, fig, man, len(points), start, failed, "points did not converge")
 }
 
 // seThresholds are the thresholds drawn on the plot and written to the manifest.
@@ -268,82 +272,45 @@ func solvePoint(c *seConfig, ch channel.Channel, pt *sePoint, index uint64) {
 var seColumns = []string{"channel", "T", "rho", "beta", "alpha", "alpha_bar", "alpha_r", "mmse", "q", "qhat",
 	"gen_error", "gen_error_stderr", "iterations", "converged"}
 
-func writeSECSV(w io.Writer, c *seConfig, points []sePoint) error {
-	var buf bytes.Buffer
-	cw := csv.NewWriter(&buf)
-	cw.Write(seColumns)
+// seCSVRows returns the CSV rows of the points.
+func seCSVRows(c *seConfig, points []sePoint) [][]string {
 	K := float64(c.T*c.T + c.T - 2)
 	name, beta := c.csvChannelName(), c.csvBeta()
-	for _, pt := range points {
+	rows := make([][]string, len(points))
+	for i, pt := range points {
 		alpha, alphaBar := math.NaN(), math.NaN()
 		if pt.rho > 0 {
 			alpha = pt.alpha()
 			alphaBar = alpha * K
 		}
-		cw.Write([]string{name, strconv.Itoa(c.T), num(pt.rho), beta, num(alpha), num(alphaBar), num(pt.alphaR),
+		rows[i] = []string{name, strconv.Itoa(c.T), num(pt.rho), beta, num(alpha), num(alphaBar), num(pt.alphaR),
 			num(pt.p.MMSE), num(pt.p.Q), num(pt.p.QHat), num(pt.genErr), num(pt.genStderr),
-			strconv.Itoa(pt.p.Iterations), strconv.FormatBool(pt.p.Converged)})
+			strconv.Itoa(pt.p.Iterations), strconv.FormatBool(pt.p.Converged)}
 	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return err
-	}
-	_, err := w.Write(buf.Bytes())
-	return err
+	return rows
 }
 
-func seFigure(c *seConfig, ch channel.Channel, points []sePoint, th seThresholds) *figure.Figure {
-	f := &figure.Figure{YLabel: "Estimation error (MMSE on S)", XLabel: "Sample complexity alpha = N/D^2"}
-	if c.rescaled {
-		f.XLabel = "Sample complexity alpha-bar = N/(D R) = alpha/rho"
+// seRunFigure draws the figure of `aim se` from the rows of its CSV, as `aim plot` draws it
+// from the file: one line per rho, with alpha_PR drawn as a vertical line in the same colour
+// (alpha-bar_c in rescaled mode).
+func seRunFigure(c *seConfig, rows [][]string, th seThresholds) (*figure.Figure, error) {
+	t, err := tableOf(c.out, seColumns, rows)
+	if err != nil {
+		return nil, err
 	}
-	mode := ""
-	if c.paperCompat {
-		mode = ", paper-compat"
-	}
-	f.Title = fmt.Sprintf("State evolution: %s%s, T = %d", ch.Name(), mode, c.T)
-	if c.channelName == "softmax" {
-		f.Title += fmt.Sprintf(", beta = %g", c.beta)
-	}
-	f.LogX, f.LogY = c.logAxes()
-	if !f.LogY {
-		f.YMin, f.YMax = 0, 1.05 // the estimation error runs from 1 (alpha = 0) to 0
-	}
-	byRho := map[float64]*figure.Series{}
-	var order []float64
-	for _, pt := range points {
-		s, ok := byRho[pt.rho]
-		if !ok {
-			group := -1
-			label := "rho -> 0"
-			if pt.rho > 0 {
-				group = indexOf(c.rhos, pt.rho)
-				label = fmt.Sprintf("rho = %g", pt.rho)
-			}
-			s = &figure.Series{Label: label, Group: group}
-			byRho[pt.rho] = s
-			order = append(order, pt.rho)
-		}
-		x := pt.alpha()
-		if c.rescaled {
-			x = pt.alphaR
-		}
-		s.X = append(s.X, x)
-		s.Y = append(s.Y, pt.p.MMSE)
-	}
-	for _, r := range order {
-		f.Series = append(f.Series, *byRho[r])
-	}
-	if c.rescaled {
-		f.VLines = append(f.VLines, figure.VLine{X: th.AlphaBarC, Group: -1, Label: fmt.Sprintf("alpha-bar_c = %.4f", th.AlphaBarC)})
-	} else {
-		for _, r := range c.rhos {
-			if a := th.AlphaPR[rhoKey(r)]; !math.IsInf(a, 1) {
-				f.VLines = append(f.VLines, figure.VLine{X: a, Group: indexOf(c.rhos, r), Label: fmt.Sprintf("alpha_PR(rho = %g) = %.4g", r, a)})
-			}
+	t.th = seFigThresholds(th)
+	return buildFigure([]*csvTable{t}, plotOptions{axes: c.axes})
+}
+
+// seFigThresholds keeps the thresholds the manifest records as numbers (no infinities).
+func seFigThresholds(th seThresholds) *figThresholds {
+	out := &figThresholds{alphaPR: map[string]float64{}, alphaBarC: th.AlphaBarC}
+	for k, v := range th.AlphaPR {
+		if !math.IsInf(v, 0) && !math.IsNaN(v) {
+			out.alphaPR[k] = v
 		}
 	}
-	return f
+	return out
 }
 
 // jsonSafe replaces infinite thresholds (no perfect recovery) by nil, which JSON can hold.

@@ -404,7 +404,19 @@ func runSMISE(args []string, stdout, stderr io.Writer) error {
 	if len(converged) > 0 {
 		onset = se.SMIOnsets(converged, 0.01)
 	}
-	if err := writeRows(res.csv.File(), smiSEColumns(c.L), smiSECSVRows(c, rows)); err != nil {
+	csvRows := smiSECSVRows(c, rows)
+	if err := writeRows(res.csv.File(), smiSEColumns(c.L), csvRows); err != nil {
+		res.files.Abort()
+		return err
+	}
+	t, err := tableOf(c.out, smiSEColumns(c.L), csvRows)
+	if err != nil {
+		res.files.Abort()
+		return err
+	}
+	t.th = &figThresholds{stability: stability, fallback: onset}
+	fig, err := buildFigure([]*csvTable{t}, plotOptions{})
+	if err != nil {
 		res.files.Abort()
 		return err
 	}
@@ -422,7 +434,7 @@ func runSMISE(args []string, stdout, stderr io.Writer) error {
 	man["thresholds"] = th
 	man["points"] = len(rows)
 	man["unconverged"] = len(failed)
-	return res.complete(stdout, smiSEFigure(c, rows, stability, onset), man, len(rows), start, failed, "points did not converge")
+	return res.complete(stdout, fig, man, len(rows), start, failed, "points did not converge")
 }
 
 // smiGenErrors fills e_gen and the last-layer-only e_gen of every converged row, the rows in
@@ -471,61 +483,6 @@ func smiSECSVRows(c *smiSEConfig, rows []smiSERow) [][]string {
 		out[i] = row
 	}
 	return out
-}
-
-// smiSEFigure draws the paper's figure: Q_ll against alpha (solid, one colour per layer), e_gen
-// (dashed black), the last-layer-only e_gen (dashed, the next colour) and the stability
-// thresholds.
-func smiSEFigure(c *smiSEConfig, rows []smiSERow, stability, onset []float64) *figure.Figure {
-	f := &figure.Figure{
-		Title:  fmt.Sprintf("SMI state evolution: L = %d, M = %d, c = %g, beta = %g", c.L, c.M, c.c, c.beta),
-		XLabel: "Sample complexity alpha = N/D", YLabel: "Overlap Q_ll, generalisation error",
-		YMin: 0, YMax: 1.05,
-	}
-	idx := make([]int, len(rows))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return rows[idx[a]].p.Alpha < rows[idx[b]].p.Alpha })
-	for l := 0; l < c.L; l++ {
-		s := figure.Series{Label: fmt.Sprintf("Q_%d%d", l+1, l+1), Group: l}
-		for _, i := range idx {
-			if rows[i].p.Converged {
-				s.X, s.Y = append(s.X, rows[i].p.Alpha), append(s.Y, rows[i].p.Q[l])
-			}
-		}
-		f.Series = append(f.Series, s)
-	}
-	if c.genSamples > 0 {
-		gen := figure.Series{Label: "e_gen", Group: -1, Dashed: true}
-		last := figure.Series{Label: "e_gen, last layer only", Group: c.L, Dashed: true}
-		for _, i := range idx {
-			if rows[i].p.Converged {
-				gen.X, gen.Y = append(gen.X, rows[i].p.Alpha), append(gen.Y, rows[i].gen)
-				last.X, last.Y = append(last.X, rows[i].p.Alpha), append(last.Y, rows[i].genLast)
-			}
-		}
-		f.Series = append(f.Series, gen)
-		if c.L > 1 {
-			f.Series = append(f.Series, last)
-		}
-	}
-	amax := 0.0
-	for _, a := range c.alphas {
-		amax = math.Max(amax, a)
-	}
-	for l, a := range stability {
-		switch {
-		case !math.IsInf(a, 0) && a <= 1.5*amax:
-			f.VLines = append(f.VLines, figure.VLine{X: a, Group: l, Label: fmt.Sprintf("alpha_%d = %.4g", l+1, a)})
-		case !math.IsNaN(onset[l]):
-			// The layer turns on conditionally (the grand staircase), far below its stability
-			// threshold at Q = 0: mark where the curve shows it.
-			f.VLines = append(f.VLines, figure.VLine{X: onset[l], Group: l, Label: fmt.Sprintf("onset of Q_%d%d = %.4g", l+1, l+1, onset[l])})
-		}
-	}
-	f.YMax = legendRoom(1, len(f.Series)+len(f.VLines))
-	return f
 }
 
 // legendRoom returns the top of a y axis whose data reach top, so that a legend of n entries
@@ -669,6 +626,16 @@ func runSMIThresholds(args []string, stdout, stderr io.Writer) error {
 		res.files.Abort()
 		return err
 	}
+	t, err := tableOf(c.out, smiThresholdColumns(L), csvRows)
+	if err != nil {
+		res.files.Abort()
+		return err
+	}
+	fig, err := buildFigure([]*csvTable{t}, plotOptions{})
+	if err != nil {
+		res.files.Abort()
+		return err
+	}
 	printSMIThresholds(stdout, c, rows)
 	params := c.params()
 	smiSEParams(params, c.opts)
@@ -682,7 +649,7 @@ func runSMIThresholds(args []string, stdout, stderr io.Writer) error {
 	}
 	man["thresholds"] = list
 	man["notes"] = notes
-	return res.complete(stdout, smiThresholdsFigure(c, rows), man, len(rows), start, nil, "")
+	return res.complete(stdout, fig, man, len(rows), start, nil, "")
 }
 
 func printSMIThresholds(w io.Writer, c *smiThresholdsConfig, rows []smiThresholdRow) {
@@ -716,55 +683,6 @@ func printSMIThresholds(w io.Writer, c *smiThresholdsConfig, rows []smiThreshold
 	}
 }
 
-// smiThresholdsFigure draws the thresholds against c: the stability thresholds solid (one
-// colour per layer) and the conditional ones dashed (the next colours); log x when the
-// positive c span more than a decade.
-func smiThresholdsFigure(c *smiThresholdsConfig, rows []smiThresholdRow) *figure.Figure {
-	f := &figure.Figure{
-		Title:  fmt.Sprintf("SMI weak-recovery thresholds: L = %d, M = %d, beta = %g", c.L, c.M, c.beta),
-		XLabel: "Skip strength c", YLabel: "Threshold alpha = N/D",
-	}
-	cmin, cmax := math.Inf(1), 0.0
-	for _, v := range c.cs {
-		if v > 0 {
-			cmin, cmax = math.Min(cmin, v), math.Max(cmax, v)
-		}
-	}
-	f.LogX = cmax > 10*cmin
-	idx := make([]int, len(rows))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return rows[idx[a]].c < rows[idx[b]].c })
-	add := func(label string, group int, dashed bool, y func(r smiThresholdRow) float64) {
-		line := figure.Series{Group: group, Dashed: dashed}
-		pts := figure.Series{Label: label, Group: group, Points: true}
-		for _, i := range idx {
-			if v := y(rows[i]); !math.IsNaN(v) && !math.IsInf(v, 0) {
-				line.X, line.Y = append(line.X, rows[i].c), append(line.Y, v)
-				pts.X, pts.Y = append(pts.X, rows[i].c), append(pts.Y, v)
-			}
-		}
-		f.Series = append(f.Series, line, pts)
-	}
-	for l := 0; l < c.L; l++ {
-		add(fmt.Sprintf("stability alpha_%d = 1/F_%d", l+1, l+1), l, false, func(r smiThresholdRow) float64 { return r.stability[l] })
-	}
-	for l := 0; l < c.L-1; l++ {
-		add(fmt.Sprintf("conditional alpha_%d (dashed)", l+1), c.L+l, true, func(r smiThresholdRow) float64 { return r.cnd[l] })
-	}
-	// Log y when the thresholds span more than a decade (the first layer's stability threshold
-	// at Q = 0 lies far above the others).
-	ymin, ymax := math.Inf(1), 0.0
-	for _, s := range f.Series {
-		for _, y := range s.Y {
-			ymin, ymax = math.Min(ymin, y), math.Max(ymax, y)
-		}
-	}
-	f.LogY = ymin > 0 && ymax > 10*ymin
-	return f
-}
-
 // ---------------------------------------------------------------------------------------------
 // aim smi amp
 
@@ -796,6 +714,7 @@ type smiAMPConfig struct {
 	trace     string
 	seCSV     string
 	seCurve   *smiSECurve
+	seTable   *csvTable // the SE lines of --se
 	ch        *channel.Deep
 }
 
@@ -849,6 +768,12 @@ func parseSMIAMP(args []string, stderr io.Writer) (*smiAMPConfig, error) {
 	if c.seCSV != "" {
 		if c.seCurve, err = readSMISECurve(c.seCSV, &c.smiFlags, c.c); err != nil {
 			return nil, usagef("--se: %v", err)
+		}
+		if c.seTable, err = readTableFile(c.seCSV); err != nil {
+			return nil, usagef("--se: %v", err)
+		}
+		if c.seTable.kind != kindSMISE {
+			return nil, usagef("--se %s: an %s CSV, want one written by aim smi se", c.seCSV, c.seTable.kind)
 		}
 	}
 	c.opts.Workers = c.workers
@@ -1037,76 +962,32 @@ func runSMIAMP(args []string, stdout, stderr io.Writer) error {
 		if err := writeRows(traceRes.csv.File(), smiAMPTraceColumns(c.L), traceRows); err != nil {
 			return abort(err)
 		}
-		if err := traceRes.finish(smiAMPTraceFigure(c, runs), baseManifest("smi amp trace", note, params, start)); err != nil {
+		tt, err := tableOf(c.trace, smiAMPTraceColumns(c.L), traceRows)
+		if err != nil {
+			return abort(err)
+		}
+		tt.params = params
+		traceFig, err := buildFigure([]*csvTable{tt}, plotOptions{})
+		if err != nil {
+			return abort(err)
+		}
+		if err := traceRes.finish(traceFig, baseManifest("smi amp trace", note, params, start)); err != nil {
 			return abort(err)
 		}
 	}
-	return res.complete(stdout, smiAMPFigure(c, runs), man, len(runs), start, failed, "runs failed")
-}
-
-// smiAMPFigure draws the mean final m_ll = |M_ll|/(||w*_l||^2/D) per layer against alpha with its standard error
-// over seeds, and the SE Q_ll of --se as lines.
-func smiAMPFigure(c *smiAMPConfig, runs []*smiAMPRun) *figure.Figure {
-	f := &figure.Figure{
-		Title:  fmt.Sprintf("GAMP at D = %d: L = %d, M = %d, c = %g, beta = %g", c.D, c.L, c.M, c.c, c.beta),
-		XLabel: "Sample complexity alpha = N/D", YLabel: "Overlap m_ll (AMP), Q_ll (SE)",
-		YMin: 0, YMax: 1.05,
+	t, err := tableOf(c.out, smiAMPColumns(c.L), rows)
+	if err != nil {
+		return abort(err)
 	}
-	if c.seCurve != nil {
-		for l := 0; l < c.L; l++ {
-			f.Series = append(f.Series, figure.Series{Label: fmt.Sprintf("SE Q_%d%d", l+1, l+1), Group: l, X: c.seCurve.alpha, Y: c.seCurve.q[l]})
-		}
+	tables := []*csvTable{t}
+	if c.seTable != nil {
+		tables = append(tables, c.seTable)
 	}
-	alphas := append([]float64(nil), c.alphas...)
-	sort.Float64s(alphas)
-	for l := 0; l < c.L; l++ {
-		pts := figure.Series{Label: fmt.Sprintf("AMP m_%d%d", l+1, l+1), Group: l, Points: true}
-		for k, a := range alphas {
-			if k > 0 && a == alphas[k-1] {
-				continue
-			}
-			var ms []float64
-			for _, r := range runs {
-				if last, ok := r.final(); ok && r.alpha == a {
-					ms = append(ms, r.overlaps(last.M)[l])
-				}
-			}
-			if len(ms) == 0 {
-				continue
-			}
-			m, s := meanStderr(ms)
-			pts.X, pts.Y, pts.YErr = append(pts.X, a), append(pts.Y, m), append(pts.YErr, s)
-		}
-		f.Series = append(f.Series, pts)
+	fig, err := buildFigure(tables, plotOptions{})
+	if err != nil {
+		return abort(err)
 	}
-	f.YMax = legendRoom(1, len(f.Series))
-	return f
-}
-
-// smiAMPTraceFigure draws the cosines against the iteration for the first seed at each alpha:
-// one colour per alpha, the last layer solid and the earlier layers dashed.
-func smiAMPTraceFigure(c *smiAMPConfig, runs []*smiAMPRun) *figure.Figure {
-	f := &figure.Figure{
-		Title:  fmt.Sprintf("GAMP at D = %d, seed %d: cosines (last layer solid)", c.D, c.seed),
-		XLabel: "iteration", YLabel: "cosine |M_ll| / sqrt(Q_ll ||w*_l||^2 / D)",
-		YMin: 0, YMax: 1.05,
-	}
-	for i, a := range c.alphas {
-		for _, r := range runs {
-			if r.alpha != a || r.seed != c.seed || len(r.res.Trace) == 0 {
-				continue
-			}
-			for l := 0; l < c.L; l++ {
-				s := figure.Series{Label: fmt.Sprintf("alpha = %g, layer %d", a, l+1), Group: i, Dashed: l < c.L-1}
-				for _, it := range r.res.Trace {
-					s.X, s.Y = append(s.X, float64(it.Iter)), append(s.Y, it.Cos[l])
-				}
-				f.Series = append(f.Series, s)
-			}
-		}
-	}
-	f.YMax = legendRoom(1, len(f.Series))
-	return f
+	return res.complete(stdout, fig, man, len(runs), start, failed, "runs failed")
 }
 
 // smiSECurve is the SE Q_ll read back from an `aim smi se` CSV, sorted by alpha.
@@ -1367,7 +1248,18 @@ func runSMISGD(args []string, stdout, stderr io.Writer) error {
 	}
 	man["updates"] = updates
 	man["seconds"] = seconds
-	if err := res.finish(smiSGDFigure(c, runs), man); err != nil {
+	t, err := tableOf(c.out, smiSGDColumns(c.L), rows)
+	if err != nil {
+		res.files.Abort()
+		return err
+	}
+	t.params = params
+	fig, err := buildFigure([]*csvTable{t}, plotOptions{})
+	if err != nil {
+		res.files.Abort()
+		return err
+	}
+	if err := res.finish(fig, man); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, res.summary(len(rows), time.Since(start)))
@@ -1376,28 +1268,4 @@ func runSMISGD(args []string, stdout, stderr io.Writer) error {
 			len(failed), len(runs), strings.Join(failed, "\n  "))
 	}
 	return nil
-}
-
-// smiSGDFigure draws the cosine of every layer against the update on a log axis (the paper's
-// Fig. 2 bottom): one colour per layer, one line per seed.
-func smiSGDFigure(c *smiSGDConfig, runs []*smiSGDRun) *figure.Figure {
-	f := &figure.Figure{
-		Title:  fmt.Sprintf("SGD at D = %d, alpha = %g: L = %d, M = %d, c = %g", c.D, c.alpha, c.L, c.M, c.c),
-		XLabel: "SGD update", YLabel: "cosine |M_ll| / sqrt(Q_ll ||w*_l||^2 / D)",
-		LogX: true, YMin: 0, YMax: 1.05,
-	}
-	for i, r := range runs {
-		for l := 0; l < c.L; l++ {
-			s := figure.Series{Group: l}
-			if i == 0 {
-				s.Label = fmt.Sprintf("layer %d", l+1)
-			}
-			for _, pt := range r.res.Trace {
-				s.X, s.Y = append(s.X, float64(pt.Update)), append(s.Y, pt.Cos[l])
-			}
-			f.Series = append(f.Series, s)
-		}
-	}
-	f.YMax = legendRoom(1, c.L)
-	return f
 }

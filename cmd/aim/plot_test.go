@@ -1,0 +1,322 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// runOK runs a command line and fails the test unless it exits 0.
+func runOK(t *testing.T, args ...string) {
+	t.Helper()
+	if code, _, stderr := runArgs(t, args...); code != 0 {
+		t.Fatalf("aim %s: status %d: %s", strings.Join(args, " "), code, stderr)
+	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestPlotRedrawsSEAndAMP runs `aim se` and `aim amp --se` at tiny sizes and checks that
+// `aim plot` draws, from their CSVs (and the manifest beside the SE CSV), byte for byte the
+// SVGs the run commands drew; and that the figures hold the values they should: the
+// thresholds of the manifest, the SE lines of --se and the mean AMP error per alpha.
+func TestPlotRedrawsSEAndAMP(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	runOK(t, "se", "--quiet", "--rho", "0.2,0.5", "--alpha", "0.01:0.25:12", "--gen-samples", "0",
+		"--out", p("se.csv"), "--plot", p("se.svg"))
+	runOK(t, "amp", "--quiet", "--device", "cpu", "--rho", "0.5", "--D", "30", "--alpha", "0.1,0.2", "--seeds", "2",
+		"--max-iter", "10", "--se", p("se.csv"), "--out", p("amp.csv"), "--plot", p("amp.svg"))
+	runOK(t, "plot", p("se.csv"), "--out", p("plot_se.svg"))
+	runOK(t, "plot", "--out", p("plot_amp.svg"), p("se.csv"), p("amp.csv"))
+	seSVG, ampSVG := readFile(t, p("se.svg")), readFile(t, p("amp.svg"))
+	if got := readFile(t, p("plot_se.svg")); !bytes.Equal(got, seSVG) {
+		t.Errorf("aim plot se.csv: %d bytes differ from aim se's own %d-byte SVG", len(got), len(seSVG))
+	}
+	if got := readFile(t, p("plot_amp.svg")); !bytes.Equal(got, ampSVG) {
+		t.Errorf("aim plot se.csv amp.csv: %d bytes differ from aim amp's own %d-byte SVG", len(got), len(ampSVG))
+	}
+	// The thresholds come from the manifest: alpha_PR = (1 - (1 - rho)^2) / 4 for softmax T = 2
+	// (the counting formula), 0.1875 at rho = 0.5 and 0.09 at rho = 0.2.
+	for _, want := range []string{"alpha_PR(rho = 0.5) = 0.1875", "alpha_PR(rho = 0.2) = 0.09", "rho = 0.2", "State evolution: softmax, T = 2, beta = 1"} {
+		if !bytes.Contains(seSVG, []byte(want)) {
+			t.Errorf("SE figure lacks %q", want)
+		}
+	}
+	for _, want := range []string{"SE rho = 0.5", "AMP D = 30 rho = 0.5", "GAMP-RIE at D = 30 beside state evolution: softmax, T = 2"} {
+		if !bytes.Contains(ampSVG, []byte(want)) {
+			t.Errorf("AMP figure lacks %q", want)
+		}
+	}
+	if bytes.Contains(ampSVG, []byte("SE rho = 0.2")) {
+		t.Error("AMP figure draws the SE line of a rho it has no runs at")
+	}
+
+	// Without the manifest the same CSV has no threshold lines.
+	bare := filepath.Join(t.TempDir(), "se.csv")
+	if err := os.WriteFile(bare, readFile(t, p("se.csv")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runOK(t, "plot", bare, "--out", p("bare.svg"))
+	if b := readFile(t, p("bare.svg")); bytes.Contains(b, []byte("alpha_PR")) || bytes.Equal(b, seSVG) {
+		t.Error("without the manifest the figure still has threshold lines")
+	}
+
+	// The figure's data: the AMP points are the mean error per alpha of the CSV's runs.
+	tabs := make([]*csvTable, 2)
+	for i, name := range []string{"se.csv", "amp.csv"} {
+		var err error
+		if tabs[i], err = readTableFile(p(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tabs[0].th == nil || math.Abs(tabs[0].th.alphaPR["0.5"]-0.1875) > 1e-6 || math.Abs(tabs[0].th.alphaPR["0.2"]-0.09) > 1e-6 {
+		t.Errorf("manifest thresholds %+v", tabs[0].th)
+	}
+	f, err := buildFigure(tabs, plotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Series) != 2 || !f.Series[1].Points || len(f.Series[1].X) != 2 {
+		t.Fatalf("series %+v, want the SE line and two AMP points", f.Series)
+	}
+	amp := tabs[1]
+	for k, a := range []float64{0.1, 0.2} {
+		var sum float64
+		for i := 0; i < amp.rows(); i++ {
+			if amp.v(i, "alpha") == a {
+				sum += amp.v(i, "error")
+			}
+		}
+		if f.Series[1].X[k] != a || math.Abs(f.Series[1].Y[k]-sum/2) > 1e-15 {
+			t.Errorf("AMP point %d = (%g, %g), want (%g, %g)", k, f.Series[1].X[k], f.Series[1].Y[k], a, sum/2)
+		}
+	}
+	for _, x := range f.Series[0].X {
+		if x > 1.1*0.2*(1+1e-9) {
+			t.Errorf("SE line reaches alpha = %g, beyond 1.1 x the largest AMP alpha", x)
+		}
+	}
+	// --x alpha-bar puts the points at alpha (T^2 + T - 2) = 4 alpha.
+	if f, err = buildFigure(tabs, plotOptions{x: "alpha-bar"}); err != nil || f.Series[1].X[1] != 0.8 {
+		t.Errorf("--x alpha-bar: %v, %v", f, err)
+	}
+}
+
+// TestPlotRedrawsSMI checks the same for `aim smi se` and `aim smi amp --se`.
+func TestPlotRedrawsSMI(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	runOK(t, "smi", "se", "--quiet", "--alpha", "0.6,0.3", "--samples", "32", "--max-iter", "20", "--gen-samples", "50",
+		"--out", p("se.csv"), "--plot", p("se.svg"))
+	runOK(t, "smi", "amp", "--quiet", "--D", "60", "--alpha", "0.6,0.3", "--seeds", "2", "--iters", "3", "--test-samples", "100",
+		"--se", p("se.csv"), "--out", p("amp.csv"), "--plot", p("amp.svg"), "--trace", p("trace.csv"))
+	runOK(t, "plot", p("se.csv"), "--out", p("plot_se.svg"))
+	runOK(t, "plot", p("amp.csv"), p("se.csv"), "--out", p("plot_amp.svg"))
+	for _, pair := range [][2]string{{"se.svg", "plot_se.svg"}, {"amp.svg", "plot_amp.svg"}} {
+		if !bytes.Equal(readFile(t, p(pair[0])), readFile(t, p(pair[1]))) {
+			t.Errorf("%s differs from the run command's %s", pair[1], pair[0])
+		}
+	}
+	for _, want := range []string{"Q_11", "Q_22", "e_gen", "SMI state evolution: L = 2, M = 2, c = 1, beta = 1"} {
+		if !bytes.Contains(readFile(t, p("se.svg")), []byte(want)) {
+			t.Errorf("SMI SE figure lacks %q", want)
+		}
+	}
+	for _, want := range []string{"SE Q_22", "AMP m_22", "GAMP at D = 60: L = 2"} {
+		if !bytes.Contains(readFile(t, p("amp.svg")), []byte(want)) {
+			t.Errorf("SMI AMP figure lacks %q", want)
+		}
+	}
+}
+
+// TestPlotBadInput checks that bad input exits with status 2, says what is wrong and writes
+// nothing.
+func TestPlotBadInput(t *testing.T) {
+	src := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(src, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	header := strings.Join(seColumns, ",")
+	good := write("good.csv", header+"\nsoftmax,2,0.5,1,0.1,0.4,0.2,0.5,0.4,1.2,,,10,true\n")
+	unknown := write("unknown.csv", "a,b,c\n1,2,3\n")
+	malformed := write("bad.csv", header+"\nsoftmax,2,0.5,1,0.1,0.4,0.2,0.5,0.4,1.2,,,10,true\nsoftmax,2,0.5,1,0.2,0.8,0.4,zero,0.3,1.5,,,10,true\n")
+	ragged := write("ragged.csv", header+"\nsoftmax,2,0.5\n")
+	empty := write("empty.csv", "")
+	smi := write("smi.csv", strings.Join(smiSEColumns(2), ",")+"\n2,2,1,1,1.2,0.8,0.99,,,,,,,10,true,0\n")
+	badManifest := write("man.csv", header+"\n")
+	write("man.json", "{not json")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"unknown kind", []string{unknown}, []string{unknown, "unrecognised CSV header", "expected the columns", "aim se: channel,T,rho", "aim smi amp"}},
+		{"malformed number", []string{malformed}, []string{malformed, "line 3", "mmse", `"zero"`}},
+		{"ragged row", []string{ragged}, []string{ragged, "line 2", "wrong number of fields"}},
+		{"empty file", []string{empty}, []string{empty, "empty"}},
+		{"missing file", []string{filepath.Join(src, "missing.csv")}, []string{"missing.csv", "no such file"}},
+		{"unknown x", []string{"--x", "beta", good}, []string{"--x", "beta"}},
+		{"unknown axes", []string{"--axes", "semilog", good}, []string{"--axes"}},
+		{"unknown format", []string{good}, []string{"format"}}, // --out x.pdf below
+		{"no file", []string{}, []string{"no CSV"}},
+		{"aim with smi", []string{good, smi}, []string{"cannot share a figure"}},
+		{"x for smi", []string{"--x", "alpha-bar", smi}, []string{"--x alpha-bar"}},
+		{"bad manifest", []string{badManifest}, []string{"manifest", "man.json"}},
+		{"bogus flag", []string{"--bogus", good}, []string{"bogus"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "fig.svg")
+			if tc.name == "unknown format" {
+				out = filepath.Join(dir, "fig.pdf")
+			}
+			code, _, stderr := runArgs(t, append([]string{"plot", "--out", out}, tc.args...)...)
+			if code != 2 {
+				t.Errorf("status %d, want 2 (stderr %q)", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not say %q", stderr, w)
+				}
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("bad input left files: %v", entries)
+			}
+		})
+	}
+	// The default output goes beside the first CSV.
+	runOK(t, "plot", good)
+	if _, err := os.Stat(filepath.Join(src, "good-plot.png")); err != nil {
+		t.Errorf("default output: %v", err)
+	}
+}
+
+// TestReadTable checks kind detection (with the number of layers of the SMI kinds) and the
+// parsed values: empty cells and word columns are NaN, +Inf parses.
+func TestReadTable(t *testing.T) {
+	for _, tc := range []struct {
+		header []string
+		kind   csvKind
+		L      int
+	}{
+		{seColumns, kindSE, 0}, {ampColumns, kindAMP, 0}, {gdColumns, kindGD, 0},
+		{ampTraceColumns, kindAMPTrace, 0}, {gdTraceColumns, kindGDTrace, 0},
+		{smiSEColumns(3), kindSMISE, 3}, {smiAMPColumns(1), kindSMIAMP, 1}, {smiAMPTraceColumns(2), kindSMIAMPTrace, 2},
+		{smiSGDColumns(4), kindSMISGD, 4}, {smiThresholdColumns(3), kindSMIThresholds, 3}, {smiThresholdColumns(1), kindSMIThresholds, 1},
+	} {
+		tab, err := readTable(strings.NewReader(strings.Join(tc.header, ",")+"\n"), "x.csv")
+		if err != nil || tab.kind != tc.kind || tab.L != tc.L || tab.rows() != 0 {
+			t.Errorf("header %v: %+v, %v; want %s with L = %d", tc.header, tab, err, tc.kind, tc.L)
+		}
+	}
+	text := strings.Join(smiThresholdColumns(2), ",") + "\n2,2,1,0.5,+Inf,0.25,\n"
+	tab, err := readTable(strings.NewReader(text), "th.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsInf(tab.v(0, "alpha_stability_1"), 1) || tab.v(0, "alpha_stability_2") != 0.25 || !math.IsNaN(tab.v(0, "alpha_conditional_1")) || tab.v(0, "c") != 0.5 {
+		t.Errorf("values %v", tab.vals)
+	}
+	tab, err = readTable(strings.NewReader(strings.Join(seColumns, ",")+"\nhardmax-paper,2,0.5,,0.1,0.4,0.2,0.5,0.4,1.2,,,10,true\n"), "se.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, paper, T, beta := channelInfo(tab); name != "hardmax" || !paper || T != 2 || !math.IsNaN(beta) || !math.IsNaN(tab.v(0, "converged")) || tab.s(0, "converged") != "true" {
+		t.Errorf("channel info %q %v %g %g", name, paper, T, beta)
+	}
+}
+
+// FuzzReadTable checks that the reader never panics and either fails or returns a table whose
+// every numeric cell is the number written (NaN for an empty cell), of a recognised kind.
+func FuzzReadTable(f *testing.F) {
+	f.Add([]byte(strings.Join(seColumns, ",") + "\nsoftmax,2,0.5,1,0.1,0.4,0.2,0.5,0.4,1.2,,,10,true\n"))
+	f.Add([]byte(strings.Join(smiAMPColumns(2), ",") + "\n2,2,1,1,60,60,1,5,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,3,false,0.1\n"))
+	f.Add([]byte("a,b\n1,2\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tab, err := readTable(bytes.NewReader(data), "fuzz.csv")
+		if err != nil {
+			if tab != nil {
+				t.Fatal("a table with an error")
+			}
+			return
+		}
+		if tab.kind == "" || len(tab.cells) != len(tab.vals) {
+			t.Fatalf("table %+v", tab)
+		}
+		for i, row := range tab.cells {
+			if len(row) != len(tab.header) || len(tab.vals[i]) != len(row) {
+				t.Fatalf("row %d has %d cells for %d columns", i, len(row), len(tab.header))
+			}
+			for j, cell := range row {
+				v := tab.vals[i][j]
+				if cell == "" || stringColumns[tab.header[j]] {
+					if !math.IsNaN(v) {
+						t.Fatalf("row %d column %s: %q read as %g, want NaN", i, tab.header[j], cell, v)
+					}
+					continue
+				}
+				want, err := strconv.ParseFloat(cell, 64)
+				if err != nil {
+					t.Fatalf("row %d column %s: %q accepted but is not a number", i, tab.header[j], cell)
+				}
+				if v != want && !(math.IsNaN(v) && math.IsNaN(want)) {
+					t.Fatalf("row %d column %s: %q read as %g", i, tab.header[j], cell, v)
+				}
+			}
+		}
+		// Whatever the table, drawing it must not panic.
+		if f, err := buildFigure([]*csvTable{tab}, plotOptions{}); err == nil && f == nil {
+			t.Fatal("no figure and no error")
+		}
+	})
+}
+
+// TestSEFlagBadInput checks `aim amp --se` and `aim gd --se`: the SE CSV must be an `aim se`
+// CSV with the command's channel, T and beta and a curve at every rho (exit status 2, nothing
+// written).
+func TestSEFlagBadInput(t *testing.T) {
+	src := t.TempDir()
+	se := filepath.Join(src, "se.csv")
+	os.WriteFile(se, []byte(strings.Join(seColumns, ",")+"\nsoftmax,2,0.5,1,0.1,0.4,0.2,0.5,0.4,1.2,,,10,true\n"), 0o644)
+	amp := filepath.Join(src, "amp.csv")
+	os.WriteFile(amp, []byte(strings.Join(ampColumns, ",")+"\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"amp", "--rho", "0.2", "--se", se}, "no curve at rho = 0.2"},
+		{[]string{"amp", "--T", "3", "--se", se}, "T = 2"},
+		{[]string{"amp", "--beta", "2", "--se", se}, "beta = 1"},
+		{[]string{"amp", "--se", amp}, "want one written by aim se"},
+		{[]string{"amp", "--se", filepath.Join(src, "missing.csv")}, "--se"},
+		{[]string{"gd", "--rho", "0.2", "--se", se}, "no curve at rho = 0.2"},
+		{[]string{"gd", "--amp", se}, "want one written by aim amp"},
+	} {
+		dir := t.TempDir()
+		args := append([]string{tc.args[0], "--quiet", "--device", "cpu", "--D", "20", "--alpha", "0.1", "--out", filepath.Join(dir, "x.csv"),
+			"--plot", filepath.Join(dir, "x.svg")}, tc.args[1:]...)
+		code, _, stderr := runArgs(t, args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: status %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("%v left files: %v", tc.args, entries)
+		}
+	}
+}
