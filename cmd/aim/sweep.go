@@ -195,16 +195,25 @@ func loadSweep(path string, withDevice bool) (*sweepPlan, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
+	// The structure first; what can be read of a file with problems is checked further, so
+	// that every problem is reported at once.
 	spec, err := sweep.ParseSpec(src)
-	if err != nil {
+	var errs sweep.Errors
+	if err != nil && !errors.As(err, &errs) {
 		return nil, sweepFileError(path, err)
+	}
+	if spec == nil {
+		return nil, sweepFileError(path, errs)
 	}
 	job, ok := sweepJobs[spec.Job]
 	if !ok {
-		return nil, sweepFileError(path, sweep.Errors{{Line: spec.Lines["job"], Msg: fmt.Sprintf("unknown job %q (want %s)", spec.Job, sweepJobNames())}})
+		// Unless the job key is missing or not a string, which is reported already.
+		if line, set := spec.Lines["job"]; set && !slices.ContainsFunc(errs, func(e sweep.Error) bool { return e.Line == line }) {
+			errs = append(errs, sweep.Error{Line: line, Msg: fmt.Sprintf("unknown job %q (want %s)", spec.Job, sweepJobNames())})
+		}
+		return nil, sweepFileError(path, errs)
 	}
 	plan := &sweepPlan{path: path, src: src, spec: spec, job: job, device: "cpu (theory)"}
-	var errs sweep.Errors
 	if !job.simulation && spec.SeedsSet() && spec.Seeds != 1 {
 		errs = append(errs, sweep.Error{Line: spec.Lines["seeds"], Msg: fmt.Sprintf("seeds %d: job %s is theory, with one run per point (seed sets its Monte Carlo draws)", spec.Seeds, spec.Job)})
 	}
@@ -240,11 +249,16 @@ func loadSweep(path string, withDevice bool) (*sweepPlan, error) {
 			break
 		}
 	}
-	if len(errs) > 0 || len(bad) > 0 {
-		return nil, sweepFileError(path, errs)
+	// Grid points are checked on the keys that passed so far.
+	good := spec.Grid[:0:0]
+	for _, a := range spec.Grid {
+		if !bad[a.Name] {
+			good = append(good, a)
+		}
 	}
+	spec.Grid = good
 	var dev device.Device
-	if withDevice && job.memory != nil {
+	if withDevice && job.memory != nil && len(errs) == 0 {
 		devName := "cpu"
 		if job.device {
 			devName = spec.Device
@@ -256,9 +270,14 @@ func loadSweep(path string, withDevice bool) (*sweepPlan, error) {
 		defer auto.Close(dev)
 		plan.device = note
 	}
-	// Every point through the job's parser (and memory check), each distinct problem once.
+	// Every point through the job's parser (and memory check), each distinct problem once; in
+	// a grid of more than maxCheckedPoints points, that many spread evenly over it.
 	seen := map[string]bool{}
-	for k := 0; k < spec.Points() && len(errs) < 20; k++ {
+	points, step := spec.Points(), 1
+	if points > maxCheckedPoints {
+		step = (points + maxCheckedPoints - 1) / maxCheckedPoints
+	}
+	for k := 0; k < points && len(errs) < 20; k += step {
 		args := plan.pointArgs(k)
 		cfg, err := job.parse(args)
 		if err == nil && dev != nil {
@@ -275,10 +294,14 @@ func loadSweep(path string, withDevice bool) (*sweepPlan, error) {
 		errs = append(errs, sweep.Error{Line: plan.lineOf(msg), Msg: fmt.Sprintf("%s (at %s)", msg, plan.describe(k))})
 	}
 	if len(errs) > 0 {
+		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
 		return nil, sweepFileError(path, errs)
 	}
 	return plan, nil
 }
+
+// maxCheckedPoints bounds the grid points that loadSweep passes through the job's parser.
+const maxCheckedPoints = 100_000
 
 // isFlagTypeError reports whether err is the flag package's refusal of a value's type.
 func isFlagTypeError(err error) bool {

@@ -32,6 +32,9 @@ func Parse(spec string) ([]float64, error) {
 	return out, nil
 }
 
+// MaxPoints is the most points a range may have.
+const MaxPoints = 1_000_000
+
 func number(f string) (float64, error) {
 	f = strings.TrimSpace(f)
 	if f == "" {
@@ -71,6 +74,9 @@ func parseRange(spec string) ([]float64, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(parts[2]))
 	if err != nil || n < 1 {
 		return nil, fmt.Errorf("range %q: the count %q must be a whole number >= 1", spec, parts[2])
+	}
+	if n > MaxPoints {
+		return nil, fmt.Errorf("range %q: %d points, more than %d", spec, n, MaxPoints)
 	}
 	if a > b {
 		return nil, fmt.Errorf("range %q: start %g is above end %g", spec, a, b)

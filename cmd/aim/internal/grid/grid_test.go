@@ -41,7 +41,7 @@ func TestParse(t *testing.T) {
 
 func TestParseRejects(t *testing.T) {
 	for _, spec := range []string{"", "  ", "a", "0.1,,0.2", "0.1,x", "1:0:5", "0:1:0", "0:1:-3", "0:1:2.5", "0:1",
-		"0:1:5:lin", "0:1:5:log", "1:2:1", "NaN", "Inf", "1:2:3:4:5", ":1:3"} {
+		"0:1:5:lin", "0:1:5:log", "1:2:1", "NaN", "Inf", "1:2:3:4:5", ":1:3", "0:1:1000001", "1:2:99999999999:log"} {
 		if got, err := Parse(spec); err == nil {
 			t.Errorf("Parse(%q) = %v, want an error", spec, got)
 		}

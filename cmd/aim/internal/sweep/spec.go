@@ -59,7 +59,9 @@ var rootKeys = map[string]Kind{"job": String, "out": String, "seed": Integer, "s
 
 // ParseSpec reads a sweep file. It checks the structure only (known keys, kinds, non-empty
 // grids, well-formed ranges); whether the values suit the job is the job's to check. Every
-// problem is returned at once, each with its line, as an Errors.
+// problem is returned at once, each with its line, as an Errors. With an error, the Spec (nil
+// only for a file that is not text) holds what could be read, the bad keys and axes left out,
+// so that the caller can check the rest and report everything in one go; it must not be run.
 func ParseSpec(src []byte) (*Spec, error) {
 	doc, err := Parse(src)
 	var errs Errors
@@ -137,7 +139,7 @@ func ParseSpec(src []byte) (*Spec, error) {
 	g := doc.Table("grid")
 	if g == nil {
 		errs = append(errs, Error{0, "no [grid] table: put the parameters to sweep under [grid]"})
-		return nil, errs.sorted()
+		return s, errs.sorted()
 	}
 	s.Lines["[grid]"] = g.Line
 	for _, e := range g.Entries {
@@ -152,14 +154,12 @@ func ParseSpec(src []byte) (*Spec, error) {
 	for _, a := range s.Grid {
 		if runs > MaxRuns/len(a.Values) {
 			errs = append(errs, Error{g.Line, fmt.Sprintf("the grid has more than %d runs", MaxRuns)})
+			s.Grid = nil // too large to enumerate for further checks
 			break
 		}
 		runs *= len(a.Values)
 	}
-	if err := errs.sorted(); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s, errs.sorted()
 }
 
 // axisValues expands a grid value: a scalar is one value, a list its elements, and a string
