@@ -247,10 +247,7 @@ func runAMP(args []string, stdout, stderr io.Writer) error {
 	man["runs"] = len(runs)
 	man["diverged"] = len(failed)
 	if tracePending != nil {
-		if err := writeRows(tracePending.csv.File(), ampTraceColumns, traceRows); err != nil {
-			return abort(err)
-		}
-		if err := tracePending.finish(nil, baseManifest("amp trace", note, params, start)); err != nil {
+		if err := finishTrace(tracePending, ampTraceColumns, traceRows, params, baseManifest("amp trace", note, params, start)); err != nil {
 			return abort(err)
 		}
 	}

@@ -837,3 +837,23 @@ func smiSGDFigure(t *csvTable, o plotOptions) *figure.Figure {
 	f.YMax = legendRoom(1, t.L)
 	return f
 }
+
+// finishTrace writes a trace CSV, its figure when the results have a plot (drawn from the
+// rows as aim plot draws the file), and its manifest.
+func finishTrace(r *results, columns []string, rows [][]string, params, manifest map[string]any) error {
+	if err := writeRows(r.csv.File(), columns, rows); err != nil {
+		return err
+	}
+	var fig *figure.Figure
+	if r.plot != nil {
+		t, err := tableOf(r.csv.Path(), columns, rows)
+		if err != nil {
+			return err
+		}
+		t.params = params
+		if fig, err = buildFigure([]*csvTable{t}, plotOptions{}); err != nil {
+			return err
+		}
+	}
+	return r.finish(fig, manifest)
+}

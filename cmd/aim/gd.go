@@ -255,19 +255,7 @@ func runGD(args []string, stdout, stderr io.Writer) error {
 	man["runs"] = len(runs)
 	man["diverged"] = len(failed)
 	if traceRes != nil {
-		if err := writeRows(traceRes.csv.File(), gdTraceColumns, traceRows); err != nil {
-			return abort(err)
-		}
-		tt, err := tableOf(c.trace, gdTraceColumns, traceRows)
-		if err != nil {
-			return abort(err)
-		}
-		tt.params = params
-		traceFig, err := buildFigure([]*csvTable{tt}, plotOptions{})
-		if err != nil {
-			return abort(err)
-		}
-		if err := traceRes.finish(traceFig, baseManifest("gd trace", note, params, start)); err != nil {
+		if err := finishTrace(traceRes, gdTraceColumns, traceRows, params, baseManifest("gd trace", note, params, start)); err != nil {
 			return abort(err)
 		}
 	}

@@ -959,19 +959,7 @@ func runSMIAMP(args []string, stdout, stderr io.Writer) error {
 	man["runs"] = len(runs)
 	man["failed"] = len(failed)
 	if traceRes != nil {
-		if err := writeRows(traceRes.csv.File(), smiAMPTraceColumns(c.L), traceRows); err != nil {
-			return abort(err)
-		}
-		tt, err := tableOf(c.trace, smiAMPTraceColumns(c.L), traceRows)
-		if err != nil {
-			return abort(err)
-		}
-		tt.params = params
-		traceFig, err := buildFigure([]*csvTable{tt}, plotOptions{})
-		if err != nil {
-			return abort(err)
-		}
-		if err := traceRes.finish(traceFig, baseManifest("smi amp trace", note, params, start)); err != nil {
+		if err := finishTrace(traceRes, smiAMPTraceColumns(c.L), traceRows, params, baseManifest("smi amp trace", note, params, start)); err != nil {
 			return abort(err)
 		}
 	}
