@@ -184,18 +184,8 @@ func runAMP(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var tracePending *results
-	if c.trace != "" {
-		if tracePending, err = openResults(c.trace, ""); err != nil {
-			res.files.Abort()
-			return err
-		}
-	}
-	abort := func(err error) error {
-		res.files.Abort()
-		if tracePending != nil {
-			tracePending.files.Abort()
-		}
+	tracePending, abort, err := openTrace(res, c.trace, "")
+	if err != nil {
 		return err
 	}
 	start := time.Now()

@@ -838,6 +838,27 @@ func smiSGDFigure(t *csvTable, o plotOptions) *figure.Figure {
 	return f
 }
 
+// openTrace opens a command's trace outputs beside its results (none when path is empty) and
+// returns them with the function that removes both on an error.
+func openTrace(res *results, path, plot string) (*results, func(error) error, error) {
+	var tr *results
+	if path != "" {
+		var err error
+		if tr, err = openResults(path, plot); err != nil {
+			res.files.Abort()
+			return nil, nil, err
+		}
+	}
+	abort := func(err error) error {
+		res.files.Abort()
+		if tr != nil {
+			tr.files.Abort()
+		}
+		return err
+	}
+	return tr, abort, nil
+}
+
 // finishTrace writes a trace CSV, its figure when the results have a plot (drawn from the
 // rows as aim plot draws the file), and its manifest.
 func finishTrace(r *results, columns []string, rows [][]string, params, manifest map[string]any) error {

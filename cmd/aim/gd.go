@@ -160,19 +160,8 @@ func runGD(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var traceRes *results
-	if c.trace != "" {
-		tracePlot := strings.TrimSuffix(c.trace, ".csv") + ".png"
-		if traceRes, err = openResults(c.trace, tracePlot); err != nil {
-			res.files.Abort()
-			return err
-		}
-	}
-	abort := func(err error) error {
-		res.files.Abort()
-		if traceRes != nil {
-			traceRes.files.Abort()
-		}
+	traceRes, abort, err := openTrace(res, c.trace, strings.TrimSuffix(c.trace, ".csv")+".png")
+	if err != nil {
 		return err
 	}
 	start := time.Now()

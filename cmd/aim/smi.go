@@ -870,22 +870,12 @@ func runSMIAMP(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var traceRes *results
-	if c.trace != "" {
-		tracePlot := ""
-		if c.plot != "" {
-			tracePlot = strings.TrimSuffix(c.trace, c.trace[len(c.trace)-4:]) + ".png"
-		}
-		if traceRes, err = openResults(c.trace, tracePlot); err != nil {
-			res.files.Abort()
-			return err
-		}
+	tracePlot := ""
+	if c.trace != "" && c.plot != "" {
+		tracePlot = strings.TrimSuffix(c.trace, c.trace[len(c.trace)-4:]) + ".png"
 	}
-	abort := func(err error) error {
-		res.files.Abort()
-		if traceRes != nil {
-			traceRes.files.Abort()
-		}
+	traceRes, abort, err := openTrace(res, c.trace, tracePlot)
+	if err != nil {
 		return err
 	}
 	start := time.Now()
