@@ -7,6 +7,8 @@ import (
 	"github.com/aimtheory/aim/device"
 )
 
+var _ device.QuadFormSummer = (*Device)(nil)
+
 // QuadFormSum computes the d x d matrix out = alpha sum_mu X_mu^T C_mu X_mu for n samples:
 // C is n x t x t with each C_mu symmetric, X is n x t x d, and scratch (at least n t d values)
 // is overwritten. It is the back-projection of GAMP-RIE, whose result is symmetric.

@@ -197,3 +197,12 @@ type Trainer interface {
 	// w -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
 	AdamStep(w, g, m, v Buffer, lr, b1, b2, eps float64, t int) error
 }
+
+// QuadFormSummer is the optional operation of the GAMP-RIE back-projection: out = alpha
+// sum_mu X_mu^T C_mu X_mu (D x D) for N symmetric T x T matrices C_mu and N x T x D tokens X,
+// with scratch of N T D values. A backend implements it where it beats TokenMix then Gemm (the
+// CPU with a native BLAS: a symmetric rank-k update, half the multiply-adds); engine/amp asks
+// for it by type assertion.
+type QuadFormSummer interface {
+	QuadFormSum(out, c, x, scratch Buffer, n, t, d int, alpha float64) error
+}

@@ -231,18 +231,10 @@ func Run(dev device.Device, data *model.Data, o Options) (Result, error) {
 	return res, nil
 }
 
-// quadFormSummer is the optional device operation of the back-projection,
-// out = alpha sum_mu X_mu^T C_mu X_mu for symmetric C_mu (scratch: N T D values). The CPU
-// backend has it: with a native BLAS it is a symmetric rank-k update, half the work of
-// TokenMix then Gemm.
-type quadFormSummer interface {
-	QuadFormSum(out, c, x, scratch device.Buffer, n, t, d int, alpha float64) error
-}
-
 // backProject sets out = alpha sum_mu X_mu^T C_mu X_mu: through QuadFormSum where the device
 // has it, else as TokenMix (scratch = C X) then Gemm (out = alpha X^T scratch).
 func backProject(dev device.Device, out, c, x, scratch device.Buffer, n, t, d int, alpha float64) error {
-	if q, ok := dev.(quadFormSummer); ok {
+	if q, ok := dev.(device.QuadFormSummer); ok {
 		return q.QuadFormSum(out, c, x, scratch, n, t, d, alpha)
 	}
 	if err := dev.TokenMix(scratch, c, x, n, t, d); err != nil {
