@@ -3,6 +3,7 @@ package amp
 import (
 	"errors"
 	"fmt"
+	"github.com/aimtheory/aim/engine/internal/spd"
 	"math"
 	"runtime"
 	"sync"
@@ -375,7 +376,7 @@ func (s *smiState) run() (SMIResult, error) {
 		for k := 0; k < P; k++ {
 			ve[k*P+k] += o.Epsilon
 		}
-		if !invertSPD(vinv, ve, P) {
+		if !spd.Invert(vinv, ve, P) {
 			return fail(it, "V = Chat + eps I = %v is not positive definite", ve)
 		}
 		V := s.chat
@@ -663,56 +664,6 @@ func allFinite(a []float64) bool {
 		}
 	}
 	return true
-}
-
-// invertSPD writes the inverse of the symmetric positive definite n x n matrix a into dst (by
-// Cholesky); it reports false when a is not positive definite.
-func invertSPD(dst, a []float64, n int) bool {
-	l := make([]float64, n*n)
-	for i := 0; i < n; i++ {
-		for j := 0; j <= i; j++ {
-			s := a[i*n+j]
-			for k := 0; k < j; k++ {
-				s -= l[i*n+k] * l[j*n+k]
-			}
-			if i == j {
-				if !(s > 0) || math.IsInf(s, 0) {
-					return false
-				}
-				l[i*n+i] = math.Sqrt(s)
-			} else {
-				l[i*n+j] = s / l[j*n+j]
-			}
-		}
-	}
-	// Solve L L^T x = e_c for each column c.
-	y := make([]float64, n)
-	for c := 0; c < n; c++ {
-		for i := 0; i < n; i++ {
-			s := 0.0
-			if i == c {
-				s = 1
-			}
-			for k := 0; k < i; k++ {
-				s -= l[i*n+k] * y[k]
-			}
-			y[i] = s / l[i*n+i]
-		}
-		for i := n - 1; i >= 0; i-- {
-			s := y[i]
-			for k := i + 1; k < n; k++ {
-				s -= l[k*n+i] * dst[k*n+c]
-			}
-			dst[i*n+c] = s / l[i*n+i]
-		}
-	}
-	for i := 0; i < n; i++ {
-		for j := 0; j < i; j++ {
-			v := (dst[i*n+j] + dst[j*n+i]) / 2
-			dst[i*n+j], dst[j*n+i] = v, v
-		}
-	}
-	return allFinite(dst)
 }
 
 // invertGeneral writes the inverse of the n x n matrix a into dst by Gauss-Jordan elimination

@@ -3,6 +3,7 @@ package channel
 import (
 	"errors"
 	"fmt"
+	"github.com/aimtheory/aim/engine/internal/spd"
 	"math"
 )
 
@@ -506,7 +507,7 @@ func (q *DeepPosterior) findPeaks() []peak {
 				for a := 0; a < n; a++ {
 					jtj[a*n+a] *= 1 + lambda
 				}
-				ok := solveSPD(step, jtj, jtr, n)
+				ok := spd.Solve(step, jtj, jtr, n, nil)
 				for a := 0; a < n; a++ {
 					jtj[a*n+a] /= 1 + lambda
 				}
@@ -541,7 +542,7 @@ func (q *DeepPosterior) findPeaks() []peak {
 				e[b] = 0
 			}
 			e[a] = 1
-			if !solveSPD(inv, jtj, e, n) || !(inv[a] > 0) {
+			if !spd.Solve(inv, jtj, e, n, nil) || !(inv[a] > 0) {
 				width[a] = q.Box
 				continue
 			}
@@ -584,41 +585,4 @@ func (q *DeepPosterior) findPeaks() []peak {
 		}
 	}
 	return kept
-}
-
-// solveSPD solves a x = b for a small symmetric positive definite a (n x n) by Cholesky,
-// reporting false if a is not positive definite.
-func solveSPD(x, a, b []float64, n int) bool {
-	l := make([]float64, n*n)
-	for i := 0; i < n; i++ {
-		for j := 0; j <= i; j++ {
-			s := a[i*n+j]
-			for k := 0; k < j; k++ {
-				s -= l[i*n+k] * l[j*n+k]
-			}
-			if i == j {
-				if !(s > 0) {
-					return false
-				}
-				l[i*n+i] = math.Sqrt(s)
-			} else {
-				l[i*n+j] = s / l[j*n+j]
-			}
-		}
-	}
-	for i := 0; i < n; i++ {
-		s := b[i]
-		for k := 0; k < i; k++ {
-			s -= l[i*n+k] * x[k]
-		}
-		x[i] = s / l[i*n+i]
-	}
-	for i := n - 1; i >= 0; i-- {
-		s := x[i]
-		for k := i + 1; k < n; k++ {
-			s -= l[k*n+i] * x[k]
-		}
-		x[i] = s / l[i*n+i]
-	}
-	return true
 }
