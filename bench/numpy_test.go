@@ -197,6 +197,31 @@ func envInts(tb testing.TB, name string, def []int) []int {
 	return out
 }
 
+// benchSetup opens what the NumPy comparisons need: a Python with NumPy, aim's CPU device on
+// the native BLAS and on gonum, whether to time gonum too (AIM_BENCH_GONUM=1), and the rounds
+// (AIM_BENCH_ROUNDS, default 3). It skips without NumPy or a native BLAS.
+func benchSetup(b *testing.B) (python string, native, gonum *cpu.Device, withGonum bool, rounds int) {
+	python, err := pythonWithNumPy()
+	if err != nil {
+		b.Skip(err)
+	}
+	native, err = cpu.Open(cpu.Options{BLAS: "auto"})
+	if err != nil {
+		b.Skipf("no native BLAS for aim: %v", err)
+	}
+	if !native.BLAS().Native {
+		b.Skipf("no native BLAS for aim (install libopenblas0): %s", native.BLAS().Note)
+	}
+	if gonum, err = cpu.Open(cpu.Options{BLAS: cpu.GonumBLAS}); err != nil {
+		b.Fatal(err)
+	}
+	rounds = 3
+	if v := envInts(b, "AIM_BENCH_ROUNDS", nil); len(v) == 1 && v[0] > 0 {
+		rounds = v[0]
+	}
+	return python, native, gonum, os.Getenv("AIM_BENCH_GONUM") == "1", rounds
+}
+
 // BenchmarkCPUvsNumPy times one GAMP-RIE iteration (softmax T = 2, alpha = 0.2, rho = 0.5) at
 // D = 200 and 400 with aim's CPU backend on the native BLAS, with the NumPy script under the
 // same OpenBLAS core type and thread count (its plain dgemm back-projection, and --symmetric,
@@ -207,23 +232,7 @@ func envInts(tb testing.TB, name string, def []int) []int {
 // rounds' ratios (each round's pair runs back to back, so a changing load cancels).
 // AIM_BENCH_D overrides the sizes (comma-separated).
 func BenchmarkCPUvsNumPy(b *testing.B) {
-	python, err := pythonWithNumPy()
-	if err != nil {
-		b.Skip(err)
-	}
-	native, err := cpu.Open(cpu.Options{BLAS: "auto"})
-	if err != nil || !native.BLAS().Native {
-		b.Skipf("no native BLAS for aim (install libopenblas0): %v %s", err, native.BLAS().Note)
-	}
-	gonum, err := cpu.Open(cpu.Options{BLAS: cpu.GonumBLAS})
-	if err != nil {
-		b.Fatal(err)
-	}
-	withGonum := os.Getenv("AIM_BENCH_GONUM") == "1"
-	rounds := 3
-	if v := envInts(b, "AIM_BENCH_ROUNDS", nil); len(v) == 1 && v[0] > 0 {
-		rounds = v[0]
-	}
+	python, native, gonum, withGonum, rounds := benchSetup(b)
 	b.Logf("aim: %s", native.BLAS())
 	for _, D := range envInts(b, "AIM_BENCH_D", []int{200, 400}) {
 		b.Run(fmt.Sprintf("D=%d", D), func(b *testing.B) {
@@ -279,20 +288,7 @@ func fmtList(v []float64) string {
 // alternating, medians of AIM_BENCH_ROUNDS rounds of 3. It reports s/op of each and ratio = aim
 // / NumPy, the median of the rounds' ratios.
 func BenchmarkEighVsNumPy(b *testing.B) {
-	python, err := pythonWithNumPy()
-	if err != nil {
-		b.Skip(err)
-	}
-	native, err := cpu.Open(cpu.Options{BLAS: "auto"})
-	if err != nil || !native.BLAS().Native {
-		b.Skipf("no native BLAS for aim (install libopenblas0): %v %s", err, native.BLAS().Note)
-	}
-	gonum, _ := cpu.Open(cpu.Options{BLAS: cpu.GonumBLAS})
-	withGonum := os.Getenv("AIM_BENCH_GONUM") == "1"
-	rounds := 3
-	if v := envInts(b, "AIM_BENCH_ROUNDS", nil); len(v) == 1 && v[0] > 0 {
-		rounds = v[0]
-	}
+	python, native, gonum, withGonum, rounds := benchSetup(b)
 	const D = 1000
 	r := rand.New(rand.NewPCG(1, 2))
 	a := make([]float64, D*D)
