@@ -8,21 +8,21 @@ import (
 
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/engine/amp"
-	"github.com/aimtheory/aim/engine/model"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/amp"
 )
 
 // iterationFlops counts the floating-point work of one GAMP-RIE iteration: two N T x D x D
 // products (X S-hat and X^T Z) of 2 N T D^2 each, and the D x D x D product of SpectralCompose.
-func iterationFlops(p model.Params) float64 {
+func iterationFlops(p aim.Params) float64 {
 	D, NT := float64(p.D), float64(p.N()*p.T())
 	return 2*2*NT*D*D + 2*D*D*D
 }
 
 // timeIterations returns the seconds per GAMP-RIE iteration (after the first, which includes
 // warm-up) on dev.
-func timeIterations(b *testing.B, dev device.Device, p model.Params, iters int) float64 {
-	data, err := model.Generate(dev, p)
+func timeIterations(b *testing.B, dev device.Device, p aim.Params, iters int) float64 {
+	data, err := aim.Generate(dev, p)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func BenchmarkAMPIteration(b *testing.B) {
 	dev := cpu.New(0)
 	for _, D := range []int{100, 200} {
 		b.Run(fmt.Sprintf("D=%d", D), func(b *testing.B) {
-			p := model.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
+			p := aim.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
 			var s float64
 			for b.Loop() {
 				s = timeIterations(b, dev, p, 3)
@@ -64,7 +64,7 @@ func BenchmarkAMPScaling(b *testing.B) {
 	for b.Loop() {
 		var sx, sy, sxx, sxy float64
 		for _, D := range Ds {
-			p := model.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
+			p := aim.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
 			start := time.Now()
 			s := timeIterations(b, dev, p, 2)
 			b.Logf("D = %d: %.3f s/iter, %.2f GFLOP/s (%.1f s with data and warm-up)", D, s, iterationFlops(p)/s/1e9, time.Since(start).Seconds())

@@ -6,8 +6,8 @@ import (
 
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/engine/gd"
-	"github.com/aimtheory/aim/engine/model"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/gd"
 )
 
 // BenchmarkGDStep times one Adam step of the softmax student on the CPU at alpha-bar = 1
@@ -17,8 +17,8 @@ func BenchmarkGDStep(b *testing.B) {
 	dev := cpu.New(0)
 	for _, D := range []int{100, 200, 400} {
 		b.Run(fmt.Sprintf("D=%d", D), func(b *testing.B) {
-			p := model.Params{D: D, Alpha: 0.25, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
-			data, err := model.Generate(dev, p)
+			p := aim.Params{D: D, Alpha: 0.25, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
+			data, err := aim.Generate(dev, p)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -18,8 +18,8 @@ import (
 
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/engine/amp"
-	"github.com/aimtheory/aim/engine/model"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/amp"
 )
 
 // The NumPy comparison (bench/gamp_rie_numpy.py): the same GAMP-RIE iteration written with
@@ -95,7 +95,7 @@ func runNumPy(tb testing.TB, python string, dev *cpu.Device, args ...string) num
 }
 
 // writeData writes S, X and y of data as little-endian float64, the format of --data.
-func writeData(tb testing.TB, dev device.Device, data *model.Data, path string) {
+func writeData(tb testing.TB, dev device.Device, data *aim.Data, path string) {
 	tb.Helper()
 	p := data.P
 	D, N, T := p.D, p.N(), p.T()
@@ -130,12 +130,12 @@ func TestNumPyMatchesAIM(t *testing.T) {
 		t.Skip(err)
 	}
 	dev := cpu.New(0)
-	for _, p := range []model.Params{
+	for _, p := range []aim.Params{
 		{D: 50, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 7},
 		{D: 40, Alpha: 0.08, Rho: 0.3, Channel: device.Channel{Kind: device.Softmax, T: 3, Beta: 1.5}, Seed: 8},
 	} {
 		const iters = 15
-		data, err := model.Generate(dev, p)
+		data, err := aim.Generate(dev, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,7 +236,7 @@ func BenchmarkCPUvsNumPy(b *testing.B) {
 	b.Logf("aim: %s", native.BLAS())
 	for _, D := range envInts(b, "AIM_BENCH_D", []int{200, 400}) {
 		b.Run(fmt.Sprintf("D=%d", D), func(b *testing.B) {
-			p := model.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
+			p := aim.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
 			iters := 5
 			for b.Loop() {
 				var aimS, npS, symS, goS, ratios, ratiosSym []float64

@@ -7,8 +7,8 @@ import (
 
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/engine/amp"
-	"github.com/aimtheory/aim/engine/model"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/amp"
 )
 
 // TestAMPGonumVsNative runs whole GAMP-RIE runs on the gonum path and on the native library
@@ -30,19 +30,19 @@ func TestAMPGonumVsNative(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name  string
-		p     model.Params
+		p     aim.Params
 		paper bool
 	}{
-		{"softmax T=2", model.Params{D: 80, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 3}, false},
-		{"softmax T=3", model.Params{D: 60, Alpha: 0.04, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 3, Beta: 1}, Seed: 4}, false},
-		{"softmax T=2 paper start", model.Params{D: 70, Alpha: 0.12, Rho: 0.3, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 2}, Seed: 5}, true},
-		{"hardmax", model.Params{D: 60, Alpha: 0.3, Rho: 0.5, Channel: device.Channel{Kind: device.Hardmax, T: 2}, Seed: 6}, false},
+		{"softmax T=2", aim.Params{D: 80, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 3}, false},
+		{"softmax T=3", aim.Params{D: 60, Alpha: 0.04, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 3, Beta: 1}, Seed: 4}, false},
+		{"softmax T=2 paper start", aim.Params{D: 70, Alpha: 0.12, Rho: 0.3, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 2}, Seed: 5}, true},
+		{"hardmax", aim.Params{D: 60, Alpha: 0.3, Rho: 0.5, Channel: device.Channel{Kind: device.Hardmax, T: 2}, Seed: 6}, false},
 	} {
 		o := amp.DefaultOptions()
 		o.PaperInit = c.paper
 		var res [2]amp.Result
 		for i, dev := range []*cpu.Device{g, n} {
-			data, err := model.Generate(dev, c.p)
+			data, err := aim.Generate(dev, c.p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,13 +78,13 @@ func TestAMPGonumVsNative(t *testing.T) {
 // bytes per sample: under 8 N bytes asserted, so no buffer of the size of the data or of D x D
 // is allocated inside the loop on either path.
 func TestAMPIterationGarbage(t *testing.T) {
-	p := model.Params{D: 60, Alpha: 6, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 9}
+	p := aim.Params{D: 60, Alpha: 6, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 9}
 	for _, choice := range []string{cpu.GonumBLAS, "auto"} {
 		dev, err := cpu.Open(cpu.Options{BLAS: choice})
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := model.Generate(dev, p)
+		data, err := aim.Generate(dev, p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,11 +5,11 @@ import (
 	"math"
 
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/engine/channel"
+	"github.com/aimtheory/aim/kernels"
 )
 
-// scalarChannel is what the channel operations need from the scalar channels of package
-// engine/channel (*channel.Softmax and *channel.Hardmax).
+// scalarChannel is what the channel operations need from the scalar channels of
+// package kernels (*kernels.Softmax and *kernels.Hardmax), the Go twins of channel.cu.
 type scalarChannel interface {
 	Output(y, h []float64)
 	GOut(g, y, omega []float64, V float64)
@@ -19,13 +19,13 @@ type scalarChannel interface {
 func newChannel(op string, ch device.Channel) (scalarChannel, error) {
 	switch ch.Kind {
 	case device.Softmax:
-		s, err := channel.NewSoftmax(ch.T, ch.Beta)
+		s, err := kernels.NewSoftmax(ch.T, ch.Beta)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 		return s, nil
 	case device.Hardmax:
-		h, err := channel.NewHardmax(ch.T, ch.PaperCompat)
+		h, err := kernels.NewHardmax(ch.T, ch.PaperCompat)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
@@ -108,7 +108,7 @@ func (d *Device) ChannelGOut(ch device.Channel, g, y, omega device.Buffer, n int
 	if aliased(g, y) {
 		return 0, fmt.Errorf("%s: output g must not be the buffer y", op)
 	}
-	m := channel.Fields(t)
+	m := kernels.Fields(t)
 	vu := v / 2
 	part := make([]float64, chunks(n, chunkSamples))
 	err = d.forChunks(op, len(part), func() func(c int) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/engine/channel"
+	"github.com/aimtheory/aim/kernels"
 )
 
 var testChannels = []device.Channel{
@@ -103,28 +103,28 @@ func refGOut(t *testing.T, ch device.Channel, y, omega []float64, n int, vz floa
 	}
 	var err error
 	if ch.Kind == device.Softmax {
-		sc, err = channel.NewSoftmax(ch.T, ch.Beta)
+		sc, err = kernels.NewSoftmax(ch.T, ch.Beta)
 	} else {
-		sc, err = channel.NewHardmax(ch.T, ch.PaperCompat)
+		sc, err = kernels.NewHardmax(ch.T, ch.PaperCompat)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	T := ch.T
-	M := channel.Fields(T)
+	M := kernels.Fields(T)
 	g := make([]float64, n*T*T)
 	var sum float64
 	for mu := 0; mu < n; mu++ {
 		ou, gu := make([]float64, M), make([]float64, M)
 		for a := 0; a < T; a++ {
 			for b := a; b < T; b++ {
-				ou[channel.Index(T, a, b)] = omega[(mu*T+a)*T+b] / math.Sqrt2
+				ou[kernels.Index(T, a, b)] = omega[(mu*T+a)*T+b] / math.Sqrt2
 			}
 		}
 		sc.GOut(gu, y[mu*T*T:(mu+1)*T*T], ou, vz/2)
 		for a := 0; a < T; a++ {
 			for b := a; b < T; b++ {
-				gz := gu[channel.Index(T, a, b)] / math.Sqrt2
+				gz := gu[kernels.Index(T, a, b)] / math.Sqrt2
 				g[(mu*T+a)*T+b] = gz
 				g[(mu*T+b)*T+a] = gz
 				sum += gz * gz
@@ -179,7 +179,7 @@ func hardmaxLogZ(y []float64, o11, o12, o22, vz float64) float64 {
 	r := math.Sqrt(3 * vu)
 	k1 := s1 * (math.Sqrt2*u11 - u12) / r
 	k2 := s2 * (math.Sqrt2*u22 - u12) / r
-	return math.Log(channel.BivariateNormalCDF(k1, k2, s1*s2/3))
+	return math.Log(kernels.BivariateNormalCDF(k1, k2, s1*s2/3))
 }
 
 func TestChannelGOut(t *testing.T) {
@@ -257,7 +257,7 @@ func TestChannelGOut(t *testing.T) {
 					rr := math.Sqrt(3 * vz / 2)
 					k1 := s1 * (os[0] - os[1]/math.Sqrt2) / rr
 					k2 := s2 * (os[3] - os[1]/math.Sqrt2) / rr
-					p := channel.BivariateNormalPDF(k1, k2, s1*s2/3) / channel.BivariateNormalCDF(k1, k2, s1*s2/3)
+					p := kernels.BivariateNormalPDF(k1, k2, s1*s2/3) / kernels.BivariateNormalCDF(k1, k2, s1*s2/3)
 					g11, g12, g22 := s1*p/rr, -(s1+s2)*p/rr/math.Sqrt2, s2*p/rr
 					if e := relErr(gs, []float64{g11, g12, g12, g22}); e > 1e-10 {
 						t.Errorf("%v: sample %d: g differs from the paper formula by %.3g", ch, mu, e)

@@ -34,6 +34,7 @@ import (
 	"sync/atomic"
 
 	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/internal/par"
 )
 
 // Fixed chunk sizes of the parallel loops. They are part of the numerical definition of the
@@ -241,65 +242,22 @@ func (d *Device) Copy(dst, src device.Buffer) error {
 // ---------------------------------------------------------------------------------------
 // The parallel loop.
 
-// chunks returns the number of chunks of size size that cover [0, n).
-func chunks(n, size int) int { return (n + size - 1) / size }
+// chunks and span cut [0, n) into fixed chunks (internal/par).
+func chunks(n, size int) int { return par.Chunks(n, size) }
 
-// span returns chunk c of [0, n) in chunks of size size.
-func span(c, n, size int) (lo, hi int) {
-	lo = c * size
-	return lo, min(lo+size, n)
-}
+func span(c, n, size int) (lo, hi int) { return par.Span(c, n, size) }
 
-// forChunks runs body(c) for every chunk c in [0, nc) on up to d.workers goroutines. Each
-// goroutine first calls setup once and runs the body it returns (setup is where per-goroutine
-// scratch is allocated). Chunks are handed out dynamically, so which goroutine runs a chunk is
-// unspecified: bodies must write only to chunk-owned outputs. A panic in a body is recovered
-// and returned as an error naming op.
-func (d *Device) forChunks(op string, nc int, setup func() func(c int)) (err error) {
-	if nc <= 0 {
-		return nil
+// forChunks runs body(c) for every chunk c in [0, nc) on up to d.workers goroutines with
+// par.For: each goroutine first calls setup once and runs the body it returns (setup is where
+// per-goroutine scratch is allocated); bodies write only to chunk-owned outputs. A panic in a
+// body is recovered and returned as an error naming op.
+func (d *Device) forChunks(op string, nc int, setup func() func(c int)) error {
+	err := par.For(d.workers, nc, func() (func(int), error) { return setup(), nil },
+		func(body func(int), c int) error { body(c); return nil })
+	if err != nil {
+		return fmt.Errorf("%s: %v", op, err)
 	}
-	w := min(d.workers, nc)
-	if w <= 1 {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("%s: %v", op, r)
-			}
-		}()
-		body := setup()
-		for c := 0; c < nc; c++ {
-			body(c)
-		}
-		return nil
-	}
-	var (
-		next  atomic.Int64
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-	)
-	for g := 0; g < w; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if r := recover(); r != nil {
-					once.Do(func() { first = fmt.Errorf("%s: %v", op, r) })
-					next.Store(int64(nc)) // stop handing out chunks
-				}
-			}()
-			body := setup()
-			for {
-				c := int(next.Add(1) - 1)
-				if c >= nc {
-					return
-				}
-				body(c)
-			}
-		}()
-	}
-	wg.Wait()
-	return first
+	return nil
 }
 
 // same returns the body for forChunks when no per-goroutine state is needed.

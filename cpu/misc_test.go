@@ -191,7 +191,7 @@ func TestPanicBecomesError(t *testing.T) {
 				panic(fmt.Sprintf("boom at %d", c))
 			}
 		}))
-		if err == nil || !strings.Contains(err.Error(), "cpu Test: boom at 7") {
+		if err == nil || !strings.Contains(err.Error(), "cpu Test: panic in chunk 7: boom at 7") {
 			t.Errorf("workers %d: got %v", w, err)
 		}
 	}

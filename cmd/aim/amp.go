@@ -14,9 +14,9 @@ import (
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/device/auto"
-	"github.com/aimtheory/aim/engine/amp"
-	"github.com/aimtheory/aim/engine/model"
-	"github.com/aimtheory/aim/engine/se"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/amp"
+	"github.com/aimtheory/aim/engine/aim/se"
 )
 
 const ampUsage = `Usage: aim amp [flags]
@@ -154,7 +154,7 @@ func denseSETable(m *modelFlags, a0, a1 float64, from, n int, logx bool) (*csvTa
 type ampRun struct {
 	rho, alpha float64
 	seed       uint64
-	p          model.Params
+	p          aim.Params
 	res        amp.Result
 	seMMSE     float64
 	err        error
@@ -172,7 +172,7 @@ func runAMP(args []string, stdout, stderr io.Writer) error {
 	defer auto.Close(dev)
 	fmt.Fprintln(stderr, note)
 	// Memory: refuse before allocating anything.
-	runParams := func(r, a float64) model.Params { return c.params(r, a, 0) }
+	runParams := func(r, a float64) aim.Params { return c.params(r, a, 0) }
 	if err := checkMemory(dev, c.rhos, c.alphas, runParams, amp.Bytes); err != nil {
 		return err
 	}
@@ -249,8 +249,8 @@ func runAMP(args []string, stdout, stderr io.Writer) error {
 }
 
 // ampOnce draws the data of one run, runs GAMP-RIE and frees everything.
-func ampOnce(dev device.Device, p model.Params, o amp.Options) (amp.Result, error) {
-	data, err := model.Generate(dev, p)
+func ampOnce(dev device.Device, p aim.Params, o amp.Options) (amp.Result, error) {
+	data, err := aim.Generate(dev, p)
 	if err != nil {
 		return amp.Result{}, err
 	}

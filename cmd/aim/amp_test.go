@@ -10,8 +10,8 @@ import (
 
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/engine/amp"
-	"github.com/aimtheory/aim/engine/model"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/amp"
 )
 
 func readCSV(t *testing.T, path string) [][]string {
@@ -97,7 +97,7 @@ func TestAMPReproducibleCSV(t *testing.T) {
 		}
 		alpha, _ := strconv.ParseFloat(a[i][col["alpha"]], 64)
 		seed, _ := strconv.ParseUint(a[i][col["seed"]], 10, 64)
-		data, err := model.Generate(dev, model.Params{D: 30, Alpha: alpha, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: seed})
+		data, err := aim.Generate(dev, aim.Params{D: 30, Alpha: alpha, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}

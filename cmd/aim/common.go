@@ -19,8 +19,7 @@ import (
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/device/auto"
-	"github.com/aimtheory/aim/engine/channel"
-	"github.com/aimtheory/aim/engine/model"
+	"github.com/aimtheory/aim/engine/aim"
 )
 
 var errHelp = errors.New("help requested")
@@ -166,11 +165,11 @@ func (m *modelFlags) logAxes() (logx, logy bool) {
 }
 
 // theoryChannel returns the channel for state evolution.
-func (m *modelFlags) theoryChannel() (channel.Channel, error) {
+func (m *modelFlags) theoryChannel() (aim.Channel, error) {
 	if m.channelName == "hardmax" {
-		return channel.NewHardmax(m.T, m.paperCompat)
+		return aim.NewHardmax(m.T, m.paperCompat)
 	}
-	return channel.NewSoftmax(m.T, m.beta)
+	return aim.NewSoftmax(m.T, m.beta)
 }
 
 // deviceChannel returns the channel for the device operations.
@@ -334,10 +333,10 @@ func readCSVFile(path string) ([][]string, error) {
 
 // checkMemory refuses a sweep, before anything is allocated, when its largest run needs more
 // memory than the device has free. A run needs the larger of drawing its data
-// (model.Params.Bytes) and holding the data while the algorithm's own buffers (algo) live.
-func checkMemory(dev device.Device, rhos, alphas []float64, params func(rho, alpha float64) model.Params, algo func(model.Params) uint64) error {
+// (aim.Params.Bytes) and holding the data while the algorithm's own buffers (algo) live.
+func checkMemory(dev device.Device, rhos, alphas []float64, params func(rho, alpha float64) aim.Params, algo func(aim.Params) uint64) error {
 	var need uint64
-	var at model.Params
+	var at aim.Params
 	for _, r := range rhos {
 		for _, a := range alphas {
 			p := params(r, a)
@@ -407,6 +406,6 @@ func (c *simFlags) validateSim() error {
 }
 
 // params returns the model of one run.
-func (c *simFlags) params(rho, alpha float64, seed uint64) model.Params {
-	return model.Params{D: c.D, Alpha: alpha, Rho: rho, Channel: c.deviceChannel(), Seed: seed}
+func (c *simFlags) params(rho, alpha float64, seed uint64) aim.Params {
+	return aim.Params{D: c.D, Alpha: alpha, Rho: rho, Channel: c.deviceChannel(), Seed: seed}
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/device/auto"
-	"github.com/aimtheory/aim/engine/gd"
-	"github.com/aimtheory/aim/engine/model"
-	"github.com/aimtheory/aim/engine/se"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/gd"
+	"github.com/aimtheory/aim/engine/aim/se"
 )
 
 const gdUsage = `Usage: aim gd [flags]
@@ -121,7 +121,7 @@ func parseGD(args []string, stderr io.Writer) (*gdConfig, error) {
 type gdRun struct {
 	rho, alpha float64
 	seed       uint64
-	p          model.Params
+	p          aim.Params
 	res        gd.Result
 	seMMSE     float64
 	err        error
@@ -148,8 +148,8 @@ func runGD(args []string, stdout, stderr io.Writer) error {
 	}
 	defer auto.Close(dev)
 	fmt.Fprintln(stderr, note)
-	runParams := func(r, a float64) model.Params { return c.params(r, a, 0) }
-	if err := checkMemory(dev, c.rhos, c.alphas, runParams, func(p model.Params) uint64 { return gd.Bytes(p, c.opts) }); err != nil {
+	runParams := func(r, a float64) aim.Params { return c.params(r, a, 0) }
+	if err := checkMemory(dev, c.rhos, c.alphas, runParams, func(p aim.Params) uint64 { return gd.Bytes(p, c.opts) }); err != nil {
 		return err
 	}
 	theory, err := c.theoryChannel()
@@ -186,7 +186,7 @@ func runGD(args []string, stdout, stderr io.Writer) error {
 		o := c.opts
 		done := 0
 		o.Progress = func() { done++; bar.Add(1) }
-		data, err := model.Generate(dev, run.p)
+		data, err := aim.Generate(dev, run.p)
 		if err != nil {
 			bar.Finish()
 			return abort(err)

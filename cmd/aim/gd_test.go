@@ -9,8 +9,8 @@ import (
 
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/engine/gd"
-	"github.com/aimtheory/aim/engine/model"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/gd"
 )
 
 func TestGDBadInput(t *testing.T) {
@@ -65,7 +65,7 @@ func TestGDCSV(t *testing.T) {
 	for _, r := range rows[1:] {
 		alpha, _ := strconv.ParseFloat(r[col["alpha"]], 64)
 		seed, _ := strconv.ParseUint(r[col["seed"]], 10, 64)
-		data, err := model.Generate(dev, model.Params{D: 20, Alpha: alpha, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: seed})
+		data, err := aim.Generate(dev, aim.Params{D: 20, Alpha: alpha, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,12 +8,12 @@ import (
 	"math"
 	"runtime"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
-	"github.com/aimtheory/aim/engine/channel"
-	"github.com/aimtheory/aim/engine/se"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/se"
+	"github.com/aimtheory/aim/internal/par"
 )
 
 // seConfig is the parsed and validated command line of `aim se`.
@@ -165,7 +165,7 @@ type seThresholds struct {
 	AlphaBarC       float64            `json:"alpha_bar_c"`       // rho -> 0 weak recovery, in N/(D R)
 }
 
-func computeThresholds(c *seConfig, ch channel.Channel) (seThresholds, error) {
+func computeThresholds(c *seConfig, ch aim.Channel) (seThresholds, error) {
 	th := seThresholds{AlphaPR: map[string]float64{}, AlphaPRCounting: map[string]float64{}}
 	var err error
 	if th.AlphaBarC, err = se.AlphaBarC(ch); err != nil {
@@ -177,14 +177,14 @@ func computeThresholds(c *seConfig, ch channel.Channel) (seThresholds, error) {
 			return th, err
 		}
 		th.AlphaPR[rhoKey(r)] = a
-		if sm, ok := ch.(*channel.Softmax); ok {
+		if sm, ok := ch.(*aim.Softmax); ok {
 			th.AlphaPRCounting[rhoKey(r)] = se.AlphaPRCounting(r, sm.Directions())
 		}
 	}
 	return th, nil
 }
 
-func printThresholds(c *seConfig, ch channel.Channel, stdout io.Writer) error {
+func printThresholds(c *seConfig, ch aim.Channel, stdout io.Writer) error {
 	th, err := computeThresholds(c, ch)
 	if err != nil {
 		return err
@@ -208,7 +208,7 @@ func printThresholds(c *seConfig, ch channel.Channel, stdout io.Writer) error {
 }
 
 // solveCurves solves every (rho, alpha) point in parallel, with a progress bar on a terminal.
-func solveCurves(c *seConfig, ch channel.Channel, stderr io.Writer) ([]sePoint, seThresholds, error) {
+func solveCurves(c *seConfig, ch aim.Channel, stderr io.Writer) ([]sePoint, seThresholds, error) {
 	var points []sePoint
 	curves := c.rhos
 	if c.rescaled {
@@ -228,23 +228,16 @@ func solveCurves(c *seConfig, ch channel.Channel, stderr io.Writer) ([]sePoint, 
 		return nil, th, err
 	}
 	bar := newProgress(len(points), "se "+ch.Name(), stderr, c.quiet)
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < c.workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				solvePoint(c, ch, &points[i], uint64(i))
-				bar.Add(1)
-			}
-		}()
+	// Points run in parallel on c.workers goroutines; each point's Monte Carlo takes an equal
+	// share of the cores, and its draws depend on the point, not on the grid or the schedule.
+	genWorkers := max(1, par.Workers(0)/max(1, min(c.workers, len(points))))
+	if err := par.For(c.workers, len(points), par.NoState, func(_ struct{}, i int) error {
+		solvePoint(c, ch, &points[i], genWorkers)
+		bar.Add(1)
+		return nil
+	}); err != nil {
+		return nil, th, err
 	}
-	for i := range points {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
 	bar.Finish()
 	for _, pt := range points {
 		if pt.err != nil && !errors.Is(pt.err, se.ErrNotConverged) {
@@ -254,7 +247,7 @@ func solveCurves(c *seConfig, ch channel.Channel, stderr io.Writer) ([]sePoint, 
 	return points, th, nil
 }
 
-func solvePoint(c *seConfig, ch channel.Channel, pt *sePoint, index uint64) {
+func solvePoint(c *seConfig, ch aim.Channel, pt *sePoint, genWorkers int) {
 	if pt.rho == 0 {
 		pt.p, pt.err = se.SolveRescaled(ch, pt.alphaR, c.opts)
 	} else {
@@ -264,8 +257,22 @@ func solvePoint(c *seConfig, ch channel.Channel, pt *sePoint, index uint64) {
 	if pt.err != nil || c.genSamples == 0 {
 		return
 	}
-	o := se.GenErrorOptions{Samples: c.genSamples, Inner: c.genInner, Seed: c.seed ^ (index+1)*0x9E3779B97F4A7C15}
+	o := se.GenErrorOptions{Samples: c.genSamples, Inner: c.genInner, Seed: pointSeed(c.seed, pt.rho, pt.alphaR), Workers: genWorkers}
 	pt.genErr, pt.genStderr, pt.err = se.GenError(ch, pt.p.Q, pt.p.MMSE, o)
+}
+
+// pointSeed returns the seed of the Monte Carlo generalisation error at one point: the user's
+// seed mixed (SplitMix64's finaliser) with the bits of rho and alpha-bar_r = alpha/rho, so that
+// a point gets the same draws in any grid, sweep or order.
+func pointSeed(seed uint64, rho, alphaR float64) uint64 {
+	z := seed
+	for _, v := range []float64{rho, alphaR} {
+		z += 0x9E3779B97F4A7C15 ^ math.Float64bits(v)
+		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+		z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+		z ^= z >> 31
+	}
+	return z
 }
 
 // seColumns are the CSV columns of `aim se`.

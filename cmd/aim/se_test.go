@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aimtheory/aim/engine/channel"
-	"github.com/aimtheory/aim/engine/se"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/se"
 )
 
 func runArgs(t *testing.T, args ...string) (int, string, string) {
@@ -97,7 +97,7 @@ func TestSEWritesResults(t *testing.T) {
 	for i, c := range rows[0] {
 		col[c] = i
 	}
-	ch, _ := channel.NewSoftmax(2, 1)
+	ch, _ := aim.NewSoftmax(2, 1)
 	for _, r := range rows[1:] {
 		rho, _ := strconv.ParseFloat(r[col["rho"]], 64)
 		alpha, _ := strconv.ParseFloat(r[col["alpha"]], 64)

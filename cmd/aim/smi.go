@@ -10,18 +10,18 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/cmd/aim/internal/grid"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/engine/amp"
-	"github.com/aimtheory/aim/engine/channel"
-	"github.com/aimtheory/aim/engine/gd"
-	"github.com/aimtheory/aim/engine/model"
-	"github.com/aimtheory/aim/engine/se"
+	"github.com/aimtheory/aim/engine/aim/gd"
+	"github.com/aimtheory/aim/engine/smi"
+	smiamp "github.com/aimtheory/aim/engine/smi/amp"
+	smise "github.com/aimtheory/aim/engine/smi/se"
+	"github.com/aimtheory/aim/engine/smi/sgd"
+	"github.com/aimtheory/aim/internal/par"
 )
 
 const smiUsage = `Usage: aim smi se|thresholds|amp|sgd [flags]
@@ -97,7 +97,7 @@ func parseSMIFlags(fs *flag.FlagSet, args []string, usage string, stderr io.Writ
 
 // theory checks the shared flags for the state evolution and GAMP (an invertible channel:
 // M = 2, L <= 3) and parses the alpha grid.
-func (f *smiFlags) theory(alphaSpec string) (*channel.Deep, []float64, error) {
+func (f *smiFlags) theory(alphaSpec string) (*smi.Deep, []float64, error) {
 	ch, err := f.channel(f.c, true)
 	if err != nil {
 		return nil, nil, err
@@ -144,8 +144,8 @@ func (f *smiFlags) check() error {
 
 // channel returns the deep attention channel at skip c; with posterior it also checks that
 // the channel's posterior can be integrated (M = 2, L <= 3). Every problem is a usage error.
-func (f *smiFlags) channel(c float64, posterior bool) (*channel.Deep, error) {
-	ch, err := channel.NewDeep(f.L, f.M, c, f.beta)
+func (f *smiFlags) channel(c float64, posterior bool) (*smi.Deep, error) {
+	ch, err := smi.NewDeep(f.L, f.M, c, f.beta)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -239,7 +239,7 @@ func stabilityAlphas(F []float64) []float64 {
 }
 
 // smiSEOptions registers the flags of the SMI state evolution's Monte Carlo average.
-func smiSEOptions(fs *flag.FlagSet, o *se.SMIOptions) {
+func smiSEOptions(fs *flag.FlagSet, o *smise.Options) {
 	fs.IntVar(&o.Samples, "samples", o.Samples, "Monte Carlo (xi, eta) draws of the channel average per SE iteration")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the SE's draws")
 	fs.BoolVar(&o.MonteCarlo, "monte-carlo", false, "plain pseudo-random draws instead of randomised quasi-Monte Carlo (shifted Halton)")
@@ -249,7 +249,7 @@ func smiSEOptions(fs *flag.FlagSet, o *se.SMIOptions) {
 	fs.Float64Var(&o.Tol, "tol", o.Tol, "stop when every layer's estimated distance to the fixed point, |step|/(1 - r) with r the ratio of its last two steps, is below tol")
 }
 
-func checkSMISEOptions(o se.SMIOptions) error {
+func checkSMISEOptions(o smise.Options) error {
 	switch {
 	case o.Samples < 1:
 		return usagef("--samples %d: need at least 1", o.Samples)
@@ -265,7 +265,7 @@ func checkSMISEOptions(o se.SMIOptions) error {
 	return nil
 }
 
-func smiSEParams(p map[string]any, o se.SMIOptions) {
+func smiSEParams(p map[string]any, o smise.Options) {
 	for k, v := range map[string]any{"samples": o.Samples, "seed": o.Seed, "monte_carlo": o.MonteCarlo,
 		"epsilon": o.Epsilon, "damping": o.Damping, "damping_note": "0: the authors' 0.8 (L = 2) or 0.6 (L = 3)",
 		"init": o.Init, "max_iter": o.MaxIter, "tol": o.Tol} {
@@ -296,13 +296,13 @@ type smiSEConfig struct {
 	smiFlags
 	alphaSpec  string
 	alphas     []float64
-	opts       se.SMIOptions
+	opts       smise.Options
 	genSamples int
-	ch         *channel.Deep
+	ch         *smi.Deep
 }
 
 func parseSMISE(args []string, stderr io.Writer) (*smiSEConfig, error) {
-	c := &smiSEConfig{opts: se.DefaultSMIOptions()}
+	c := &smiSEConfig{opts: smise.DefaultOptions()}
 	fs := flag.NewFlagSet("aim smi se", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.register(fs, "se", true)
@@ -328,7 +328,7 @@ func parseSMISE(args []string, stderr io.Writer) (*smiSEConfig, error) {
 
 // smiSERow is one alpha of `aim smi se`.
 type smiSERow struct {
-	p                   se.SMIPoint
+	p                   smise.Point
 	gen, genErr         float64
 	genLast, genLastErr float64
 }
@@ -365,7 +365,7 @@ func runSMISE(args []string, stdout, stderr io.Writer) error {
 		total += len(c.alphas)
 	}
 	bar := newProgress(total, "smi se", stderr, c.quiet)
-	F, err := se.SMIStability(c.ch, make([]float64, c.L), c.opts)
+	F, err := smise.Stability(c.ch, make([]float64, c.L), c.opts)
 	if err != nil {
 		bar.Finish()
 		res.files.Abort()
@@ -373,7 +373,7 @@ func runSMISE(args []string, stdout, stderr io.Writer) error {
 	}
 	bar.Add(1)
 	stability := stabilityAlphas(F)
-	points, err := se.SolveSMICurve(c.ch, c.alphas, c.opts, func(se.SMIPoint) { bar.Add(1) })
+	points, err := smise.SolveCurve(c.ch, c.alphas, c.opts, func(smise.Point) { bar.Add(1) })
 	if err != nil {
 		bar.Finish()
 		res.files.Abort()
@@ -391,7 +391,7 @@ func runSMISE(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	bar.Finish()
-	var converged []se.SMIPoint
+	var converged []smise.Point
 	var failed []string
 	for _, r := range rows {
 		if r.p.Converged {
@@ -402,7 +402,7 @@ func runSMISE(args []string, stdout, stderr io.Writer) error {
 	}
 	onset := nanSlice(c.L)
 	if len(converged) > 0 {
-		onset = se.SMIOnsets(converged, 0.01)
+		onset = smise.Onsets(converged, 0.01)
 	}
 	csvRows := smiSECSVRows(c, rows)
 	if err := writeRows(res.csv.File(), smiSEColumns(c.L), csvRows); err != nil {
@@ -440,32 +440,23 @@ func runSMISE(args []string, stdout, stderr io.Writer) error {
 // smiGenErrors fills e_gen and the last-layer-only e_gen of every converged row, the rows in
 // parallel. Every point uses the same draws (seed --seed), so the curves are smooth in alpha.
 func smiGenErrors(c *smiSEConfig, rows []smiSERow, bar progress) error {
-	jobs := make(chan int)
-	errs := make([]error, len(rows))
-	var wg sync.WaitGroup
-	for w := 0; w < min(c.nWorkers(), len(rows)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ch := *c.ch // one copy per goroutine, so that no goroutine shares channel state
-			for i := range jobs {
-				r := &rows[i]
-				if r.p.Converged {
-					r.gen, r.genErr, errs[i] = se.SMIGenError(&ch, r.p.Q, c.genSamples, c.opts.Seed)
-					if errs[i] == nil {
-						r.genLast, r.genLastErr, errs[i] = se.SMIGenError(&ch, smiLastLayerOnly(r.p.Q), c.genSamples, c.opts.Seed)
-					}
-				}
-				bar.Add(1)
-			}
-		}()
-	}
-	for i := range rows {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	return errors.Join(errs...)
+	// One copy of the channel per goroutine, so that no goroutine shares channel state.
+	return par.For(c.nWorkers(), len(rows), func() (*smi.Deep, error) {
+		ch := *c.ch
+		return &ch, nil
+	}, func(ch *smi.Deep, i int) error {
+		defer bar.Add(1)
+		r := &rows[i]
+		if !r.p.Converged {
+			return nil
+		}
+		var err error
+		r.gen, r.genErr, err = smise.GenError(ch, r.p.Q, c.genSamples, c.opts.Seed)
+		if err == nil {
+			r.genLast, r.genLastErr, err = smise.GenError(ch, smiLastLayerOnly(r.p.Q), c.genSamples, c.opts.Seed)
+		}
+		return err
+	})
 }
 
 func smiSECSVRows(c *smiSEConfig, rows []smiSERow) [][]string {
@@ -514,13 +505,13 @@ type smiThresholdsConfig struct {
 	smiFlags
 	cSpec string
 	cs    []float64
-	opts  se.SMIOptions
+	opts  smise.Options
 	hi    float64
-	chs   []*channel.Deep
+	chs   []*smi.Deep
 }
 
 func parseSMIThresholds(args []string, stderr io.Writer) (*smiThresholdsConfig, error) {
-	c := &smiThresholdsConfig{opts: se.DefaultSMIOptions()}
+	c := &smiThresholdsConfig{opts: smise.DefaultOptions()}
 	fs := flag.NewFlagSet("aim smi thresholds", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.register(fs, "thresholds", false)
@@ -582,7 +573,7 @@ func runSMIThresholds(args []string, stdout, stderr io.Writer) error {
 	var notes []string
 	rows := make([]smiThresholdRow, len(c.cs))
 	for i, ch := range c.chs {
-		F, err := se.SMIStability(ch, make([]float64, L), c.opts)
+		F, err := smise.Stability(ch, make([]float64, L), c.opts)
 		if err != nil {
 			bar.Finish()
 			res.files.Abort()
@@ -597,11 +588,11 @@ func runSMIThresholds(args []string, stdout, stderr io.Writer) error {
 				bar.Add(1)
 				continue
 			}
-			a, err := se.SMIConditionalThreshold(ch, l, lo, c.hi, 1e-3, c.opts)
+			a, err := smise.ConditionalThreshold(ch, l, lo, c.hi, 1e-3, c.opts)
 			switch {
 			case err == nil:
 				row.cnd[l] = a
-			case errors.Is(err, se.ErrNotBracketed):
+			case errors.Is(err, smise.ErrNotBracketed):
 				notes = append(notes, fmt.Sprintf("c = %g: %v: written empty", c.cs[i], err))
 			default:
 				bar.Finish()
@@ -710,16 +701,16 @@ type smiAMPConfig struct {
 	seed      uint64
 	alphaSpec string
 	alphas    []float64
-	opts      amp.SMIOptions
+	opts      smiamp.Options
 	trace     string
 	seCSV     string
 	seCurve   *smiSECurve
 	seTable   *csvTable // the SE lines of --se
-	ch        *channel.Deep
+	ch        *smi.Deep
 }
 
 func parseSMIAMP(args []string, stderr io.Writer) (*smiAMPConfig, error) {
-	c := &smiAMPConfig{opts: amp.DefaultSMIOptions()}
+	c := &smiAMPConfig{opts: smiamp.DefaultOptions()}
 	fs := flag.NewFlagSet("aim smi amp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.register(fs, "amp", true)
@@ -780,14 +771,14 @@ func parseSMIAMP(args []string, stderr io.Writer) (*smiAMPConfig, error) {
 	return c, nil
 }
 
-func (c *smiAMPConfig) params(alpha float64, seed uint64) model.SMIParams {
-	return model.SMIParams{D: c.D, Alpha: alpha, M: c.M, L: c.L, C: c.c, Beta: c.beta, Seed: seed}
+func (c *smiAMPConfig) params(alpha float64, seed uint64) smi.Params {
+	return smi.Params{D: c.D, Alpha: alpha, M: c.M, L: c.L, C: c.c, Beta: c.beta, Seed: seed}
 }
 
 // smiAMPBytes is the memory of one GAMP run: the data, and beside it the algorithm's buffers
-// (amp.SMIBytes counts a 1000-sample test set; a larger one is added here).
-func smiAMPBytes(p model.SMIParams, testSamples int) uint64 {
-	n := p.Bytes() + amp.SMIBytes(p)
+// (smiamp.Bytes counts a 1000-sample test set; a larger one is added here).
+func smiAMPBytes(p smi.Params, testSamples int) uint64 {
+	n := p.Bytes() + smiamp.Bytes(p)
 	if testSamples > 1000 {
 		M, D := uint64(p.M), uint64(p.D)
 		n += 8 * uint64(testSamples-1000) * (M*D + M*M + 1)
@@ -809,9 +800,9 @@ func checkHostMemory(workers int, what string, need uint64) error {
 type smiAMPRun struct {
 	alpha float64
 	seed  uint64
-	p     model.SMIParams
+	p     smi.Params
 	wn    []float64 // the teacher's norms ||w*_l||^2 / D
-	res   amp.SMIResult
+	res   smiamp.Result
 	err   error
 }
 
@@ -826,9 +817,9 @@ func (r *smiAMPRun) overlaps(m []float64) []float64 {
 }
 
 // final returns the last record of a run that did not fail.
-func (r *smiAMPRun) final() (amp.SMIIteration, bool) {
+func (r *smiAMPRun) final() (smiamp.Iteration, bool) {
 	if r.err != nil || len(r.res.Trace) == 0 {
-		return amp.SMIIteration{}, false
+		return smiamp.Iteration{}, false
 	}
 	return r.res.Trace[len(r.res.Trace)-1], true
 }
@@ -892,7 +883,7 @@ func runSMIAMP(args []string, stdout, stderr io.Writer) error {
 	var failed []string
 	var traceRows [][]string
 	for _, run := range runs {
-		data, err := model.GenerateSMI(run.p)
+		data, err := smi.Generate(run.p)
 		if err != nil {
 			bar.Finish()
 			return abort(err)
@@ -904,8 +895,8 @@ func runSMIAMP(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		o := c.opts
-		o.Progress = func(amp.SMIIteration) { bar.Add(1) }
-		run.res, run.err = amp.RunSMI(data, o)
+		o.Progress = func(smiamp.Iteration) { bar.Add(1) }
+		run.res, run.err = smiamp.Run(data, o)
 		bar.Add(c.opts.MaxIter - len(run.res.Trace))
 		if run.err != nil {
 			failed = append(failed, fmt.Sprintf("alpha %g seed %d: %v", run.alpha, run.seed, run.err))
@@ -1056,11 +1047,11 @@ type smiSGDConfig struct {
 	seed        uint64
 	alpha       float64
 	studentSeed int64
-	opts        gd.SMIOptions
+	opts        sgd.Options
 }
 
 func parseSMISGD(args []string, stderr io.Writer) (*smiSGDConfig, error) {
-	c := &smiSGDConfig{opts: gd.DefaultSMIOptions()}
+	c := &smiSGDConfig{opts: sgd.DefaultOptions()}
 	fs := flag.NewFlagSet("aim smi sgd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.register(fs, "sgd", true)
@@ -1125,13 +1116,13 @@ func parseSMISGD(args []string, stderr io.Writer) (*smiSGDConfig, error) {
 	return c, nil
 }
 
-func (c *smiSGDConfig) params(seed uint64) model.SMIParams {
-	return model.SMIParams{D: c.D, Alpha: c.alpha, M: c.M, L: c.L, C: c.c, Beta: c.beta, Seed: seed}
+func (c *smiSGDConfig) params(seed uint64) smi.Params {
+	return smi.Params{D: c.D, Alpha: c.alpha, M: c.M, L: c.L, C: c.c, Beta: c.beta, Seed: seed}
 }
 
 // smiSGDBytes estimates the memory of one SGD run: the data, the labels, the test set and the
 // weights with their gradients (gd has no byte count of its own for SMI).
-func smiSGDBytes(p model.SMIParams, o gd.SMIOptions) uint64 {
+func smiSGDBytes(p smi.Params, o sgd.Options) uint64 {
 	N, M, D, P, T := uint64(p.N()), uint64(p.M), uint64(p.D), uint64(p.P()), uint64(o.TestSamples)
 	chunks := (max(uint64(min(o.Batch, p.N())), T) + 49) / 50
 	return p.Bytes() + 8*(N*M*M+T*(M*D+M*M)+(2+chunks)*P*D)
@@ -1148,7 +1139,7 @@ func smiSGDColumns(L int) []string {
 // smiSGDRun is one seed of `aim smi sgd`.
 type smiSGDRun struct {
 	seed uint64
-	res  gd.SMIResult
+	res  sgd.Result
 	err  error
 }
 
@@ -1177,7 +1168,7 @@ func runSMISGD(args []string, stdout, stderr io.Writer) error {
 	for s := range runs {
 		run := &smiSGDRun{seed: c.seed + uint64(s)}
 		runs[s] = run
-		data, err := model.GenerateSMI(c.params(run.seed))
+		data, err := smi.Generate(c.params(run.seed))
 		if err != nil {
 			bar.Finish()
 			res.files.Abort()
@@ -1186,7 +1177,7 @@ func runSMISGD(args []string, stdout, stderr io.Writer) error {
 		o := c.opts
 		done := 0
 		o.Progress = func(int) { done++; bar.Add(1) }
-		run.res, run.err = gd.RunSMI(data, o)
+		run.res, run.err = sgd.Run(data, o)
 		bar.Add(perRun - done)
 		if run.err != nil {
 			if !errors.Is(run.err, gd.ErrDiverged) {

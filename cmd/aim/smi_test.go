@@ -10,11 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aimtheory/aim/engine/amp"
-	"github.com/aimtheory/aim/engine/channel"
-	"github.com/aimtheory/aim/engine/gd"
-	"github.com/aimtheory/aim/engine/model"
-	"github.com/aimtheory/aim/engine/se"
+	"github.com/aimtheory/aim/engine/smi"
+	smiamp "github.com/aimtheory/aim/engine/smi/amp"
+	smise "github.com/aimtheory/aim/engine/smi/se"
+	"github.com/aimtheory/aim/engine/smi/sgd"
 )
 
 // csvColumns maps the header of a CSV to column indices.
@@ -169,7 +168,7 @@ func TestSMIBadInput(t *testing.T) {
 func TestSMISE(t *testing.T) {
 	dir := t.TempDir()
 	out, plot := filepath.Join(dir, "se.csv"), filepath.Join(dir, "se.png")
-	// --workers 1: se.SMIStability shares one covariance buffer between its goroutines (an
+	// --workers 1: smise.Stability shares one covariance buffer between its goroutines (an
 	// engine data race), so its F is reproducible only on one goroutine.
 	code, stdout, stderr := runArgs(t, "smi", "se", "--quiet", "--alpha", "0.3,0.1", "--samples", "64", "--max-iter", "40",
 		"--tol", "1e-3", "--gen-samples", "2000", "--seed", "3", "--workers", "1", "--out", out, "--plot", plot)
@@ -185,12 +184,12 @@ func TestSMISE(t *testing.T) {
 		t.Errorf("columns %v, want %s", rows[0], want)
 	}
 	col := csvColumns(rows[0])
-	ch, _ := channel.NewDeep(2, 2, 1, 1)
-	o := se.DefaultSMIOptions()
+	ch, _ := smi.NewDeep(2, 2, 1, 1)
+	o := smise.DefaultOptions()
 	o.Samples, o.MaxIter, o.Tol, o.Seed = 64, 40, 1e-3, 3
 	alphas := []float64{0.3, 0.1}
 	// The curve on all cores: the SE's averages do not depend on the number of goroutines.
-	pts, err := se.SolveSMICurve(ch, alphas, o, nil)
+	pts, err := smise.SolveCurve(ch, alphas, o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,11 +212,11 @@ func TestSMISE(t *testing.T) {
 				t.Errorf("row %d: qhat%s = %.15g, engine %.15g", i, name[1:], qh, p.QHat[l])
 			}
 		}
-		g, gs, err := se.SMIGenError(ch, p.Q, 2000, 3)
+		g, gs, err := smise.GenError(ch, p.Q, 2000, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		gl, _, err := se.SMIGenError(ch, []float64{0, p.Q[1]}, 2000, 3)
+		gl, _, err := smise.GenError(ch, []float64{0, p.Q[1]}, 2000, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +226,7 @@ func TestSMISE(t *testing.T) {
 		}
 	}
 	o.Workers = 1
-	F, err := se.SMIStability(ch, []float64{0, 0}, o)
+	F, err := smise.Stability(ch, []float64{0, 0}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,13 +268,13 @@ func TestSMISENotConverged(t *testing.T) {
 }
 
 // TestSMIThresholds checks one row per c with the stability thresholds 1/F of
-// se.SMIStability, and that an unbracketed or unsearchable conditional threshold is written
+// smise.Stability, and that an unbracketed or unsearchable conditional threshold is written
 // empty with a note, not a failure.
 func TestSMIThresholds(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "th.csv")
 	// --hi below the last layer's threshold: the conditional search is skipped. --workers 1:
-	// see TestSMISE (the engine race in se.SMIStability).
+	// see TestSMISE (the engine race in smise.Stability).
 	code, stdout, stderr := runArgs(t, "smi", "thresholds", "--quiet", "--c", "0.5,1", "--samples", "200", "--hi", "0.1",
 		"--workers", "1", "--out", out, "--plot", filepath.Join(dir, "th.png"))
 	if code != 0 {
@@ -289,15 +288,15 @@ func TestSMIThresholds(t *testing.T) {
 		t.Fatalf("CSV %v", rows)
 	}
 	col := csvColumns(rows[0])
-	o := se.DefaultSMIOptions()
+	o := smise.DefaultOptions()
 	o.Samples, o.Workers = 200, 1
 	for i, cv := range []float64{0.5, 1} {
 		r := rows[i+1]
 		if parseCell(t, r[col["c"]]) != cv || r[col["alpha_conditional_1"]] != "" {
 			t.Errorf("row %v", r)
 		}
-		ch, _ := channel.NewDeep(2, 2, cv, 1)
-		F, err := se.SMIStability(ch, []float64{0, 0}, o)
+		ch, _ := smi.NewDeep(2, 2, cv, 1)
+		F, err := smise.Stability(ch, []float64{0, 0}, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -337,13 +336,13 @@ func TestSMIAMP(t *testing.T) {
 	if strings.Join(rows[0], ",") != want || len(rows) != 2 {
 		t.Fatalf("CSV %v, want header %s and one row", rows, want)
 	}
-	data, err := model.GenerateSMI(model.SMIParams{D: 60, Alpha: 1, M: 2, L: 2, C: 1, Beta: 1, Seed: 5})
+	data, err := smi.Generate(smi.Params{D: 60, Alpha: 1, M: 2, L: 2, C: 1, Beta: 1, Seed: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := amp.DefaultSMIOptions()
+	o := smiamp.DefaultOptions()
 	o.MaxIter, o.TestSamples = 3, 300
-	res, err := amp.RunSMI(data, o)
+	res, err := smiamp.Run(data, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,15 +404,15 @@ func TestSMISGD(t *testing.T) {
 		t.Fatalf("header %v, want %s", rows[0], want)
 	}
 	col := csvColumns(rows[0])
-	o := gd.DefaultSMIOptions()
+	o := sgd.DefaultOptions()
 	o.Epochs, o.TestSamples = 2, 100
 	k := 1
 	for seed := uint64(1); seed <= 2; seed++ {
-		data, err := model.GenerateSMI(model.SMIParams{D: 40, Alpha: 15, M: 2, L: 2, C: 1, Beta: 1, Seed: seed})
+		data, err := smi.Generate(smi.Params{D: 40, Alpha: 15, M: 2, L: 2, C: 1, Beta: 1, Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := gd.RunSMI(data, o)
+		res, err := sgd.Run(data, o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,9 +24,10 @@ import (
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/device/auto"
 	"github.com/aimtheory/aim/device/cuda"
-	"github.com/aimtheory/aim/engine/amp"
-	"github.com/aimtheory/aim/engine/gd"
-	"github.com/aimtheory/aim/engine/model"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/amp"
+	"github.com/aimtheory/aim/engine/aim/gd"
+	"github.com/aimtheory/aim/internal/par"
 )
 
 const sweepUsage = `Usage:
@@ -81,14 +82,14 @@ var sweepJobs = map[string]*sweepJob{
 		parse: func(a []string) (any, error) { return parseAMP(a, io.Discard) },
 		memory: func(cfg any, dev device.Device, _ int) error {
 			c := cfg.(*ampConfig)
-			return checkMemory(dev, c.rhos, c.alphas, func(r, a float64) model.Params { return c.params(r, a, 0) }, amp.Bytes)
+			return checkMemory(dev, c.rhos, c.alphas, func(r, a float64) aim.Params { return c.params(r, a, 0) }, amp.Bytes)
 		}, run: runAMP},
 	"gd": {command: []string{"gd"}, simulation: true, device: true, owned: []string{"seeds", "device", "trace", "trace-every", "amp", "axes"},
 		parse: func(a []string) (any, error) { return parseGD(a, io.Discard) },
 		memory: func(cfg any, dev device.Device, _ int) error {
 			c := cfg.(*gdConfig)
-			return checkMemory(dev, c.rhos, c.alphas, func(r, a float64) model.Params { return c.params(r, a, 0) },
-				func(p model.Params) uint64 { return gd.Bytes(p, c.opts) })
+			return checkMemory(dev, c.rhos, c.alphas, func(r, a float64) aim.Params { return c.params(r, a, 0) },
+				func(p aim.Params) uint64 { return gd.Bytes(p, c.opts) })
 		}, run: runGD},
 	"smi-se": {command: []string{"smi", "se"}, parse: func(a []string) (any, error) { return parseSMISE(a, io.Discard) },
 		run: func(a []string, o, e io.Writer) error { return runSMI(append([]string{"se"}, a...), o, e) }},
@@ -647,54 +648,37 @@ func (p *sweepPlan) execute(todo []sweep.Run, journal *sweep.Journal, inflight s
 	var (
 		mu       sync.Mutex
 		finished int
-		firstErr error
-		wg       sync.WaitGroup
 	)
-	jobs := make(chan sweep.Run)
-	for w := 0; w < p.spec.Parallel; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range jobs {
-				t0 := time.Now()
-				cols, row, runErr := p.runOne(r, inflight)
-				mu.Lock()
-				if runErr == nil || row != nil {
-					failed := ""
-					if runErr != nil {
-						failed = firstLine(runErr.Error())
-					}
-					if err := journal.Append(cols, sweep.Record{Run: r.Index, Point: r.Point, Seed: r.Seed, Failed: failed, Fields: row}); err != nil && firstErr == nil {
-						firstErr = err
-					}
-					finished++
-					if !quiet {
-						status := ""
-						if runErr != nil {
-							status = " without a value: " + firstLine(runErr.Error())
-						}
-						fmt.Fprintf(stderr, "aim sweep: [%d/%d] run %d (%s, seed %d) in %.2f s%s\n",
-							before+finished, total, r.Index, p.describe(r.Point), r.Seed, time.Since(t0).Seconds(), status)
-					}
-				} else if firstErr == nil {
-					firstErr = fmt.Errorf("run %d (%s, seed %d): %w", r.Index, p.describe(r.Point), r.Seed, runErr)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for _, r := range todo {
-		mu.Lock()
-		stop := firstErr != nil
-		mu.Unlock()
-		if stop {
-			break
+	// One run per chunk on spec.Parallel goroutines (par.For): after a run fails without a row,
+	// no new run starts, and the error of the earliest such run is returned.
+	err := par.For(p.spec.Parallel, len(todo), par.NoState, func(_ struct{}, c int) error {
+		r := todo[c]
+		t0 := time.Now()
+		cols, row, runErr := p.runOne(r, inflight)
+		if runErr != nil && row == nil {
+			return fmt.Errorf("run %d (%s, seed %d): %w", r.Index, p.describe(r.Point), r.Seed, runErr)
 		}
-		jobs <- r
-	}
-	close(jobs)
-	wg.Wait()
-	return finished, firstErr
+		mu.Lock()
+		defer mu.Unlock()
+		failed := ""
+		if runErr != nil {
+			failed = firstLine(runErr.Error())
+		}
+		if err := journal.Append(cols, sweep.Record{Run: r.Index, Point: r.Point, Seed: r.Seed, Failed: failed, Fields: row}); err != nil {
+			return err
+		}
+		finished++
+		if !quiet {
+			status := ""
+			if runErr != nil {
+				status = " without a value: " + firstLine(runErr.Error())
+			}
+			fmt.Fprintf(stderr, "aim sweep: [%d/%d] run %d (%s, seed %d) in %.2f s%s\n",
+				before+finished, total, r.Index, p.describe(r.Point), r.Seed, time.Since(t0).Seconds(), status)
+		}
+		return nil
+	})
+	return finished, err
 }
 
 func firstLine(s string) string {

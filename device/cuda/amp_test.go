@@ -6,13 +6,13 @@ import (
 
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/engine/amp"
-	"github.com/aimtheory/aim/engine/model"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/amp"
 )
 
 // softmaxParams are the AIM parameters of the whole-run tests and benchmarks.
-func softmaxParams(D int, alpha float64, seed uint64) model.Params {
-	return model.Params{D: D, Alpha: alpha, Rho: 0.5, Seed: seed,
+func softmaxParams(D int, alpha float64, seed uint64) aim.Params {
+	return aim.Params{D: D, Alpha: alpha, Rho: 0.5, Seed: seed,
 		Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}}
 }
 
@@ -29,7 +29,7 @@ func TestAMPTrajectoryCPUvsGPU(t *testing.T) {
 	o.Tol = 1e-300 // run all 10 iterations
 
 	run := func(dev device.Device) (amp.Result, []float64, float64) {
-		data, err := model.Generate(dev, p)
+		data, err := aim.Generate(dev, p)
 		if err != nil {
 			t.Fatal(err)
 		}

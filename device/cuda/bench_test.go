@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/engine/amp"
-	"github.com/aimtheory/aim/engine/gd"
-	"github.com/aimtheory/aim/engine/model"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/amp"
+	"github.com/aimtheory/aim/engine/aim/gd"
 )
 
 // Benchmarks run only with a GPU (they skip otherwise). The AMP shapes use alpha = 0.25, T = 2:
@@ -99,9 +99,9 @@ func BenchmarkForwardBack(b *testing.B) {
 
 // ampIterations generates the data at D and runs maxIter GAMP-RIE iterations, returning the
 // seconds per iteration after the first (the first when there is one) and the first's.
-func ampIterations(b *testing.B, g *Device, p model.Params, maxIter int) (perIter, first float64) {
+func ampIterations(b *testing.B, g *Device, p aim.Params, maxIter int) (perIter, first float64) {
 	b.Helper()
-	data, err := model.Generate(g, p)
+	data, err := aim.Generate(g, p)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func ampIterations(b *testing.B, g *Device, p model.Params, maxIter int) (perIte
 
 // needBytes returns the peak device memory of generating the data at p and running AMP on it,
 // with the backend's scratch (two D x D matrices and the Dsyevd workspace) and a margin.
-func needBytes(p model.Params) uint64 {
+func needBytes(p aim.Params) uint64 {
 	D, N, T := uint64(p.D), uint64(p.N()), uint64(p.T())
 	kept := 8 * (D*D + N*T*D + N*T*T) // S, X, Y after Generate
 	run := kept + amp.Bytes(p)
@@ -156,7 +156,7 @@ func BenchmarkAMPIteration(b *testing.B) {
 }
 
 // BenchmarkLargestD finds the largest D at alpha = 0.25, T = 2 whose data and AMP run fit in the
-// free GPU memory (model.Params.Bytes, amp.Bytes and the backend's scratch), reports it, and
+// free GPU memory (aim.Params.Bytes, amp.Bytes and the backend's scratch), reports it, and
 // times two iterations there.
 func BenchmarkLargestD(b *testing.B) {
 	g := gpu(b)
@@ -192,7 +192,7 @@ func BenchmarkGDStep(b *testing.B) {
 	for _, D := range []int{200, 400, 1000} {
 		b.Run(fmt.Sprintf("D%d", D), func(b *testing.B) {
 			p := softmaxParams(D, 0.25, 1)
-			data, err := model.Generate(g, p)
+			data, err := aim.Generate(g, p)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -7,7 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/engine/channel"
 	"github.com/aimtheory/aim/kernels"
 )
 
@@ -417,15 +416,15 @@ func (d *Device) TokenMix(z, c, x device.Buffer, n, t, dd int) error {
 // ---------------------------------------------------------------------------------------
 // Channels.
 
-// checkChannel validates ch exactly as the scalar channels of engine/channel do.
+// checkChannel validates ch exactly as the Go twins in package kernels do.
 func checkChannel(op string, ch device.Channel) error {
 	switch ch.Kind {
 	case device.Softmax:
-		if _, err := channel.NewSoftmax(ch.T, ch.Beta); err != nil {
+		if _, err := kernels.NewSoftmax(ch.T, ch.Beta); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
 	case device.Hardmax:
-		if _, err := channel.NewHardmax(ch.T, ch.PaperCompat); err != nil {
+		if _, err := kernels.NewHardmax(ch.T, ch.PaperCompat); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
 	default:

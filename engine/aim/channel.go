@@ -1,0 +1,25 @@
+// Package aim is the attention-indexed model (docs/AIM.md): its teacher and data (model.go),
+// its output channels as the state evolution sees them (softmax, hardmax: Z_out, g_out and the
+// SE integral FisherSum), with the state evolution, GAMP-RIE and gradient descent in the
+// sub-packages se, amp and gd. The per-sample channel math (outputs, g_out) is the Go twin of
+// the CUDA kernels, in package kernels; the channels here embed it.
+package aim
+
+import "github.com/aimtheory/aim/kernels"
+
+// Fields returns M = T(T+1)/2, the number of fields per sample (kernels.Fields).
+func Fields(T int) int { return kernels.Fields(T) }
+
+// Channel is a single-layer AIM output channel y = g(h), seen by state evolution.
+type Channel interface {
+	// Name is the channel's name on the command line ("softmax", "hardmax").
+	Name() string
+	// Tokens is T, the number of tokens per sequence.
+	Tokens() int
+	// Output writes y = g(h) for one T x T index matrix h; y and h are T x T, row-major.
+	Output(y, h []float64)
+	// FisherSum returns E[ sum_{a<=b} g_out,ab(y; omega, V)^2 ] in unit coordinates, where
+	// omega_ab ~ N(0, q) iid, u = omega + sqrt(V) xi and y = g(h(u)). State evolution sets
+	// q-hat = 2 alpha FisherSum(q, V) with V = Q0 - q (docs/AIM.md 2.1).
+	FisherSum(q, V float64) (float64, error)
+}

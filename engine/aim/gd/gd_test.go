@@ -1,0 +1,146 @@
+package gd
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/aimtheory/aim/cpu"
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/internal/devtest"
+)
+
+func params(D, T int, alpha, rho, beta float64, seed uint64) aim.Params {
+	return aim.Params{D: D, Alpha: alpha, Rho: rho, Channel: device.Channel{Kind: device.Softmax, T: T, Beta: beta}, Seed: seed}
+}
+
+// TestGradientFiniteDifference checks the analytic gradient dL/dW against central finite
+// differences of the loss, on random small problems with several T and a student width R that
+// differs from the teacher's.
+func TestGradientFiniteDifference(t *testing.T) {
+	dev := cpu.New(0)
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct {
+		p aim.Params
+		R int
+	}{{params(8, 2, 0.5, 0.5, 1, 1), 3}, {params(7, 3, 0.6, 0.3, 0.8, 2), 5}, {params(6, 4, 0.8, 1, 1.5, 3), 2}} {
+		data, err := aim.Generate(dev, c.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := newStudent(dev, dev, data, c.R)
+		if err != nil {
+			t.Fatal(err)
+		}
+		D := c.p.D
+		w := make([]float64, c.R*D)
+		for i := range w {
+			w[i] = r.NormFloat64()
+		}
+		loss := func(w []float64) float64 {
+			if err := dev.Upload(st.w, w); err != nil {
+				t.Fatal(err)
+			}
+			l, err := st.lossAndGrad()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}
+		loss(w)
+		grad := make([]float64, len(w))
+		if err := dev.Download(grad, st.grad); err != nil {
+			t.Fatal(err)
+		}
+		var worst float64
+		for i := range w {
+			const h = 1e-5
+			wp, wm := append([]float64(nil), w...), append([]float64(nil), w...)
+			wp[i] += h
+			wm[i] -= h
+			fd := (loss(wp) - loss(wm)) / (2 * h)
+			rel := math.Abs(grad[i]-fd) / math.Max(math.Abs(fd), 1e-3)
+			worst = math.Max(worst, rel)
+		}
+		t.Logf("D %d T %d R %d (teacher R %d): max relative gradient error %.2e", D, c.p.T(), c.R, c.p.R(), worst)
+		if worst > 1e-6 {
+			t.Errorf("D %d T %d R %d: analytic gradient off finite differences by %.3g relative", D, c.p.T(), c.R, worst)
+		}
+		st.free()
+		data.Free(dev)
+	}
+}
+
+// TestGDLearns trains on a small problem: the loss falls, averaging students beats a single
+// one, a seed fixes the result, and the memory estimate is what Run allocates.
+func TestGDLearns(t *testing.T) {
+	dev := devtest.NewCounting(cpu.New(0))
+	p := params(30, 2, 0.25, 0.5, 1, 4) // alpha-bar = 1
+	data, err := aim.Generate(dev, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := dev.Live()
+	dev.Peak()
+	o := DefaultOptions()
+	o.Steps, o.Restarts, o.TraceEvery = 200, 4, 50
+	res, err := Run(dev, data, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peak := dev.Peak() - before; peak != Bytes(p, o) {
+		t.Errorf("Run peaked at %d bytes, Bytes says %d", peak, Bytes(p, o))
+	}
+	tr := res.Trace
+	t.Logf("loss %.4g -> %.4g, error %.4f -> %.4f; students %v, averaged %.4f", tr[0].Loss, tr[len(tr)-1].Loss, tr[0].Error, tr[len(tr)-1].Error, res.SingleErrors, res.Error)
+	if !(tr[len(tr)-1].Loss < 0.2*tr[0].Loss) || !(tr[len(tr)-1].Error < tr[0].Error) {
+		t.Errorf("training did not progress: %+v", tr)
+	}
+	var mean float64
+	for _, e := range res.SingleErrors {
+		mean += e / float64(len(res.SingleErrors))
+	}
+	if !(res.Error < mean) {
+		t.Errorf("averaged error %.4f not below the students' mean %.4f", res.Error, mean)
+	}
+	dev1 := cpu.New(1)
+	data1, err := aim.Generate(dev1, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Run(dev1, data1, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Error != res.Error {
+		t.Errorf("same seed, different result: %.17g vs %.17g", again.Error, res.Error)
+	}
+}
+
+func TestRunRejects(t *testing.T) {
+	dev := cpu.New(0)
+	data, err := aim.Generate(dev, params(10, 2, 0.3, 0.5, 1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []Options{{Steps: 0, LR: 0.1, Restarts: 1}, {Steps: 5, LR: 0, Restarts: 1}, {Steps: 5, LR: 0.1, Restarts: 0},
+		{Steps: 5, LR: 0.1, Restarts: 1, Adam: true, Beta1: 1, Beta2: 0.9, Eps: 1e-8}} {
+		if _, err := Run(dev, data, o); err == nil {
+			t.Errorf("Run accepted %+v", o)
+		}
+	}
+	hard, err := aim.Generate(dev, aim.Params{D: 10, Alpha: 0.3, Rho: 0.5, Channel: device.Channel{Kind: device.Hardmax, T: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(dev, hard, DefaultOptions()); err == nil {
+		t.Error("Run accepted a hardmax teacher")
+	}
+	o := DefaultOptions()
+	o.LR, o.Adam, o.Steps = 1e200, false, 20
+	if _, err := Run(dev, data, o); !errors.Is(err, ErrDiverged) {
+		t.Errorf("plain GD with lr 1e200: %v, want ErrDiverged", err)
+	}
+}

@@ -1,0 +1,150 @@
+package aim
+
+import (
+	"math"
+	"testing"
+
+	"github.com/aimtheory/aim/cpu"
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/internal/devtest"
+)
+
+func download(t *testing.T, dev device.Device, b device.Buffer) []float64 {
+	t.Helper()
+	out := make([]float64, b.Len())
+	if err := dev.Download(out, b); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestGenerateAgainstNaive recomputes the teacher's indices and outputs from the downloaded S
+// and X with plain loops, h_ab = (x_a^T S x_b - delta_ab Tr S)/sqrt(D), and checks S's moments.
+func TestGenerateAgainstNaive(t *testing.T) {
+	dev := devtest.NewCounting(cpu.New(0))
+	for _, ch := range []device.Channel{{Kind: device.Softmax, T: 3, Beta: 1.5}, {Kind: device.Hardmax, T: 2}} {
+		p := Params{D: 60, Alpha: 0.05, Rho: 0.5, Channel: ch, Seed: 9}
+		data, err := Generate(dev, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if peak := dev.Peak(); peak != p.Bytes() {
+			t.Errorf("%v: Generate peaked at %d bytes, Params.Bytes says %d", ch, peak, p.Bytes())
+		}
+		D, N, T := p.D, p.N(), p.T()
+		if N != 180 || p.R() != 30 {
+			t.Fatalf("N = %d, R = %d; want 180, 30", N, p.R())
+		}
+		S, X, Y := download(t, dev, data.S), download(t, dev, data.X), download(t, dev, data.Y)
+		var tr, fro float64
+		for i := 0; i < D; i++ {
+			tr += S[i*D+i]
+			for j := 0; j < D; j++ {
+				fro += S[i*D+j] * S[i*D+j]
+				if S[i*D+j] != S[j*D+i] {
+					t.Fatalf("S is not symmetric at (%d, %d)", i, j)
+				}
+			}
+		}
+		if math.Abs(tr-data.TrS) > 1e-12*tr {
+			t.Errorf("TrS = %g, trace of S = %g", data.TrS, tr)
+		}
+		// E Tr S / D = sqrt(rho) and E ||S||_F^2 / D = (D + R + 1)/D, with fluctuations O(1/D).
+		if math.Abs(tr/float64(D)-math.Sqrt(0.5)) > 0.02 || math.Abs(fro/float64(D)-float64(D+p.R()+1)/float64(D)) > 0.05 {
+			t.Errorf("Tr S / D = %.4f (want %.4f), ||S||^2/D = %.4f (want %.4f)", tr/float64(D), math.Sqrt(0.5), fro/float64(D), float64(D+p.R()+1)/float64(D))
+		}
+		var scalar Channel
+		if ch.Kind == device.Softmax {
+			scalar, _ = NewSoftmax(T, ch.Beta)
+		} else {
+			scalar, _ = NewHardmax(T, false)
+		}
+		h, y := make([]float64, T*T), make([]float64, T*T)
+		for mu := 0; mu < N; mu++ {
+			x := X[mu*T*D : (mu+1)*T*D]
+			for a := 0; a < T; a++ {
+				for b := 0; b < T; b++ {
+					var s float64
+					for i := 0; i < D; i++ {
+						for j := 0; j < D; j++ {
+							s += x[a*D+i] * S[i*D+j] * x[b*D+j]
+						}
+					}
+					if a == b {
+						s -= tr
+					}
+					h[a*T+b] = s / math.Sqrt(float64(D))
+				}
+			}
+			scalar.Output(y, h)
+			for k := range y {
+				if math.Abs(y[k]-Y[mu*T*T+k]) > 1e-12 {
+					t.Fatalf("%v sample %d: y[%d] = %.15g, naive %.15g", ch, mu, k, Y[mu*T*T+k], y[k])
+				}
+			}
+		}
+		data.Free(dev)
+		if dev.Live() != 0 {
+			t.Errorf("%d bytes still allocated after Free", dev.Live())
+		}
+	}
+}
+
+// TestGenerateReproducible checks that a seed fixes the data bit for bit and that another seed
+// changes it.
+func TestGenerateReproducible(t *testing.T) {
+	dev := cpu.New(0)
+	p := Params{D: 30, Alpha: 0.1, Rho: 0.3, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 5}
+	a, err := Generate(dev, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev1 := cpu.New(1)
+	b, err := Generate(dev1, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xa, xb := download(t, dev, a.X), download(t, dev1, b.X)
+	ya, yb := download(t, dev, a.Y), download(t, dev1, b.Y)
+	for i := range xa {
+		if xa[i] != xb[i] {
+			t.Fatalf("X differs at %d with the same seed", i)
+		}
+	}
+	for i := range ya {
+		if ya[i] != yb[i] {
+			t.Fatalf("y differs at %d with the same seed (1 and 2 workers)", i)
+		}
+	}
+	p.Seed = 6
+	c, err := Generate(dev, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if xc := download(t, dev, c.X); xc[0] == xa[0] && xc[1] == xa[1] {
+		t.Errorf("seed 6 gives the same X as seed 5")
+	}
+}
+
+func TestParamsValidate(t *testing.T) {
+	soft := device.Channel{Kind: device.Softmax, T: 2, Beta: 1}
+	good := Params{D: 10, Alpha: 0.1, Rho: 0.5, Channel: soft}
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := []Params{
+		{D: 1, Alpha: 0.1, Rho: 0.5, Channel: soft},
+		{D: 10, Alpha: 0, Rho: 0.5, Channel: soft},
+		{D: 10, Alpha: 0.001, Rho: 0.5, Channel: soft}, // N = 0
+		{D: 10, Alpha: 0.1, Rho: 0.05, Channel: soft},  // R = 0
+		{D: 10, Alpha: 0.1, Rho: -1, Channel: soft},
+		{D: 10, Alpha: 0.1, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 1, Beta: 1}},
+		{D: 10, Alpha: 0.1, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 0}},
+		{D: 10, Alpha: 0.1, Rho: 0.5, Channel: device.Channel{Kind: device.Hardmax, T: 3}},
+	}
+	for _, p := range bad {
+		if err := p.Validate(); err == nil {
+			t.Errorf("Validate(%+v) accepted", p)
+		}
+	}
+}

@@ -1,0 +1,218 @@
+// Package se solves the state evolution (SE) of Bayes-optimal learning in the single-layer
+// attention-indexed model (docs/AIM.md section 2): the scalar overlap q of the RIE prior side
+// coupled to the output channel through q-hat, the rho -> 0 rescaled SE, the perfect-recovery and
+// weak-recovery thresholds, and the Bayes-optimal generalisation error on the outputs y.
+package se
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/rie"
+)
+
+// ErrNotConverged is wrapped by the error a solver returns when it reaches its iteration cap
+// before the convergence test holds. The Point it returns beside it has Converged = false and
+// must not be reported as a result.
+var ErrNotConverged = errors.New("state evolution did not converge")
+
+// Options control the damped fixed-point iteration x <- (1 - Damping) G(x) + Damping x of the
+// state evolution, written in the variable m = Q0 - q (the estimation error).
+type Options struct {
+	// Damping theta in [0, 1): the weight kept on the old iterate.
+	Damping float64
+	// Tol is the convergence test |G(m) - m| < Tol on the undamped map.
+	Tol float64
+	// MaxIter caps the number of evaluations of the map G.
+	MaxIter int
+	// Accelerate adds Steffensen (Aitken delta-squared) steps to the damped iteration, accepted
+	// only when they lower the residual; it matters near alpha_PR, where the map's slope
+	// tends to 1 and plain iteration crawls.
+	Accelerate bool
+}
+
+// DefaultOptions returns damping 0.5, tolerance 1e-12, 20000 iterations, with acceleration.
+func DefaultOptions() Options {
+	return Options{Damping: 0.5, Tol: 1e-12, MaxIter: 20000, Accelerate: true}
+}
+
+func (o Options) validate() error {
+	switch {
+	case !(o.Damping >= 0 && o.Damping < 1):
+		return fmt.Errorf("se: damping %g outside [0, 1)", o.Damping)
+	case !(o.Tol > 0):
+		return fmt.Errorf("se: tolerance %g must be positive", o.Tol)
+	case o.MaxIter < 1:
+		return fmt.Errorf("se: iteration cap %d must be at least 1", o.MaxIter)
+	}
+	return nil
+}
+
+// Point is one solved point of a state evolution curve.
+type Point struct {
+	Alpha      float64 // sample complexity alpha = N/D^2 (alpha-bar_r = N/(D R) in the rescaled SE)
+	Rho        float64 // rank ratio rho = R/D (0 in the rescaled SE)
+	MMSE       float64 // estimation error m = Q0 - q = lim ||S_hat - S||_F^2 / D
+	Q          float64 // overlap q = Tr(S S_hat)/D
+	QHat       float64 // conjugate q-hat = 2 alpha FisherSum(q, Q0 - q); +Inf at perfect recovery
+	Iterations int     // evaluations of the SE map
+	Converged  bool
+}
+
+// fixedPoint solves m = G(m) on [0, 1] from m0 by damped iteration with optional Steffensen
+// steps. It returns the last iterate, the number of evaluations of G, and ErrNotConverged
+// (wrapped) when MaxIter is reached.
+func fixedPoint(G func(m float64) (float64, error), m0 float64, o Options) (float64, int, error) {
+	if err := o.validate(); err != nil {
+		return math.NaN(), 0, err
+	}
+	theta := o.Damping
+	m := m0
+	gm, err := G(m)
+	evals := 1
+	if err != nil {
+		return m, evals, err
+	}
+	for evals < o.MaxIter {
+		if math.Abs(gm-m) < o.Tol {
+			return gm, evals, nil
+		}
+		y1 := (1-theta)*gm + theta*m
+		g1, err := G(y1)
+		evals++
+		if err != nil {
+			return y1, evals, err
+		}
+		if !o.Accelerate || evals+2 > o.MaxIter {
+			m, gm = y1, g1
+			continue
+		}
+		y2 := (1-theta)*g1 + theta*y1
+		g2, err := G(y2)
+		evals++
+		if err != nil {
+			return y2, evals, err
+		}
+		m0 := m
+		m, gm = y2, g2
+		// Aitken's delta-squared extrapolation of the sequence m0, y1, y2.
+		den := y2 - 2*y1 + m0
+		if den == 0 {
+			continue
+		}
+		ya := m0 - (y1-m0)*(y1-m0)/den
+		if !(ya >= 0 && ya <= 1) {
+			continue
+		}
+		ga, err := G(ya)
+		evals++
+		if err != nil {
+			return ya, evals, err
+		}
+		if math.Abs(ga-ya) < math.Abs(g2-y2) {
+			m, gm = ya, ga
+		}
+	}
+	if math.Abs(gm-m) < o.Tol {
+		return gm, evals, nil
+	}
+	return m, evals, fmt.Errorf("%w after %d evaluations (residual %.3g > tol %.3g)", ErrNotConverged, evals, math.Abs(gm-m), o.Tol)
+}
+
+// qHat returns q-hat = 2 alpha FisherSum(Q0 - m, m), +Inf when m = 0.
+func qHat(ch aim.Channel, alpha, Q0, m float64) (float64, error) {
+	if m <= 0 {
+		return math.Inf(1), nil
+	}
+	f, err := ch.FisherSum(Q0-m, m)
+	if err != nil {
+		return math.NaN(), err
+	}
+	return 2 * alpha * f, nil
+}
+
+// Solve returns the fixed point of the single-layer SE (docs/AIM.md 2.1)
+//
+//	q-hat = 2 alpha FisherSum(q, Q0 - q),   q = Q0 - mmse_S(1/q-hat; rho),   Q0 = 1 + rho,
+//
+// reached from the uninformative start q = rho (m = 1). On ErrNotConverged the Point is still
+// returned, with Converged = false.
+func Solve(ch aim.Channel, rho, alpha float64, o Options) (Point, error) {
+	if err := checkRhoAlpha(rho, alpha); err != nil {
+		return Point{}, err
+	}
+	Q0 := 1 + rho
+	G := func(m float64) (float64, error) {
+		qh, err := qHat(ch, alpha, Q0, m)
+		if err != nil {
+			return math.NaN(), err
+		}
+		return priorMMSE(1/qh, rho)
+	}
+	m, n, err := fixedPoint(G, 1, o)
+	return finish(ch, rho, alpha, Q0, m, n, err)
+}
+
+// SolveRescaled returns the fixed point of the rho -> 0 rescaled SE at alpha-bar_r = N/(D R)
+// (docs/AIM.md 2.3, the code's SE_hardmax_rho=0.py): Q0 = 1,
+//
+//	t = 1/q-hat_r,  q-hat_r = 2 alpha-bar_r FisherSum(q, 1 - q),  q = (1 - t)^2 for t < 1, else 0,
+//
+// i.e. the spiked-Wigner form mmse = t (2 - t). It starts from q = 0.
+func SolveRescaled(ch aim.Channel, alphaR float64, o Options) (Point, error) {
+	if !(alphaR > 0) || math.IsInf(alphaR, 0) {
+		return Point{}, fmt.Errorf("se: alpha-bar_r = %g, need 0 < alpha-bar_r < inf", alphaR)
+	}
+	G := func(m float64) (float64, error) {
+		qh, err := qHat(ch, alphaR, 1, m)
+		if err != nil {
+			return math.NaN(), err
+		}
+		t := 1 / qh
+		if t >= 1 {
+			return 1, nil
+		}
+		return t * (2 - t), nil
+	}
+	m, n, err := fixedPoint(G, 1, o)
+	return finish(ch, 0, alphaR, 1, m, n, err)
+}
+
+func finish(ch aim.Channel, rho, alpha, Q0, m float64, n int, err error) (Point, error) {
+	p := Point{Alpha: alpha, Rho: rho, MMSE: m, Q: Q0 - m, Iterations: n, Converged: err == nil}
+	if err != nil {
+		p.MMSE, p.Q, p.QHat = math.NaN(), math.NaN(), math.NaN()
+		return p, fmt.Errorf("se %s: rho = %g, alpha = %g: %w", ch.Name(), rho, alpha, err)
+	}
+	qh, qerr := qHat(ch, alpha, Q0, m)
+	if qerr != nil {
+		return p, qerr
+	}
+	p.QHat = qh
+	return p, nil
+}
+
+func checkRhoAlpha(rho, alpha float64) error {
+	if !(rho > 0) || math.IsInf(rho, 0) {
+		return fmt.Errorf("se: rho = %g, need 0 < rho < inf", rho)
+	}
+	if !(alpha > 0) || math.IsInf(alpha, 0) {
+		return fmt.Errorf("se: alpha = %g, need 0 < alpha < inf", alpha)
+	}
+	return nil
+}
+
+// priorMMSE returns mmse_S(Delta; rho), the RIE denoising error of MP(rho) observed through
+// Gaussian (GOE) noise of variance Delta, with the limits Delta = 0 (error 0) and Delta = inf
+// (error 1, the prior variance once the known mean sqrt(rho) I is removed).
+func priorMMSE(delta, rho float64) (float64, error) {
+	switch {
+	case delta == 0:
+		return 0, nil
+	case math.IsInf(delta, 1):
+		return 1, nil
+	}
+	return rie.MMSE(delta, rho)
+}

@@ -1,0 +1,38 @@
+package aim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/aimtheory/aim/kernels"
+)
+
+// Softmax is the row-softmax channel of docs/AIM.md 2.2 (kernels.Softmax: outputs and g_out)
+// with the quantities the state evolution needs.
+type Softmax struct{ *kernels.Softmax }
+
+// NewSoftmax returns the softmax channel for T >= 2 tokens at inverse temperature beta > 0.
+func NewSoftmax(T int, beta float64) (*Softmax, error) {
+	k, err := kernels.NewSoftmax(T, beta)
+	if err != nil {
+		return nil, err
+	}
+	return &Softmax{k}, nil
+}
+
+// Name returns "softmax".
+func (s *Softmax) Name() string { return "softmax" }
+
+// Directions returns K = T^2 + T - 2, twice the number of directions the softmax observes; the
+// state evolution depends on T only through alpha-bar = alpha K.
+func (s *Softmax) Directions() int { return s.Tokens()*s.Tokens() + s.Tokens() - 2 }
+
+// FisherSum returns E[sum_{a<=b} g_out,ab^2] = K/(2V) with K = T^2 + T - 2: the observed
+// M - 1 = K/2 directions each contribute 1/V, and q-hat = 2 alpha K/(2V) = K alpha/(Q0 - q)
+// (docs/AIM.md 2.2, the code's output_eq_exact). It does not depend on q or beta.
+func (s *Softmax) FisherSum(q, V float64) (float64, error) {
+	if !(q >= 0) || !(V > 0) || math.IsInf(q, 0) || math.IsInf(V, 0) {
+		return 0, fmt.Errorf("softmax FisherSum: need q >= 0 and V > 0, got q = %g, V = %g", q, V)
+	}
+	return float64(s.Directions()) / (2 * V), nil
+}

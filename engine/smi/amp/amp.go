@@ -1,0 +1,714 @@
+// Package amp runs GAMP for the sequence multi-index model of deep tied attention
+// (docs/SMI.md 3): the P x D estimate of W* with its P x P posterior covariance, the channel's
+// g_out from the posterior quadrature of package smi, and the teacher-normalised overlaps and
+// test error per iteration.
+package amp
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/internal/spd"
+	"github.com/aimtheory/aim/engine/smi"
+	"github.com/aimtheory/aim/engine/stream"
+	"github.com/aimtheory/aim/internal/par"
+)
+
+// ErrDiverged is wrapped by the error Run returns when the iteration produces NaN or blows up.
+var ErrDiverged = errors.New("SMI GAMP diverged")
+
+// GAMP for the sequence multi-index model with deep tied rank-1 attention output
+// (docs/SMI.md 3, "Algorithm 1" of Troiani et al. 2025), on the host CPU with plain slices.
+// Shapes: What is P x D (row k = layer k's weight estimate), Chat P x P, and per sample mu the
+// channel quantities omega_mu, g_mu are P x M row-major (entry (k, l) = layer k, token l at
+// k M + l, as smi.Deep). The per-sample channel work (the posterior quadrature of
+// smi.DeepPosterior) runs on Workers goroutines, each sample writing its own slot; every
+// reduction over samples is summed in sample order, so the results do not depend on Workers.
+
+// Options control one GAMP run on an SMI data set (docs/SMI.md 3).
+type Options struct {
+	MaxIter int     // iteration cap T (50, as the authors)
+	Damping float64 // rho in (0, 1]: What <- rho What_new + (1 - rho) What, Chat likewise (0.8)
+	// Tol stops the run when the step ||What_new - What||^2 / (P D) falls below it (1e-8, which
+	// in practice runs MaxIter iterations); 0 never stops early.
+	Tol float64
+	// Epsilon is the ridge of the channel's variance: the posterior moments are taken at
+	// V = Chat + Epsilon I (1e-3, as the authors' compute_g_out_d_gout). The Onsager term uses
+	// Chat itself, as the authors' code does.
+	Epsilon float64
+	// Init chooses What_0: "random" (the default, as the authors; "" means the same) draws
+	// What_0 = InitScale N(0, 1) entrywise from the data seed's Gaussian stream at
+	// stream.Init, with Chat_0 = I; "zero" starts at What_0 = 0, Chat_0 = I. From the zero
+	// start GAMP stays at the uninformative fixed point: at omega = 0 the sign symmetry
+	// w_l -> -w_l of each layer makes E[Z | y] = 0, hence g = 0, B = 0 and What = 0 forever.
+	// A random start breaks the symmetry.
+	Init      string
+	InitScale float64 // the scale of the random What_0 (1)
+	// TestSamples is the size of the fresh test set of the generalisation error (1000, as the
+	// authors); 0: none (EGen is NaN). Its tokens come from the data seed's Gaussian stream at
+	// stream.SMIAMPTest = stream.Data + 2^51 + 2^50: past the N M D training tokens, and
+	// distinct from the SGD test set at stream.Data + 2^51 (stream.SMISGDTest) as long as
+	// that one holds fewer than 2^50 numbers.
+	TestSamples int
+	// Workers is the number of goroutines of the channel quadrature and the other per-sample
+	// work (0: GOMAXPROCS). The results do not depend on it.
+	Workers int
+	// QuadTol and QuadMaxEval set the channel quadrature's relative tolerance and evaluation
+	// budget (smi.DeepPosterior.Tol, .MaxEval); 0 keeps the channel's defaults
+	// (smi.DefaultDeepTol, smi.DefaultDeepMaxEval).
+	QuadTol     float64
+	QuadMaxEval int
+	// DampMessages also damps g (g <- rho g + (1 - rho) g_prev) before the back-projection and
+	// the next Onsager term, as in the damped GAMP of Rangan, Schniter, Fletcher and Sarkar
+	// (2015), so that What and the Onsager term see the same messages. On by default: with the
+	// authors' scheme (false: only What and Chat damped, AMP_BO_2w.py) GAMP at D = 1000 stays at
+	// the uninformative point in a period-2 cycle for some seeds (alpha = 0.5 seed 3; layer 1 at
+	// alpha = 1.2 seeds 1 and 3), and with it those runs reach the state evolution.
+	DampMessages bool
+	// Progress, when set, is called after every iteration.
+	Progress func(it Iteration)
+}
+
+// DefaultOptions returns the authors' settings (AMP_BO_2w.py) with damped messages: 50
+// iterations, damping 0.8, the ridge 1e-3 on V, a random start What_0 ~ N(0, 1) with Chat_0 = I,
+// and 1000 fresh test samples for the generalisation error.
+func DefaultOptions() Options {
+	return Options{MaxIter: 50, Damping: 0.8, Tol: 1e-8, Epsilon: 1e-3, Init: "random", InitScale: 1, TestSamples: 1000, DampMessages: true}
+}
+
+func (o Options) validate() error {
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case o.MaxIter < 1:
+		return fmt.Errorf("amp: SMI MaxIter = %d, need at least 1", o.MaxIter)
+	case !(o.Damping > 0 && o.Damping <= 1):
+		return fmt.Errorf("amp: SMI damping %g, need 0 < rho <= 1", o.Damping)
+	case !(o.Tol >= 0) || !finite(o.Tol):
+		return fmt.Errorf("amp: SMI tolerance %g, need 0 <= Tol < inf", o.Tol)
+	case !(o.Epsilon >= 0) || !finite(o.Epsilon):
+		return fmt.Errorf("amp: SMI ridge epsilon %g, need 0 <= epsilon < inf", o.Epsilon)
+	case o.Init != "" && o.Init != "random" && o.Init != "zero":
+		return fmt.Errorf("amp: SMI init %q, need \"random\" or \"zero\"", o.Init)
+	case o.Init != "zero" && (!(o.InitScale > 0) || !finite(o.InitScale)):
+		return fmt.Errorf("amp: SMI init scale %g, need 0 < scale < inf for a random start", o.InitScale)
+	case o.TestSamples < 0:
+		return fmt.Errorf("amp: SMI TestSamples = %d, need >= 0", o.TestSamples)
+	case o.Workers < 0:
+		return fmt.Errorf("amp: SMI Workers = %d, need >= 0 (0: GOMAXPROCS)", o.Workers)
+	case !(o.QuadTol >= 0) || !finite(o.QuadTol):
+		return fmt.Errorf("amp: SMI quadrature tolerance %g, need 0 <= tol < inf (0: default)", o.QuadTol)
+	case o.QuadMaxEval < 0:
+		return fmt.Errorf("amp: SMI quadrature budget %d, need >= 0 (0: default)", o.QuadMaxEval)
+	}
+	return nil
+}
+
+// Iteration records one GAMP iteration. Overlaps are per layer l (P = L rank-1 layers) and
+// defined up to the layer's sign: Q_ll = ||What_l||^2 / D, |M_ll| = |What_l . W*_l| / D and the
+// cosine C_l = |M_ll| / sqrt(Q_ll ||W*_l||^2 / D) (0 where What_l = 0), all after the damped
+// update.
+type Iteration struct {
+	Iter int       // 1, 2, ...
+	Q    []float64 // Q_ll, length P
+	M    []float64 // |M_ll|, length P
+	Cos  []float64 // C_l, length P
+	// Step is ||What_new - What||^2 / (P D), What_new = (I + A)^{-1} B the undamped proposal and
+	// What the previous iterate.
+	Step float64
+	// EGen is the plug-in generalisation error on the fresh test set,
+	// mean_mu ||y(W* x_mu) - y(What x_mu)||_F^2 with y = softmax_row(beta u u^T) of the forward
+	// map u = v_L(W x^T / sqrt(D)) (docs/SMI.md 2.1); NaN without a test set.
+	EGen        float64
+	Inexact     int     // samples whose quadrature did not meet its tolerance (still used)
+	Failed      int     // samples whose quadrature failed (Z_out = 0, ...): g = 0, dg = 0
+	QuadSeconds float64 // wall time of this iteration's channel phase (omega and the quadrature)
+	Seconds     float64 // wall time of this iteration, the record included
+	Elapsed     float64 // wall time since the run started
+}
+
+// Result is the outcome of one GAMP run.
+type Result struct {
+	Trace      []Iteration
+	What       []float64 // P x D, the final estimate of W*
+	Chat       []float64 // P x P, its final covariance estimate
+	Iterations int
+	Converged  bool // the step fell below Tol before MaxIter
+	Seconds    float64
+}
+
+// Bytes returns the host memory a Run run needs beyond the data (smi.Params.Bytes)
+// with the default options: What, its proposal and B (3 P D), g and g_prev (2 N P M), the
+// per-sample sums of the Jacobian blocks (N P P), the per-sample flags (2 N bytes), and the
+// 1000-sample test set (its tokens, 1000 M D, and outputs, 1000 M M, and the per-sample
+// errors). The per-worker work space (O(P M) numbers and the channel quadrature's regions) is
+// not counted.
+func Bytes(p smi.Params) uint64 {
+	D, N, M, P := uint64(p.D), uint64(p.N()), uint64(p.M), uint64(p.P())
+	const T = 1000
+	return 8*(3*P*D+2*N*P*M+N*P*P+T*M*D+T*M*M+T) + 2*N
+}
+
+// smiWorker is one goroutine's work space.
+type smiWorker struct {
+	ch                  *smi.Deep // the worker's own copy (Deep.OutputU writes its C)
+	post                *smi.DeepPosterior
+	mom                 *smi.DeepMoments
+	s                   *smi.DeepScratch
+	omega, cov, tmp, mv []float64
+	z, u, y             []float64
+}
+
+// smiState is one GAMP run.
+type smiState struct {
+	data    *smi.Data
+	o       Options
+	D, N    int
+	M, P    int
+	workers []*smiWorker
+	// iterate
+	what, chat []float64
+	g, gPrev   []float64 // N x P x M
+	dgSum      []float64 // N x P x P: sum_l dg_l per sample
+	inexact    []bool
+	failed     []bool
+	first      bool
+	// test set
+	nTest      int
+	xt, yt, et []float64
+	tNorm      []float64 // ||W*_l||^2 / D
+}
+
+// Run runs GAMP on the SMI data (docs/SMI.md 3, Algorithm 1):
+//
+//	init  What = InitScale N(0, 1) (P x D), Chat = I_P, g_prev = 0
+//	loop  V = Chat
+//	      omega_{mu,.,l} = What x_{mu l} / sqrt(D) - V g_prev_{mu,.,l}   (no Onsager term at t = 1)
+//	      per sample, with the posterior of z_{.l} ~ N(omega_{.l}, V + eps I) given y_mu
+//	      (smi.DeepPosterior) and V_e = V + eps I:
+//	        g_{.l} = V_e^{-1} E[z_{.l} - omega_{.l}],
+//	        dg_l = dg_{.l}/d omega_{.l} = V_e^{-1} Cov(z_{.l}) V_e^{-1} - V_e^{-1}   (exact)
+//	      A = -(1/D) sum_mu sum_l dg_l  (symmetrised)
+//	      B = (1/sqrt(D)) sum_mu sum_l g_{mu,.,l} x_{mu l}^T + A What
+//	      Chat_new = (I + A)^{-1},  What_new = (I + A)^{-1} B      (Gaussian prior denoiser)
+//	      What = rho What_new + (1 - rho) What,  Chat = rho Chat_new + (1 - rho) Chat
+//	      g_prev = g
+//	stop  after MaxIter iterations or when ||What_new - What||^2 / (P D) < Tol.
+//
+// The start matters: at What = 0 the sign symmetry of every layer gives E[Z | y] = 0, so
+// What = 0 is a fixed point (the uninformative one) and GAMP needs the random start to leave it.
+// The Onsager term uses V = Chat and the channel V + eps I, as the authors' AMP_BO_2w.py. At
+// finite D the Jacobian sum A is noisy (the per-sample dg has a heavy tail from bimodal
+// posteriors) and from the random start some runs stall near the uninformative point even
+// where state evolution learns a layer (measured at alpha = 0.5: see
+// TestSMILearnsLastLayerFirst).
+// A sample whose quadrature fails contributes nothing (g = 0, dg = 0) and is counted in
+// Iteration.Failed; more than 1% of failures in one iteration is an error. NaN or Inf in
+// the iterate, a singular I + A, or a V + eps I that is not positive definite return an error
+// wrapping ErrDiverged that names the iteration. The data's channel must pass
+// smi.Deep.CheckInvertible (M = 2, L <= 3).
+func Run(data *smi.Data, o Options) (Result, error) {
+	if data == nil {
+		return Result{}, errors.New("amp: SMI data is nil")
+	}
+	if err := o.validate(); err != nil {
+		return Result{}, err
+	}
+	st, err := newSMIState(data, o)
+	if err != nil {
+		return Result{}, err
+	}
+	return st.run()
+}
+
+func newSMIState(data *smi.Data, o Options) (*smiState, error) {
+	p := data.P
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("amp: SMI data: %w", err)
+	}
+	ch, err := p.Channel()
+	if err != nil {
+		return nil, fmt.Errorf("amp: SMI data: %w", err)
+	}
+	if err := ch.CheckInvertible(); err != nil {
+		return nil, fmt.Errorf("amp: SMI GAMP needs the channel posterior: %w", err)
+	}
+	D, N, M, P := p.D, p.N(), p.M, p.P()
+	if len(data.W) != P*D || len(data.X) != N*M*D || len(data.U) != N*M {
+		return nil, fmt.Errorf("amp: SMI data sizes W %d, X %d, U %d do not match P = %d, D = %d, N = %d, M = %d",
+			len(data.W), len(data.X), len(data.U), P, D, N, M)
+	}
+	s := &smiState{data: data, o: o, D: D, N: N, M: M, P: P,
+		what: make([]float64, P*D), chat: make([]float64, P*P),
+		g: make([]float64, N*P*M), gPrev: make([]float64, N*P*M), dgSum: make([]float64, N*P*P),
+		inexact: make([]bool, N), failed: make([]bool, N), first: true}
+	nw := o.Workers
+	if nw == 0 {
+		nw = par.Workers(0)
+	}
+	nw = max(1, min(nw, max(N, o.TestSamples)))
+	s.workers = make([]*smiWorker, nw)
+	for i := range s.workers {
+		wch := *ch
+		post, err := wch.NewPosterior()
+		if err != nil {
+			return nil, fmt.Errorf("amp: SMI: %w", err)
+		}
+		if o.QuadTol > 0 {
+			post.Tol = o.QuadTol
+		}
+		if o.QuadMaxEval > 0 {
+			post.MaxEval = o.QuadMaxEval
+		}
+		s.workers[i] = &smiWorker{ch: &wch, post: post, mom: ch.NewMoments(), s: ch.NewScratch(),
+			omega: make([]float64, P*M), cov: make([]float64, P*P), tmp: make([]float64, P*P), mv: make([]float64, P),
+			z: make([]float64, P*M), u: make([]float64, M), y: make([]float64, M*M)}
+	}
+	// Start: What_0 and Chat_0 = I.
+	if o.Init != "zero" {
+		device.FillNormals(s.what, p.Seed, stream.Init)
+		for i := range s.what {
+			s.what[i] *= o.InitScale
+		}
+	}
+	for k := 0; k < P; k++ {
+		s.chat[k*P+k] = 1
+	}
+	s.tNorm = make([]float64, P)
+	for k := 0; k < P; k++ {
+		wk := data.W[k*D : (k+1)*D]
+		s.tNorm[k] = dotF(wk, wk) / float64(D)
+	}
+	// The fresh test set and the teacher's outputs on it.
+	if o.TestSamples > 0 {
+		s.nTest = o.TestSamples
+		s.xt = make([]float64, s.nTest*M*D)
+		s.yt = make([]float64, s.nTest*M*M)
+		s.et = make([]float64, s.nTest)
+		device.FillNormals(s.xt, p.Seed, stream.SMIAMPTest)
+		if err := s.parallel(s.nTest, func(w *smiWorker, mu int) {
+			smi.Project(w.z, data.W, s.xt[mu*M*D:(mu+1)*M*D], P, M, D)
+			w.ch.Forward(w.u, w.z, nil, w.s)
+			w.ch.OutputU(s.yt[mu*M*M:(mu+1)*M*M], w.u)
+		}); err != nil {
+			return nil, fmt.Errorf("amp: SMI test set: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// smiChunk is the number of consecutive samples a worker takes at a time (one posterior
+// quadrature costs up to milliseconds, so small chunks balance the load); colChunk is the
+// number of the D columns of the back-projection per chunk.
+const (
+	smiChunk = 4
+	colChunk = 64
+)
+
+// parallel calls f(worker, i) for i = 0..n-1 on the workers (par.For, chunks of smiChunk);
+// f must write only to slot i (and its worker's space).
+func (s *smiState) parallel(n int, f func(w *smiWorker, i int)) error {
+	var k atomic.Int64
+	return par.For(len(s.workers), par.Chunks(n, smiChunk), func() (*smiWorker, error) {
+		return s.workers[k.Add(1)-1], nil
+	}, func(w *smiWorker, c int) error {
+		lo, hi := par.Span(c, n, smiChunk)
+		for i := lo; i < hi; i++ {
+			f(w, i)
+		}
+		return nil
+	})
+}
+
+// parallelRange cuts 0..n-1 into blocks of colChunk and calls f(lo, hi) on each (par.For);
+// f must write only to its block.
+func (s *smiState) parallelRange(n int, f func(lo, hi int)) error {
+	return par.For(len(s.workers), par.Chunks(n, colChunk), par.NoState, func(_ struct{}, c int) error {
+		f(par.Span(c, n, colChunk))
+		return nil
+	})
+}
+
+func (s *smiState) run() (Result, error) {
+	o := s.o
+	D, N, M, P := s.D, s.N, s.M, s.P
+	data := s.data
+	start := time.Now()
+	res := Result{}
+	fail := func(it int, format string, a ...any) (Result, error) {
+		res.What, res.Chat = s.what, s.chat
+		res.Seconds = time.Since(start).Seconds()
+		return res, fmt.Errorf("%w at iteration %d: %s", ErrDiverged, it, fmt.Sprintf(format, a...))
+	}
+	sqrtD := math.Sqrt(float64(D))
+	ve := make([]float64, P*P)
+	vinv := make([]float64, P*P)
+	A := make([]float64, P*P)
+	ipa := make([]float64, P*P)
+	inv := make([]float64, P*P)
+	B := make([]float64, P*D)
+	wNew := make([]float64, P*D)
+	for it := 1; it <= o.MaxIter; it++ {
+		t0 := time.Now()
+		// V = Chat; the channel sees V + eps I.
+		copy(ve, s.chat)
+		for k := 0; k < P; k++ {
+			ve[k*P+k] += o.Epsilon
+		}
+		if !spd.Invert(vinv, ve, P) {
+			return fail(it, "V = Chat + eps I = %v is not positive definite", ve)
+		}
+		V := s.chat
+		first := s.first
+		if err := s.parallel(N, func(w *smiWorker, mu int) {
+			s.sampleChannel(w, mu, V, ve, vinv, first)
+		}); err != nil {
+			return res, fmt.Errorf("amp: SMI iteration %d: %w", it, err)
+		}
+		quad := time.Since(t0).Seconds()
+		nFail, nInexact := 0, 0
+		for mu := 0; mu < N; mu++ {
+			if s.failed[mu] {
+				nFail++
+			} else if s.inexact[mu] {
+				nInexact++
+			}
+		}
+		if nFail*100 > N {
+			res.What, res.Chat = s.what, s.chat
+			res.Seconds = time.Since(start).Seconds()
+			return res, fmt.Errorf("amp: SMI iteration %d: the channel quadrature failed on %d of %d samples (more than 1%%)", it, nFail, N)
+		}
+		// A = -(1/D) sum_mu sum_l dg_l, summed in sample order, then symmetrised.
+		for i := range A {
+			A[i] = 0
+		}
+		for mu := 0; mu < N; mu++ {
+			dg := s.dgSum[mu*P*P : (mu+1)*P*P]
+			for i := range A {
+				A[i] += dg[i]
+			}
+		}
+		for a := 0; a < P; a++ {
+			for b := 0; b <= a; b++ {
+				v := -(A[a*P+b] + A[b*P+a]) / (2 * float64(D))
+				A[a*P+b], A[b*P+a] = v, v
+			}
+		}
+		// (I + A)^{-1}.
+		copy(ipa, A)
+		for k := 0; k < P; k++ {
+			ipa[k*P+k]++
+		}
+		if !invertGeneral(inv, ipa, P) {
+			return fail(it, "I + A = %v is singular", ipa)
+		}
+		for a := 0; a < P; a++ {
+			for b := 0; b < a; b++ {
+				v := (inv[a*P+b] + inv[b*P+a]) / 2
+				inv[a*P+b], inv[b*P+a] = v, v
+			}
+		}
+		if o.DampMessages && it > 1 {
+			for i, v := range s.g {
+				s.g[i] = o.Damping*v + (1-o.Damping)*s.gPrev[i]
+			}
+		}
+		// B = (1/sqrt(D)) sum_mu sum_l g_{mu,.,l} x_{mu l}^T + A What, and What_new = (I + A)^{-1} B,
+		// by blocks of columns (each entry summed in sample order).
+		if err := s.parallelRange(D, func(lo, hi int) {
+			for k := 0; k < P; k++ {
+				row := B[k*D+lo : k*D+hi]
+				for i := range row {
+					row[i] = 0
+				}
+			}
+			for mu := 0; mu < N; mu++ {
+				gm := s.g[mu*P*M : (mu+1)*P*M]
+				for l := 0; l < M; l++ {
+					x := data.X[(mu*M+l)*D+lo : (mu*M+l)*D+hi]
+					for k := 0; k < P; k++ {
+						c := gm[k*M+l]
+						if c == 0 {
+							continue
+						}
+						row := B[k*D+lo : k*D+hi]
+						for i, v := range x {
+							row[i] += c * v
+						}
+					}
+				}
+			}
+			for k := 0; k < P; k++ {
+				row := B[k*D+lo : k*D+hi]
+				for i := range row {
+					row[i] /= sqrtD
+				}
+				for j := 0; j < P; j++ {
+					a := A[k*P+j]
+					wj := s.what[j*D+lo : j*D+hi]
+					for i, v := range wj {
+						row[i] += a * v
+					}
+				}
+			}
+			for k := 0; k < P; k++ {
+				row := wNew[k*D+lo : k*D+hi]
+				for i := range row {
+					var v float64
+					for j := 0; j < P; j++ {
+						v += inv[k*P+j] * B[j*D+lo+i]
+					}
+					row[i] = v
+				}
+			}
+		}); err != nil {
+			return res, fmt.Errorf("amp: SMI iteration %d: %w", it, err)
+		}
+		// The step, and the damped update.
+		var step float64
+		rho := o.Damping
+		for i, v := range wNew {
+			d := v - s.what[i]
+			step += d * d
+			s.what[i] = rho*v + (1-rho)*s.what[i]
+		}
+		step /= float64(P * D)
+		for i := range s.chat {
+			s.chat[i] = rho*inv[i] + (1-rho)*s.chat[i]
+		}
+		for a := 0; a < P; a++ {
+			for b := 0; b < a; b++ {
+				v := (s.chat[a*P+b] + s.chat[b*P+a]) / 2
+				s.chat[a*P+b], s.chat[b*P+a] = v, v
+			}
+		}
+		s.g, s.gPrev = s.gPrev, s.g
+		s.first = false
+		if !allFinite(s.what) || !allFinite(s.chat) || math.IsNaN(step) || math.IsInf(step, 0) {
+			return fail(it, "What or Chat is not finite (step %g, Chat %v)", step, s.chat)
+		}
+		rec, err := s.record(it, step)
+		if err != nil {
+			return res, fmt.Errorf("amp: SMI iteration %d: test error: %w", it, err)
+		}
+		rec.Inexact, rec.Failed = nInexact, nFail
+		rec.QuadSeconds = quad
+		rec.Seconds = time.Since(t0).Seconds()
+		rec.Elapsed = time.Since(start).Seconds()
+		res.Trace = append(res.Trace, rec)
+		res.Iterations = it
+		if o.Progress != nil {
+			o.Progress(rec)
+		}
+		if step < o.Tol {
+			res.Converged = true
+			break
+		}
+	}
+	res.What, res.Chat = s.what, s.chat
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// sampleChannel computes sample mu's omega, its channel moments, g (into s.g) and the sum over
+// tokens of the same-token Jacobian blocks (into s.dgSum). V is Chat (the Onsager term), ve the
+// channel's variance V + eps I and vinv its inverse.
+func (s *smiState) sampleChannel(w *smiWorker, mu int, V, ve, vinv []float64, first bool) {
+	D, M, P := s.D, s.M, s.P
+	sqrtD := math.Sqrt(float64(D))
+	om := w.omega
+	x := s.data.X[mu*M*D : (mu+1)*M*D]
+	gp := s.gPrev[mu*P*M : (mu+1)*P*M]
+	for k := 0; k < P; k++ {
+		wk := s.what[k*D : (k+1)*D]
+		for l := 0; l < M; l++ {
+			v := dotF(wk, x[l*D:(l+1)*D]) / sqrtD
+			if !first {
+				for j := 0; j < P; j++ {
+					v -= V[k*P+j] * gp[j*M+l]
+				}
+			}
+			om[k*M+l] = v
+		}
+	}
+	g := s.g[mu*P*M : (mu+1)*P*M]
+	dg := s.dgSum[mu*P*P : (mu+1)*P*P]
+	err := w.post.Moments(w.mom, s.data.U[mu*M:(mu+1)*M], om, ve)
+	if err == nil {
+		err = smiChannelOut(g, dg, w.mom, vinv, P, M, w.cov, w.tmp)
+	}
+	if err != nil {
+		for i := range g {
+			g[i] = 0
+		}
+		for i := range dg {
+			dg[i] = 0
+		}
+		s.failed[mu], s.inexact[mu] = true, false
+		return
+	}
+	s.failed[mu], s.inexact[mu] = false, !w.mom.Exact
+}
+
+// smiChannelOut turns the posterior moments of one sample into the GAMP channel outputs:
+// g_{.l} = V^{-1} E[z_{.l} - omega_{.l}] (g is P x M row-major) and
+// dgSum = sum_l (V^{-1} Cov(z_{.l}) V^{-1} - V^{-1}), Cov the P x P same-token block of the
+// posterior covariance. cov and tmp are P x P work space. It fails on a non-finite output.
+func smiChannelOut(g, dgSum []float64, m *smi.DeepMoments, vinv []float64, P, M int, cov, tmp []float64) error {
+	pm := P * M
+	for i := range dgSum {
+		dgSum[i] = 0
+	}
+	for l := 0; l < M; l++ {
+		for k := 0; k < P; k++ {
+			var v float64
+			for j := 0; j < P; j++ {
+				v += vinv[k*P+j] * m.Mean[j*M+l]
+			}
+			g[k*M+l] = v
+		}
+		for a := 0; a < P; a++ {
+			ia := a*M + l
+			for b := 0; b < P; b++ {
+				ib := b*M + l
+				cov[a*P+b] = m.Second[ia*pm+ib] - m.Mean[ia]*m.Mean[ib]
+			}
+		}
+		// tmp = Cov V^{-1}; dg_l = V^{-1} tmp - V^{-1}.
+		for a := 0; a < P; a++ {
+			for b := 0; b < P; b++ {
+				var v float64
+				for j := 0; j < P; j++ {
+					v += cov[a*P+j] * vinv[j*P+b]
+				}
+				tmp[a*P+b] = v
+			}
+		}
+		for a := 0; a < P; a++ {
+			for b := 0; b < P; b++ {
+				var v float64
+				for j := 0; j < P; j++ {
+					v += vinv[a*P+j] * tmp[j*P+b]
+				}
+				dgSum[a*P+b] += v - vinv[a*P+b]
+			}
+		}
+	}
+	if !allFinite(g) || !allFinite(dgSum) {
+		return errors.New("amp: SMI channel output is not finite")
+	}
+	return nil
+}
+
+// record computes the overlaps and the test error after iteration it.
+func (s *smiState) record(it int, step float64) (Iteration, error) {
+	D, M, P := s.D, s.M, s.P
+	rec := Iteration{Iter: it, Step: step, Q: make([]float64, P), M: make([]float64, P), Cos: make([]float64, P), EGen: math.NaN()}
+	for k := 0; k < P; k++ {
+		wk := s.what[k*D : (k+1)*D]
+		rec.Q[k] = dotF(wk, wk) / float64(D)
+		rec.M[k] = math.Abs(dotF(wk, s.data.W[k*D:(k+1)*D])) / float64(D)
+		if den := rec.Q[k] * s.tNorm[k]; den > 0 {
+			rec.Cos[k] = rec.M[k] / math.Sqrt(den)
+		}
+	}
+	if s.nTest > 0 {
+		if err := s.parallel(s.nTest, func(w *smiWorker, mu int) {
+			smi.Project(w.z, s.what, s.xt[mu*M*D:(mu+1)*M*D], P, M, D)
+			w.ch.Forward(w.u, w.z, nil, w.s)
+			w.ch.OutputU(w.y, w.u)
+			yt := s.yt[mu*M*M : (mu+1)*M*M]
+			var e float64
+			for i, v := range w.y {
+				d := v - yt[i]
+				e += d * d
+			}
+			s.et[mu] = e
+		}); err != nil {
+			return rec, err
+		}
+		var e float64
+		for _, v := range s.et {
+			e += v
+		}
+		rec.EGen = e / float64(s.nTest)
+	}
+	return rec, nil
+}
+
+func dotF(a, b []float64) float64 {
+	var s float64
+	for i, v := range a {
+		s += v * b[i]
+	}
+	return s
+}
+
+func allFinite(a []float64) bool {
+	for _, v := range a {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// invertGeneral writes the inverse of the n x n matrix a into dst by Gauss-Jordan elimination
+// with partial pivoting; it reports false when a is singular (a pivot below 1e-14 times the
+// largest entry) or the result is not finite.
+func invertGeneral(dst, a []float64, n int) bool {
+	w := make([]float64, n*2*n)
+	var big float64
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			w[i*2*n+j] = a[i*n+j]
+			big = math.Max(big, math.Abs(a[i*n+j]))
+		}
+		w[i*2*n+n+i] = 1
+	}
+	if !(big > 0) || math.IsInf(big, 0) {
+		return false
+	}
+	for c := 0; c < n; c++ {
+		p := c
+		for r := c + 1; r < n; r++ {
+			if math.Abs(w[r*2*n+c]) > math.Abs(w[p*2*n+c]) {
+				p = r
+			}
+		}
+		if !(math.Abs(w[p*2*n+c]) > 1e-14*big) {
+			return false
+		}
+		if p != c {
+			for j := 0; j < 2*n; j++ {
+				w[p*2*n+j], w[c*2*n+j] = w[c*2*n+j], w[p*2*n+j]
+			}
+		}
+		piv := w[c*2*n+c]
+		for j := 0; j < 2*n; j++ {
+			w[c*2*n+j] /= piv
+		}
+		for r := 0; r < n; r++ {
+			if r == c {
+				continue
+			}
+			f := w[r*2*n+c]
+			if f == 0 {
+				continue
+			}
+			for j := 0; j < 2*n; j++ {
+				w[r*2*n+j] -= f * w[c*2*n+j]
+			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			dst[i*n+j] = w[i*2*n+n+j]
+		}
+	}
+	return allFinite(dst)
+}

@@ -1,0 +1,560 @@
+package amp
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/internal/spd"
+	"github.com/aimtheory/aim/engine/smi"
+	"github.com/aimtheory/aim/engine/stream"
+)
+
+func smiData(t testing.TB, D int, alpha float64, L int, seed uint64) *smi.Data {
+	t.Helper()
+	data, err := smi.Generate(smi.Params{D: D, Alpha: alpha, M: 2, L: L, C: 1, Beta: 1, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// naiveSMI is Algorithm 1 of docs/SMI.md 3 written out with plain loops and nested slices,
+// independently of Run's buffers, for P = 2 (explicit 2 x 2 inverses). It uses the same
+// channel moments (smi.DeepPosterior) and the same start.
+func naiveSMI(t *testing.T, data *smi.Data, o Options, iters int) (what [][]float64, chat [][]float64) {
+	t.Helper()
+	p := data.P
+	D, N, M, P := p.D, p.N(), p.M, p.P()
+	if P != 2 {
+		t.Fatal("naiveSMI needs P = 2")
+	}
+	ch, _ := p.Channel()
+	post, err := ch.NewPosterior()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mom := ch.NewMoments()
+	w0 := make([]float64, P*D)
+	device.FillNormals(w0, p.Seed, stream.Init)
+	what = make([][]float64, P)
+	for k := range what {
+		what[k] = make([]float64, D)
+		for i := range what[k] {
+			what[k][i] = o.InitScale * w0[k*D+i]
+		}
+	}
+	chat = [][]float64{{1, 0}, {0, 1}}
+	inv2 := func(a [][]float64) [][]float64 {
+		det := a[0][0]*a[1][1] - a[0][1]*a[1][0]
+		return [][]float64{{a[1][1] / det, -a[0][1] / det}, {-a[1][0] / det, a[0][0] / det}}
+	}
+	x := func(mu, l, i int) float64 { return data.X[(mu*M+l)*D+i] }
+	gPrev := make([][][]float64, N) // [mu][k][l]
+	for mu := range gPrev {
+		gPrev[mu] = [][]float64{make([]float64, M), make([]float64, M)}
+	}
+	for it := 1; it <= iters; it++ {
+		V := chat
+		Ve := [][]float64{{V[0][0] + o.Epsilon, V[0][1]}, {V[1][0], V[1][1] + o.Epsilon}}
+		Vi := inv2(Ve)
+		g := make([][][]float64, N)
+		A := [][]float64{{0, 0}, {0, 0}}
+		for mu := 0; mu < N; mu++ {
+			omega := make([]float64, P*M)
+			for k := 0; k < P; k++ {
+				for l := 0; l < M; l++ {
+					var s float64
+					for i := 0; i < D; i++ {
+						s += what[k][i] * x(mu, l, i)
+					}
+					s /= math.Sqrt(float64(D))
+					if it > 1 {
+						for j := 0; j < P; j++ {
+							s -= V[k][j] * gPrev[mu][j][l]
+						}
+					}
+					omega[k*M+l] = s
+				}
+			}
+			vflat := []float64{Ve[0][0], Ve[0][1], Ve[1][0], Ve[1][1]}
+			if err := post.Moments(mom, data.U[mu*M:(mu+1)*M], omega, vflat); err != nil {
+				t.Fatal(err)
+			}
+			g[mu] = [][]float64{make([]float64, M), make([]float64, M)}
+			for l := 0; l < M; l++ {
+				for k := 0; k < P; k++ {
+					for j := 0; j < P; j++ {
+						g[mu][k][l] += Vi[k][j] * mom.Mean[j*M+l]
+					}
+				}
+				// Cov block and dg_l = Vi Cov Vi - Vi.
+				cov := [][]float64{{0, 0}, {0, 0}}
+				for a := 0; a < P; a++ {
+					for b := 0; b < P; b++ {
+						ia, ib := a*M+l, b*M+l
+						cov[a][b] = mom.Second[ia*P*M+ib] - mom.Mean[ia]*mom.Mean[ib]
+					}
+				}
+				for a := 0; a < P; a++ {
+					for b := 0; b < P; b++ {
+						var s float64
+						for c := 0; c < P; c++ {
+							for d := 0; d < P; d++ {
+								s += Vi[a][c] * cov[c][d] * Vi[d][b]
+							}
+						}
+						A[a][b] -= (s - Vi[a][b]) / float64(D)
+					}
+				}
+			}
+		}
+		a01 := (A[0][1] + A[1][0]) / 2
+		A[0][1], A[1][0] = a01, a01
+		B := [][]float64{make([]float64, D), make([]float64, D)}
+		for k := 0; k < P; k++ {
+			for i := 0; i < D; i++ {
+				var s float64
+				for mu := 0; mu < N; mu++ {
+					for l := 0; l < M; l++ {
+						s += g[mu][k][l] * x(mu, l, i)
+					}
+				}
+				B[k][i] = s/math.Sqrt(float64(D)) + A[k][0]*what[0][i] + A[k][1]*what[1][i]
+			}
+		}
+		C := inv2([][]float64{{1 + A[0][0], A[0][1]}, {A[1][0], 1 + A[1][1]}})
+		rho := o.Damping
+		newW := [][]float64{make([]float64, D), make([]float64, D)}
+		for k := 0; k < P; k++ {
+			for i := 0; i < D; i++ {
+				newW[k][i] = rho*(C[k][0]*B[0][i]+C[k][1]*B[1][i]) + (1-rho)*what[k][i]
+			}
+		}
+		newC := [][]float64{{0, 0}, {0, 0}}
+		for a := 0; a < P; a++ {
+			for b := 0; b < P; b++ {
+				newC[a][b] = rho*C[a][b] + (1-rho)*chat[a][b]
+			}
+		}
+		what, chat, gPrev = newW, newC, g
+	}
+	return what, chat
+}
+
+// TestSMIMatchesNaive checks one and two iterations of Run against the loop-by-loop
+// re-implementation above (D = 20, N = 10, L = 2).
+func TestSMIMatchesNaive(t *testing.T) {
+	data := smiData(t, 20, 0.5, 2, 11)
+	for _, iters := range []int{1, 2} {
+		o := DefaultOptions()
+		o.MaxIter, o.Tol, o.TestSamples, o.Workers = iters, 0, 0, 2
+		o.DampMessages = false // the naive loop follows the authors' AMP_BO_2w.py
+		res, err := Run(data, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Iterations != iters {
+			t.Fatalf("ran %d iterations, want %d", res.Iterations, iters)
+		}
+		what, chat := naiveSMI(t, data, o, iters)
+		var dw, dc, scale float64
+		for k := 0; k < 2; k++ {
+			for i := 0; i < 20; i++ {
+				dw = math.Max(dw, math.Abs(res.What[k*20+i]-what[k][i]))
+				scale = math.Max(scale, math.Abs(what[k][i]))
+			}
+			for j := 0; j < 2; j++ {
+				dc = math.Max(dc, math.Abs(res.Chat[k*2+j]-chat[k][j]))
+			}
+		}
+		t.Logf("%d iterations: max |dWhat| = %.2e (max |What| %.2f), max |dChat| = %.2e, Chat = %.4f", iters, dw, scale, dc, res.Chat)
+		if dw > 1e-12 || dc > 1e-12 {
+			t.Errorf("%d iterations: Run differs from the naive loops: What by %g, Chat by %g", iters, dw, dc)
+		}
+		if dc == 0 && res.Chat[0] == 1 {
+			t.Errorf("Chat did not move from I")
+		}
+	}
+}
+
+// TestSMIJacobianFiniteDifference checks the exact same-token Jacobian
+// dg_l = V^{-1} Cov(z_{.l}) V^{-1} - V^{-1} against central differences of
+// g_{.l} = V^{-1} E[z_{.l} - omega_{.l}] along every same-token omega entry, on random
+// (u, omega, V) of the L = 2 channel, and the matrix A = -(1/D) sum_mu sum_l dg_l built from
+// them.
+func TestSMIJacobianFiniteDifference(t *testing.T) {
+	ch, err := smi.NewDeep(2, 2, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	post, err := ch.NewPosterior()
+	if err != nil {
+		t.Fatal(err)
+	}
+	post.Tol, post.MaxEval = 1e-7, 2000000
+	mom := ch.NewMoments()
+	sc := ch.NewScratch()
+	const P, M, eps = 2, 2, 1e-4
+	cases := []struct {
+		q   float64    // omega = sqrt(q) Z + sqrt(1 - q) xi per entry
+		V   [4]float64 // channel variance
+		off uint64
+	}{
+		{0.3, [4]float64{0.7, 0.05, 0.05, 0.7}, 0},
+		{0.1, [4]float64{0.9, -0.1, -0.1, 0.5}, 16},
+		{0.6, [4]float64{0.4, 0, 0, 0.3}, 32},
+	}
+	var aExact, aFD [P * P]float64
+	cov, tmp := make([]float64, P*P), make([]float64, P*P)
+	for ci, c := range cases {
+		buf := make([]float64, 8)
+		device.FillNormals(buf, 99, c.off)
+		z, xi := buf[:4], buf[4:]
+		omega := make([]float64, P*M)
+		for i := range omega {
+			omega[i] = math.Sqrt(c.q)*z[i] + math.Sqrt(1-c.q)*xi[i]
+		}
+		u := make([]float64, M)
+		ch.Forward(u, z, nil, sc)
+		V := c.V[:]
+		vinv := make([]float64, P*P)
+		if !spd.Invert(vinv, V, P) {
+			t.Fatal("V not SPD")
+		}
+		g := make([]float64, P*M)
+		dg := make([]float64, P*P)
+		if err := post.Moments(mom, u, omega, V); err != nil {
+			t.Fatal(err)
+		}
+		if err := smiChannelOut(g, dg, mom, vinv, P, M, cov, tmp); err != nil {
+			t.Fatal(err)
+		}
+		// Central differences: column k of dg_l from omega_{k l} +- eps, summed over l.
+		fd := make([]float64, P*P)
+		gp, gm, dd := make([]float64, P*M), make([]float64, P*M), make([]float64, P*P)
+		om := make([]float64, P*M)
+		for l := 0; l < M; l++ {
+			for k := 0; k < P; k++ {
+				for s, dst := range [][]float64{gp, gm} {
+					copy(om, omega)
+					om[k*M+l] += eps * float64(1-2*s)
+					if err := post.Moments(mom, u, om, V); err != nil {
+						t.Fatal(err)
+					}
+					if err := smiChannelOut(dst, dd, mom, vinv, P, M, cov, tmp); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for a := 0; a < P; a++ {
+					fd[a*P+k] += (gp[a*M+l] - gm[a*M+l]) / (2 * eps)
+				}
+			}
+		}
+		var diff, norm float64
+		for i := range fd {
+			diff = math.Max(diff, math.Abs(fd[i]-dg[i]))
+			norm = math.Max(norm, math.Abs(fd[i]))
+			aExact[i] -= dg[i]
+			aFD[i] -= fd[i]
+		}
+		t.Logf("case %d: u = %.3f, sum_l dg_l exact %.6f, finite differences %.6f, rel. error %.1e", ci, u, dg, fd, diff/norm)
+		if diff > 1e-4*norm {
+			t.Errorf("case %d: exact Jacobian %v and finite differences %v differ by %g (norm %g)", ci, dg, fd, diff, norm)
+		}
+	}
+	var diff, norm float64
+	for i := range aFD {
+		diff = math.Max(diff, math.Abs(aFD[i]-aExact[i]))
+		norm = math.Max(norm, math.Abs(aFD[i]))
+	}
+	t.Logf("A (D = 1, 3 samples): exact %.6f, finite differences %.6f", aExact, aFD)
+	if diff > 1e-4*norm {
+		t.Errorf("A from the exact Jacobian %v and from finite differences %v differ by %g", aExact, aFD, diff)
+	}
+}
+
+// firstAbove returns the first iteration whose cosine of layer k exceeds c (0 if none).
+func firstAbove(tr []Iteration, k int, c float64) int {
+	for _, r := range tr {
+		if r.Cos[k] > c {
+			return r.Iter
+		}
+	}
+	return 0
+}
+
+func cosTrace(tr []Iteration, k int) string {
+	var b strings.Builder
+	for _, r := range tr {
+		fmt.Fprintf(&b, " %.2f", r.Cos[k])
+	}
+	return b.String()
+}
+
+// TestSMILearnsLastLayerFirst runs GAMP at L = 2, M = 2, c = 1, D = 200 from the authors'
+// random start. At alpha = 1.5 (N = 300) state evolution (docs/SMI.md 5) learns both layers
+// (Q22 ~ 1, Q11 ~ 0.91, e_gen ~ 0.006) and the last layer first (docs/SMI.md 2.4); at
+// alpha = 0.5 it learns only the last layer (Q11 = 0, Q22 ~ 0.77).
+//
+// Measured at alpha = 0.5, D = 200 (seeds 1-5, 25-40 iterations): layer 1 stays unlearned in
+// every run (C_1 < 0.15), but layer 2 reaches the state-evolution value (C_2 0.85-0.89,
+// Q22 0.74-0.77) only for seeds 3 and 4; for seeds 1, 2 and 5 GAMP stalls near the
+// uninformative point (C_2 < 0.25, Q22 ~ 0.04, Chat_22 ~ 0.5-0.7, the step stuck at ~0.12).
+// At D = 1000 (50 iterations, seeds 1-3) C_2 ends at 0.84, 0.81 and 0.07 (Q22 0.68, 0.66,
+// 0.04) against the authors' 0.77 +- 0.04 over 16 runs (data/AMP_2w.csv). So at this size
+// only the layer-1 half of the alpha = 0.5 prediction is asserted (|M11| < 0.05 throughout,
+// and C_1 < 0.3 while What_1 is above the quadrature's noise floor, Q11 > 1e-6: once layer 2
+// is learned What_1 collapses to Q11 ~ 1e-11 and its cosine is that of quadrature noise), and
+// the layer-2 trace is logged.
+func TestSMILearnsLastLayerFirst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 30 s")
+	}
+	o := DefaultOptions()
+	o.MaxIter = 25
+	for _, seed := range []uint64{1, 2} {
+		data := smiData(t, 200, 1.5, 2, seed)
+		res, err := Run(data, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := res.Trace
+		last := tr[len(tr)-1]
+		t.Logf("alpha 1.5 seed %d: C1:%s", seed, cosTrace(tr, 0))
+		t.Logf("alpha 1.5 seed %d: C2:%s", seed, cosTrace(tr, 1))
+		t.Logf("alpha 1.5 seed %d: final Q %.3f |M| %.3f e_gen %.4f, %.2f s/iteration (%.0f%% quadrature)", seed,
+			last.Q, last.M, last.EGen, res.Seconds/float64(res.Iterations), 100*sumQuad(tr)/sumSec(tr))
+		if last.Cos[1] <= 0.9 {
+			t.Errorf("alpha 1.5 seed %d: final cosine of layer 2 is %.3f, want > 0.9", seed, last.Cos[1])
+		}
+		i2, i1 := firstAbove(tr, 1, 0.5), firstAbove(tr, 0, 0.5)
+		if i2 == 0 || i1 == 0 || i2 >= i1 {
+			t.Errorf("alpha 1.5 seed %d: cosine > 0.5 first at iteration %d (layer 2) and %d (layer 1): want layer 2 first, both learned", seed, i2, i1)
+		}
+		if last.EGen >= 0.03 {
+			t.Errorf("alpha 1.5 seed %d: e_gen = %.4f, want < 0.03 (both layers learned; SE 0.006, one layer alone 0.035)", seed, last.EGen)
+		}
+		if last.Failed != 0 {
+			t.Errorf("alpha 1.5 seed %d: %d quadrature failures", seed, last.Failed)
+		}
+	}
+	for _, seed := range []uint64{1, 3} {
+		data := smiData(t, 200, 0.5, 2, seed)
+		res, err := Run(data, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := res.Trace
+		last := tr[len(tr)-1]
+		t.Logf("alpha 0.5 seed %d: C1:%s", seed, cosTrace(tr, 0))
+		t.Logf("alpha 0.5 seed %d: C2:%s", seed, cosTrace(tr, 1))
+		t.Logf("alpha 0.5 seed %d: final Q %.3f |M| %.3f e_gen %.4f Chat %.3f", seed, last.Q, last.M, last.EGen, res.Chat)
+		for _, r := range tr {
+			if r.M[0] >= 0.05 {
+				t.Errorf("alpha 0.5 seed %d: layer 1 overlap |M11| = %.3f at iteration %d, want < 0.05 (SE: Q11 = M11 = 0)", seed, r.M[0], r.Iter)
+			}
+			if r.Q[0] > 1e-6 && r.Cos[0] >= 0.3 {
+				t.Errorf("alpha 0.5 seed %d: layer 1 cosine %.3f at iteration %d, want < 0.3 (SE: Q11 = 0)", seed, r.Cos[0], r.Iter)
+			}
+		}
+	}
+}
+
+func sumQuad(tr []Iteration) float64 {
+	var s float64
+	for _, r := range tr {
+		s += r.QuadSeconds
+	}
+	return s
+}
+
+func sumSec(tr []Iteration) float64 {
+	var s float64
+	for _, r := range tr {
+		s += r.Seconds
+	}
+	return s
+}
+
+// TestSMIDeterministic checks that the trace and the final state do not depend on the number
+// of workers.
+func TestSMIDeterministic(t *testing.T) {
+	data := smiData(t, 40, 1, 2, 5)
+	var ref Result
+	for i, w := range []int{1, 2, 3} {
+		o := DefaultOptions()
+		o.MaxIter, o.Tol, o.TestSamples, o.Workers = 3, 0, 50, w
+		res, err := Run(data, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range res.Trace {
+			r := &res.Trace[j]
+			r.QuadSeconds, r.Seconds, r.Elapsed = 0, 0, 0
+		}
+		res.Seconds = 0
+		if i == 0 {
+			ref = res
+			continue
+		}
+		if !reflect.DeepEqual(ref, res) {
+			t.Errorf("workers %d: the run differs from workers 1:\n%+v\n%+v", w, res.Trace, ref.Trace)
+		}
+	}
+	if len(ref.Trace) != 3 || math.IsNaN(ref.Trace[2].EGen) {
+		t.Fatalf("bad trace %+v", ref.Trace)
+	}
+}
+
+// TestSMIZeroStart checks the uninformative fixed point: from What = 0 the posterior mean of Z
+// vanishes by the layers' sign symmetry (up to the quadrature's tolerance), so What stays at
+// the quadrature's noise level while a random start moves at once.
+func TestSMIZeroStart(t *testing.T) {
+	data := smiData(t, 40, 1, 2, 6)
+	o := DefaultOptions()
+	o.MaxIter, o.TestSamples, o.Init = 1, 0, "zero"
+	res, err := Run(data, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Init = "random"
+	rnd, err := Run(data, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("one iteration from What = 0: Q = %.2e; from the random start: Q = %.3f", res.Trace[0].Q, rnd.Trace[0].Q)
+	for k, q := range res.Trace[0].Q {
+		if q > 1e-4 {
+			t.Errorf("zero start: Q_%d%d = %g after one iteration, want ~0 (E[Z|y] = 0 at omega = 0)", k+1, k+1, q)
+		}
+		if rnd.Trace[0].Q[k] < 1e-2 {
+			t.Errorf("random start: Q_%d%d = %g, want O(1)", k+1, k+1, rnd.Trace[0].Q[k])
+		}
+	}
+}
+
+// TestSMIQuadratureFailures checks that a sample whose quadrature fails is skipped and
+// counted, and that more than 1% of failures is an error.
+func TestSMIQuadratureFailures(t *testing.T) {
+	data := smiData(t, 40, 5, 2, 7) // N = 200
+	o := DefaultOptions()
+	o.MaxIter, o.TestSamples = 2, 0
+	data.U[0], data.U[1] = math.NaN(), math.NaN() // 1 sample of 200: 0.5%
+	res, err := Run(data, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Trace {
+		if r.Failed != 1 {
+			t.Errorf("iteration %d: Failed = %d, want 1", r.Iter, r.Failed)
+		}
+	}
+	data.U[2], data.U[3], data.U[4], data.U[5] = math.NaN(), math.NaN(), math.NaN(), math.NaN() // 3 of 200
+	_, err = Run(data, o)
+	if err == nil || !strings.Contains(err.Error(), "failed on 3 of 200") {
+		t.Errorf("3 failures of 200: got %v, want an error", err)
+	}
+}
+
+// TestSMIDiverges checks that a covariance that is not positive definite and a singular
+// I + A return ErrDiverged with the iteration.
+func TestSMIDiverges(t *testing.T) {
+	data := smiData(t, 20, 1, 2, 8)
+	st, err := newSMIState(data, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.chat[0] = -0.5
+	_, err = st.run()
+	if !errors.Is(err, ErrDiverged) || !strings.Contains(err.Error(), "iteration 1") {
+		t.Errorf("Chat not positive definite: got %v, want ErrDiverged at iteration 1", err)
+	}
+	inv := make([]float64, 4)
+	if invertGeneral(inv, []float64{1, 2, 2, 4}, 2) {
+		t.Error("invertGeneral accepted a singular matrix")
+	}
+	if !invertGeneral(inv, []float64{2, 1, 1, 3}, 2) || math.Abs(inv[0]-0.6) > 1e-15 || math.Abs(inv[1]+0.2) > 1e-15 {
+		t.Errorf("invertGeneral: %v", inv)
+	}
+}
+
+// TestSMIRejects checks the options and the channel.
+func TestSMIRejects(t *testing.T) {
+	good := smiData(t, 20, 1, 2, 9)
+	m3, err := smi.Generate(smi.Params{D: 20, Alpha: 1, M: 3, L: 2, C: 1, Beta: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l4 := smiData(t, 20, 1, 4, 1)
+	if _, err := Run(m3, DefaultOptions()); err == nil || !strings.Contains(err.Error(), "M = 3") {
+		t.Errorf("M = 3: got %v", err)
+	}
+	if _, err := Run(l4, DefaultOptions()); err == nil || !strings.Contains(err.Error(), "L = 4") {
+		t.Errorf("L = 4: got %v", err)
+	}
+	if _, err := Run(nil, DefaultOptions()); err == nil {
+		t.Error("nil data accepted")
+	}
+	bad := *good
+	bad.U = bad.U[:2]
+	if _, err := Run(&bad, DefaultOptions()); err == nil {
+		t.Error("short U accepted")
+	}
+	for name, f := range map[string]func(o *Options){
+		"damping 0":        func(o *Options) { o.Damping = 0 },
+		"damping 1.5":      func(o *Options) { o.Damping = 1.5 },
+		"damping NaN":      func(o *Options) { o.Damping = math.NaN() },
+		"MaxIter 0":        func(o *Options) { o.MaxIter = 0 },
+		"Tol -1":           func(o *Options) { o.Tol = -1 },
+		"Epsilon Inf":      func(o *Options) { o.Epsilon = math.Inf(1) },
+		"Init foo":         func(o *Options) { o.Init = "foo" },
+		"InitScale 0":      func(o *Options) { o.InitScale = 0 },
+		"TestSamples -1":   func(o *Options) { o.TestSamples = -1 },
+		"Workers -1":       func(o *Options) { o.Workers = -1 },
+		"QuadTol -1":       func(o *Options) { o.QuadTol = -1 },
+		"QuadMaxEval -1":   func(o *Options) { o.QuadMaxEval = -1 },
+		"Epsilon negative": func(o *Options) { o.Epsilon = -1e-3 },
+	} {
+		o := DefaultOptions()
+		f(&o)
+		if _, err := Run(good, o); err == nil || !strings.HasPrefix(err.Error(), "amp: SMI") {
+			t.Errorf("%s: got %v, want an option error", name, err)
+		}
+	}
+	if b := Bytes(good.P); b != 8*(3*2*20+2*20*2*2+20*2*2+1000*2*20+1000*4+1000)+2*20 {
+		t.Errorf("Bytes = %d", b)
+	}
+}
+
+// BenchmarkSMIIteration times GAMP iterations at D = 1000, alpha = 1 (N = 1000) from the
+// random start: s/iter is the wall time per iteration, quad-share the fraction of it spent in
+// the channel phase (omega and the quadrature); inexact/iter and failed/iter count the samples
+// whose quadrature missed its tolerance or failed.
+func BenchmarkSMIIteration(b *testing.B) {
+	for _, L := range []int{2, 3} {
+		b.Run(fmt.Sprintf("L%d", L), func(b *testing.B) {
+			data := smiData(b, 1000, 1, L, 1)
+			o := DefaultOptions()
+			o.MaxIter, o.Tol = b.N, 0
+			b.ResetTimer()
+			res, err := Run(data, o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(sumSec(res.Trace)/float64(len(res.Trace)), "s/iter")
+			b.ReportMetric(sumQuad(res.Trace)/sumSec(res.Trace), "quad-share")
+			var inexact, failed int
+			for _, r := range res.Trace {
+				inexact += r.Inexact
+				failed += r.Failed
+			}
+			b.ReportMetric(float64(inexact)/float64(len(res.Trace)), "inexact/iter")
+			b.ReportMetric(float64(failed)/float64(len(res.Trace)), "failed/iter")
+		})
+	}
+}

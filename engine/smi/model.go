@@ -1,0 +1,107 @@
+package smi
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/stream"
+)
+
+// Params are the sizes and parameters of one sequence multi-index (SMI) teacher with deep
+// tied rank-1 attention output (docs/SMI.md 1.1, 1.2).
+type Params struct {
+	D     int     // token dimension
+	Alpha float64 // N = floor(alpha D)
+	M     int     // tokens per sequence
+	L     int     // attention layers, each of rank 1: P = L
+	C     float64 // skip strength c
+	Beta  float64 // inverse temperature beta
+	Seed  uint64  // fixes W* and X
+}
+
+// N returns the number of samples floor(alpha D).
+func (p Params) N() int { return int(math.Floor(p.Alpha * float64(p.D))) }
+
+// P returns the number of rows of W*, the sum of the layer ranks.
+func (p Params) P() int { return p.L }
+
+// Channel returns the deep attention channel of the parameters.
+func (p Params) Channel() (*Deep, error) { return NewDeep(p.L, p.M, p.C, p.Beta) }
+
+// Validate checks the parameters before anything is allocated.
+func (p Params) Validate() error {
+	if _, err := p.Channel(); err != nil {
+		return err
+	}
+	switch {
+	case p.D < 2:
+		return fmt.Errorf("D = %d: need D >= 2", p.D)
+	case !(p.Alpha > 0) || math.IsInf(p.Alpha, 0):
+		return fmt.Errorf("alpha = %g: need alpha > 0", p.Alpha)
+	case p.N() < 1:
+		return fmt.Errorf("alpha = %g at D = %d gives N = floor(alpha D) = 0 samples", p.Alpha, p.D)
+	}
+	return nil
+}
+
+// Bytes returns the memory of the teacher and its data set: W* (P x D), X (N x M x D), the raw
+// projections Z (N x P x M) and the last pre-activations U (N x M).
+func (p Params) Bytes() uint64 {
+	D, N, M, P := uint64(p.D), uint64(p.N()), uint64(p.M), uint64(p.P())
+	return 8 * (P*D + N*M*D + N*P*M + N*M)
+}
+
+// Data is an SMI teacher and its data set, in host memory.
+type Data struct {
+	P Params
+	W []float64 // P x D teacher weights W*, iid N(0, 1)
+	X []float64 // N x M x D tokens, iid N(0, 1); sample mu, token l is X[(mu M + l) D:][:D]
+	Z []float64 // N x P x M raw projections Z_mu = W* X_mu^T / sqrt(D)
+	U []float64 // N x M last pre-activations u_mu = v_L(Z_mu); y_mu = softmax_row(beta u u^T)
+}
+
+// Generate draws W* (offset stream.Teacher) and X (offset stream.Data) from the seed's
+// Gaussian stream and computes Z = W* X^T / sqrt(D) and u = v_L(Z) (docs/SMI.md 1.2). The
+// labels y are not stored: they are softmax_row(beta u u^T), and u is what the posterior needs
+// (it carries the teacher's sign, which y forgets).
+func Generate(p Params) (*Data, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	D, N, M, P := p.D, p.N(), p.M, p.P()
+	d := &Data{P: p, W: make([]float64, P*D), X: make([]float64, N*M*D), Z: make([]float64, N*P*M), U: make([]float64, N*M)}
+	device.FillNormals(d.W, p.Seed, stream.Teacher)
+	device.FillNormals(d.X, p.Seed, stream.Data)
+	ch, _ := p.Channel()
+	s := ch.NewScratch()
+	for mu := 0; mu < N; mu++ {
+		Project(d.Z[mu*P*M:(mu+1)*P*M], d.W, d.X[mu*M*D:(mu+1)*M*D], P, M, D)
+		ch.Forward(d.U[mu*M:(mu+1)*M], d.Z[mu*P*M:(mu+1)*P*M], nil, s)
+	}
+	return d, nil
+}
+
+// Project writes z = W x^T / sqrt(D) (P x M) for one sample's tokens x (M x D) and weights W
+// (P x D).
+func Project(z, w, x []float64, P, M, D int) {
+	sc := 1 / math.Sqrt(float64(D))
+	for k := 0; k < P; k++ {
+		wk := w[k*D : (k+1)*D]
+		for l := 0; l < M; l++ {
+			xl := x[l*D : (l+1)*D]
+			var s float64
+			for i, v := range wk {
+				s += v * xl[i]
+			}
+			z[k*M+l] = s * sc
+		}
+	}
+}
+
+// Y writes sample mu's output y = softmax_row(beta u u^T) (M x M).
+func (d *Data) Y(y []float64, mu int) {
+	ch, _ := d.P.Channel()
+	M := d.P.M
+	ch.OutputU(y, d.U[mu*M:(mu+1)*M])
+}

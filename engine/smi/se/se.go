@@ -1,0 +1,618 @@
+// Package se solves the state evolution of Bayes-optimal learning in the sequence multi-index
+// model of deep tied attention (docs/SMI.md 2): the diagonal P x P overlaps Q with their
+// conjugates q-hat from the channel's posterior quadrature, the weak-recovery thresholds of
+// each layer (2.3) and the conditional (grand-staircase) thresholds, and the generalisation
+// error.
+package se
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/smi"
+	"github.com/aimtheory/aim/engine/stream"
+	"github.com/aimtheory/aim/internal/par"
+)
+
+// Options control the state evolution of the sequence multi-index model (docs/SMI.md 2.2).
+type Options struct {
+	// Samples is the number of Monte Carlo draws (xi, eta) of the channel average per
+	// iteration. The same draws (common random numbers, from Seed) serve every iteration and
+	// every alpha, so the map is deterministic and the curves are smooth in alpha.
+	Samples int
+	Seed    uint64
+	// MonteCarlo draws plain pseudo-random normals. The default is randomised quasi-Monte Carlo:
+	// a Halton sequence (one prime per coordinate) shifted modulo 1 by a uniform vector drawn
+	// from Seed (Cranley-Patterson), mapped to normals by Phi^{-1}; the channel average is
+	// smooth in (xi, eta), so its error falls faster than 1/sqrt(Samples).
+	MonteCarlo bool
+	// Damping is rho in Q <- rho Q_new + (1 - rho) Q; 0 takes the authors' 0.8 (L = 2) or
+	// 0.6 (L = 3).
+	Damping float64
+	// Epsilon regularises V = I - Q + Epsilon I, as the authors do (1e-3).
+	Epsilon float64
+	Init    float64 // Q starts at Init I (0.05)
+	MaxIter int     // iteration cap
+	// Tol stops the iteration when every layer's estimated distance to the fixed point,
+	// |step| / (1 - r) with r the ratio of its last two steps, is below it.
+	Tol float64
+	// Frozen layers keep Q_ll = 0: the SE restricted to the other layers (the conditional
+	// thresholds of docs/SMI.md 2.3 and the "one layer" curves).
+	Frozen  []bool
+	Workers int // goroutines for the channel quadrature; 0 is GOMAXPROCS
+	// QuadTol and QuadMaxEval override the channel quadrature's tolerance and evaluation
+	// budget (smi.DefaultDeepTol, DefaultDeepMaxEval) when positive.
+	QuadTol     float64
+	QuadMaxEval int
+	// start, when set, is the initial diagonal (continuation along a curve); free overlaps
+	// below Init start at Init.
+	start []float64
+}
+
+// DefaultOptions returns 4000 samples, seed 1, the authors' damping, epsilon 1e-3, Q0 = 0.05 I,
+// at most 200 iterations and a tolerance of 1e-5.
+func DefaultOptions() Options {
+	return Options{Samples: 4000, Seed: 1, Epsilon: 1e-3, Init: 0.05, MaxIter: 200, Tol: 1e-5}
+}
+
+func (o Options) validate(ch *smi.Deep) error {
+	if err := ch.CheckInvertible(); err != nil {
+		return err
+	}
+	switch {
+	case o.Samples < 1:
+		return fmt.Errorf("SMI SE: samples = %d: need >= 1", o.Samples)
+	case o.Damping < 0 || o.Damping > 1 || math.IsNaN(o.Damping):
+		return fmt.Errorf("SMI SE: damping = %g: need 0 < damping <= 1 (0 for the default)", o.Damping)
+	case !(o.Epsilon >= 0) || o.Epsilon >= 1:
+		return fmt.Errorf("SMI SE: epsilon = %g: need 0 <= epsilon < 1", o.Epsilon)
+	case !(o.Init > 0 && o.Init < 1):
+		return fmt.Errorf("SMI SE: init = %g: need 0 < init < 1", o.Init)
+	case o.MaxIter < 1:
+		return fmt.Errorf("SMI SE: max-iter = %d: need >= 1", o.MaxIter)
+	case !(o.Tol > 0):
+		return fmt.Errorf("SMI SE: tol = %g: need > 0", o.Tol)
+	case o.Frozen != nil && len(o.Frozen) != ch.P():
+		return fmt.Errorf("SMI SE: %d frozen flags for P = %d layers", len(o.Frozen), ch.P())
+	}
+	return nil
+}
+
+func (o Options) damping(ch *smi.Deep) float64 {
+	if o.Damping > 0 {
+		return o.Damping
+	}
+	if ch.L >= 3 {
+		return 0.6
+	}
+	return 0.8
+}
+
+// Point is a fixed point of the SMI state evolution.
+type Point struct {
+	Alpha      float64
+	Q          []float64 // diagonal overlaps Q_ll = E[w-hat_l . w*_l]/D, l = 1..L
+	QHat       []float64 // their conjugates q-hat_ll
+	Iterations int
+	Converged  bool
+	Inexact    int // channel integrals that stopped at their budget or failed (dropped), last iteration
+}
+
+// ErrNotBracketed is wrapped by ConditionalThreshold's error when alpha F - 1 has the same
+// sign at both ends of the search interval.
+var ErrNotBracketed = errors.New("threshold not bracketed")
+
+// ErrDiverged is wrapped by the errors of an SMI state evolution that produced NaN.
+var ErrDiverged = errors.New("SMI state evolution diverged")
+
+// Solve iterates the state evolution of docs/SMI.md 2.2 for the deep attention channel at
+// sample complexity alpha = N/D:
+//
+//	q-hat_ll = alpha E_{xi, eta}[ sum_tokens g_out,l(y, omega, V)^2 ],
+//	omega = Q^{1/2} xi,  Z = omega + V^{1/2} eta,  y = g(Z),  V = I - Q + epsilon I,
+//	Q_new = q-hat / (1 + q-hat),  Q <- rho Q_new + (1 - rho) Q,
+//
+// with g_out = V^{-1}(E[Z | y, omega, V] - omega) from the channel's posterior quadrature. Q is
+// diagonal: the sign symmetry w_l -> -w_l of each layer makes E[z_l z_l'^T | y] = 0 for
+// l != l', so only the diagonal is iterated (the authors' CSVs store the same).
+func Solve(ch *smi.Deep, alpha float64, o Options) (Point, error) {
+	if err := o.validate(ch); err != nil {
+		return Point{}, err
+	}
+	if !(alpha > 0) || math.IsInf(alpha, 0) {
+		return Point{}, fmt.Errorf("SMI SE: alpha = %g: need alpha > 0", alpha)
+	}
+	P := ch.P()
+	Q := make([]float64, P)
+	for l := range Q {
+		if o.Frozen == nil || !o.Frozen[l] {
+			Q[l] = o.Init
+			if o.start != nil {
+				Q[l] = math.Max(o.Init, o.start[l])
+			}
+		}
+	}
+	rho := o.damping(ch)
+	pt := Point{Alpha: alpha}
+	prev := make([]float64, P)      // the last step, per layer
+	ratio := make([]float64, P)     // the contraction estimate step_t / step_{t-1}
+	prevRatio := make([]float64, P) // the estimate one step earlier
+	sinceJump := 0
+	for it := 1; it <= o.MaxIter; it++ {
+		fisher, inexact, err := Fisher(ch, Q, o)
+		if err != nil {
+			return pt, fmt.Errorf("SMI SE at alpha = %g, iteration %d: %w", alpha, it, err)
+		}
+		dist := 0.0
+		qh := make([]float64, P)
+		sinceJump++
+		for l := range Q {
+			if o.Frozen != nil && o.Frozen[l] {
+				continue
+			}
+			qh[l] = alpha * fisher[l]
+			qn := rho*qh[l]/(1+qh[l]) + (1-rho)*Q[l]
+			if math.IsNaN(qn) || math.IsInf(qn, 0) {
+				return pt, fmt.Errorf("%w at alpha = %g, iteration %d: Q_%d%d = %g", ErrDiverged, alpha, it, l+1, l+1, qn)
+			}
+			step := qn - Q[l]
+			r := 0.0
+			if prev[l] != 0 {
+				r = step / prev[l]
+			}
+			prevRatio[l], ratio[l], prev[l] = ratio[l], r, step
+			// Distance to the fixed point of a linearly converging sequence: |step|/(1 - r).
+			d := math.Abs(step)
+			if r > 0 && r < 1 {
+				d /= 1 - math.Min(r, 0.999)
+			}
+			dist = math.Max(dist, d)
+			Q[l] = qn
+		}
+		pt.Q, pt.QHat, pt.Iterations, pt.Inexact = Q, qh, it, inexact
+		if dist < o.Tol {
+			pt.Converged = true
+			break
+		}
+		// Near a threshold the map's slope tends to 1 and the iteration crawls. Aitken's
+		// extrapolation Q + step r/(1 - r), every third iteration, on the layers whose steps
+		// shrink geometrically (0.5 < r < 0.99, and the same r twice running: the transient
+		// away from an unstable point does not qualify), jumps most of the way.
+		if sinceJump >= 3 {
+			jumped := false
+			for l := range Q {
+				if r := ratio[l]; r > 0.5 && r < 0.99 && math.Abs(r-prevRatio[l]) < 0.1*(1-r) {
+					Q[l] = math.Min(math.Max(Q[l]+prev[l]*r/(1-r), 0), 1-1e-9)
+					prev[l], jumped = 0, true
+				}
+			}
+			if jumped {
+				sinceJump = 0
+			}
+		}
+	}
+	return pt, nil
+}
+
+// Fisher returns, for each layer l, E[ sum_tokens g_out,l^2 ] over the SE's Monte Carlo
+// draws at the diagonal overlaps Q (the average that q-hat = alpha times), and the number of
+// channel integrals that stopped at their evaluation budget.
+func Fisher(ch *smi.Deep, Q []float64, o Options) ([]float64, int, error) {
+	P, M := ch.P(), ch.M
+	V := make([]float64, P*P)
+	for l := 0; l < P; l++ {
+		V[l*P+l] = 1 - Q[l] + o.Epsilon
+	}
+	sums, inexact, err := smiAverage(ch, o, P, func(acc []float64, w *smiWorker, xi, eta []float64) error {
+		if err := w.posterior(ch, Q, V, xi, eta); err != nil {
+			return err
+		}
+		for k := 0; k < P; k++ {
+			for l := 0; l < M; l++ {
+				g := w.m.Mean[k*M+l] / V[k*P+k]
+				acc[k] += g * g
+			}
+		}
+		return nil
+	})
+	return sums, inexact, err
+}
+
+// smiWorker is one goroutine's work space.
+type smiWorker struct {
+	post        *smi.DeepPosterior
+	m           *smi.DeepMoments
+	s           *smi.DeepScratch
+	omega, z, u []float64
+	xi          []float64
+	cov         []float64 // (P M) x (P M) posterior covariance
+}
+
+// posterior draws one SE sample, omega = Q^{1/2} xi and Z = omega + V^{1/2} eta (Q and V
+// diagonal), runs the forward map and takes the channel's posterior moments into w.m.
+func (w *smiWorker) posterior(ch *smi.Deep, Q, V, xi, eta []float64) error {
+	P, M := ch.P(), ch.M
+	for k := 0; k < P; k++ {
+		for l := 0; l < M; l++ {
+			w.omega[k*M+l] = math.Sqrt(Q[k]) * xi[k*M+l]
+			w.z[k*M+l] = w.omega[k*M+l] + math.Sqrt(V[k*P+k])*eta[k*M+l]
+		}
+	}
+	ch.Forward(w.u, w.z, nil, w.s)
+	return w.post.Moments(w.m, w.u, w.omega, V)
+}
+
+// smiChunk is the number of samples per deterministic reduction chunk.
+const smiChunk = 64
+
+// smiAverage averages f over o.Samples draws (xi, eta), each P x M iid N(0, 1): the shifted
+// Halton points 1..Samples, or with o.MonteCarlo draw s takes the normals
+// 2 s P M .. 2 (s+1) P M - 1 of the stream of o.Seed. f adds its nOut values to acc.
+// Chunks of smiChunk samples are summed in order, so the result does not depend on Workers.
+// A sample whose f fails is dropped and the average is over the others; the count returned
+// adds the dropped samples to the inexact integrals, and more than 1% dropped is an error.
+func smiAverage(ch *smi.Deep, o Options, nOut int, f func(acc []float64, w *smiWorker, xi, eta []float64) error) ([]float64, int, error) {
+	P, M := ch.P(), ch.M
+	pm := P * M
+	nChunks := par.Chunks(o.Samples, smiChunk)
+	shift := make([]float64, 2*pm)
+	if !o.MonteCarlo {
+		device.FillNormals(shift, o.Seed, stream.SMISEShift)
+		for i, v := range shift {
+			shift[i] = 0.5 * math.Erfc(-v/math.Sqrt2) // uniform on (0, 1)
+		}
+	}
+	type chunkResult struct {
+		sum             []float64
+		inexact, failed int
+		lastErr         error
+	}
+	chunkSums := make([]chunkResult, nChunks)
+	newWorker := func() (*smiWorker, error) {
+		post, err := ch.NewPosterior()
+		if err != nil {
+			return nil, err
+		}
+		if o.QuadTol > 0 {
+			post.Tol = o.QuadTol
+		}
+		if o.QuadMaxEval > 0 {
+			post.MaxEval = o.QuadMaxEval
+		}
+		return &smiWorker{post: post, m: ch.NewMoments(), s: ch.NewScratch(), omega: make([]float64, pm),
+			z: make([]float64, pm), u: make([]float64, M), xi: make([]float64, 2*pm), cov: make([]float64, pm*pm)}, nil
+	}
+	err := par.For(o.Workers, nChunks, newWorker, func(w *smiWorker, c int) error {
+		r := chunkResult{sum: make([]float64, nOut)}
+		lo, hi := par.Span(c, o.Samples, smiChunk)
+		for s := lo; s < hi; s++ {
+			if o.MonteCarlo {
+				device.FillNormals(w.xi, o.Seed, stream.SMISESample(s, 2*pm))
+			} else {
+				haltonNormals(w.xi, uint64(s)+1, shift)
+			}
+			if err := f(r.sum, w, w.xi[:pm], w.xi[pm:]); err != nil {
+				// A channel integral that fails (smi.DeepPosterior's errors) drops its
+				// sample; more than 1% dropped is an error.
+				r.failed++
+				r.lastErr = fmt.Errorf("sample %d: %w", s, err)
+				continue
+			}
+			if !w.m.Exact {
+				r.inexact++
+			}
+		}
+		chunkSums[c] = r
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	inexact, failed := 0, 0
+	var lastErr error
+	for _, r := range chunkSums {
+		inexact += r.inexact
+		failed += r.failed
+		if r.lastErr != nil {
+			lastErr = r.lastErr
+		}
+	}
+	if failed > o.Samples/100 {
+		return nil, 0, fmt.Errorf("%d of %d channel integrals failed (more than 1%%), e.g. %w", failed, o.Samples, lastErr)
+	}
+	out := make([]float64, nOut)
+	for _, r := range chunkSums {
+		for k, v := range r.sum {
+			out[k] += v
+		}
+	}
+	for k := range out {
+		out[k] /= float64(o.Samples - failed)
+	}
+	return out, inexact + failed, nil
+}
+
+// Stability returns, for each layer l, the linear-stability coefficient
+//
+//	F_l = E_y || Cov(z_l | y, omega, V) V_ll^{-1} - I_M ||_F^2 / V_ll^2
+//
+// (docs/SMI.md 2.3: Cov is the M x M covariance of layer l's pre-activations across tokens),
+// at the diagonal overlaps Q with omega = Q^{1/2} xi, V = I - Q + epsilon I and the data drawn
+// from the channel. Around Q_ll = 0 the SE is q-hat_ll ~ alpha F_l Q_ll, so layer l's overlap
+// grows from 0 when alpha F_l > 1: at Q = 0 this is the weak-recovery threshold
+// alpha_l = 1/F_l, and with the later layers at their fixed point it is the conditional
+// (grand-staircase) threshold of an earlier layer. Only the layers with Q_ll = 0 are
+// meaningful.
+func Stability(ch *smi.Deep, Q []float64, o Options) ([]float64, error) {
+	if err := o.validate(ch); err != nil {
+		return nil, err
+	}
+	P, M := ch.P(), ch.M
+	pm := P * M
+	V := make([]float64, P*P)
+	for l := 0; l < P; l++ {
+		V[l*P+l] = 1 - Q[l] + o.Epsilon
+	}
+	F, _, err := smiAverage(ch, o, P, func(acc []float64, w *smiWorker, xi, eta []float64) error {
+		if err := w.posterior(ch, Q, V, xi, eta); err != nil {
+			return err
+		}
+		cov := w.cov
+		w.m.Cov(cov)
+		for k := 0; k < P; k++ {
+			v := V[k*P+k]
+			var s float64
+			for a := 0; a < M; a++ {
+				for b := 0; b < M; b++ {
+					c := cov[(k*M+a)*pm+k*M+b] / v
+					if a == b {
+						c--
+					}
+					s += c * c
+				}
+			}
+			acc[k] += s / (v * v)
+		}
+		return nil
+	})
+	return F, err
+}
+
+// GenError returns the plug-in generalisation error of docs/SMI.md 2.1 at the diagonal
+// overlaps Q,
+//
+//	e_gen(Q) = E || g(Z) - g(omega) ||_F^2,  omega = Q^{1/2} xi,  Z = omega + (I - Q)^{1/2} eta,
+//
+// with g the deep attention output (M x M), by Monte Carlo over samples draws from the stream
+// of seed; it returns the mean and its standard error. The "one layer" curve of the paper is
+// this error with Q_11 set to 0.
+func GenError(ch *smi.Deep, Q []float64, samples int, seed uint64) (mean, stderr float64, err error) {
+	P, M := ch.P(), ch.M
+	if len(Q) != P {
+		return 0, 0, fmt.Errorf("SMI e_gen: %d overlaps for P = %d", len(Q), P)
+	}
+	for l, q := range Q {
+		if !(q >= 0 && q <= 1) {
+			return 0, 0, fmt.Errorf("SMI e_gen: Q_%d%d = %g: need 0 <= Q <= 1", l+1, l+1, q)
+		}
+	}
+	if samples < 2 {
+		return 0, 0, fmt.Errorf("SMI e_gen: samples = %d: need >= 2", samples)
+	}
+	pm := P * M
+	xi := make([]float64, 2*pm)
+	omega, z := make([]float64, pm), make([]float64, pm)
+	uo, uz := make([]float64, M), make([]float64, M)
+	yo, yz := make([]float64, M*M), make([]float64, M*M)
+	s := ch.NewScratch()
+	var sum, sum2 float64
+	for i := 0; i < samples; i++ {
+		device.FillNormals(xi, seed, stream.SMISESample(i, 2*pm))
+		for k := 0; k < P; k++ {
+			for l := 0; l < M; l++ {
+				omega[k*M+l] = math.Sqrt(Q[k]) * xi[k*M+l]
+				z[k*M+l] = omega[k*M+l] + math.Sqrt(1-Q[k])*xi[pm+k*M+l]
+			}
+		}
+		ch.Forward(uo, omega, nil, s)
+		ch.Forward(uz, z, nil, s)
+		ch.OutputU(yo, uo)
+		ch.OutputU(yz, uz)
+		var e float64
+		for k := range yo {
+			d := yz[k] - yo[k]
+			e += d * d
+		}
+		sum += e
+		sum2 += e * e
+	}
+	n := float64(samples)
+	mean = sum / n
+	return mean, math.Sqrt(math.Max(sum2/n-mean*mean, 0) / (n - 1)), nil
+}
+
+// SolveCurve solves the SMI state evolution at each alpha in increasing order, starting each
+// point from the previous fixed point (with every free overlap at least o.Init, so that a
+// layer below its threshold can still turn on): continuation saves most iterations along a
+// curve. The points come back in the order of alphas.
+func SolveCurve(ch *smi.Deep, alphas []float64, o Options, progress func(Point)) ([]Point, error) {
+	order := make([]int, len(alphas))
+	for i := range order {
+		order[i] = i
+	}
+	for i := 1; i < len(order); i++ { // insertion sort: the grids are short
+		for j := i; j > 0 && alphas[order[j]] < alphas[order[j-1]]; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	out := make([]Point, len(alphas))
+	var start []float64
+	for _, i := range order {
+		oi := o
+		oi.start = start
+		pt, err := Solve(ch, alphas[i], oi)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = pt
+		start = append([]float64(nil), pt.Q...)
+		if progress != nil {
+			progress(pt)
+		}
+	}
+	return out, nil
+}
+
+// Onsets reads the onset of each layer's overlap off an SE curve: the first alpha where
+// Q_ll exceeds level, extrapolated linearly to Q_ll = 0 with the next grid point (the
+// continuous transitions of docs/SMI.md 2.4 grow linearly from their threshold). NaN where the
+// overlap never exceeds level.
+func Onsets(points []Point, level float64) []float64 {
+	if len(points) == 0 {
+		return nil
+	}
+	P := len(points[0].Q)
+	idx := make([]int, len(points))
+	for i := range idx {
+		idx[i] = i
+	}
+	for i := 1; i < len(idx); i++ {
+		for j := i; j > 0 && points[idx[j]].Alpha < points[idx[j-1]].Alpha; j-- {
+			idx[j], idx[j-1] = idx[j-1], idx[j]
+		}
+	}
+	out := make([]float64, P)
+	for l := 0; l < P; l++ {
+		out[l] = math.NaN()
+		for k, i := range idx {
+			if points[i].Q[l] <= level {
+				continue
+			}
+			a, q := points[i].Alpha, points[i].Q[l]
+			switch {
+			case k+1 < len(idx) && points[idx[k+1]].Q[l] > q:
+				a2, q2 := points[idx[k+1]].Alpha, points[idx[k+1]].Q[l]
+				out[l] = a - q*(a2-a)/(q2-q)
+			case k > 0:
+				out[l] = points[idx[k-1]].Alpha
+			default:
+				out[l] = a
+			}
+			if k > 0 && out[l] < points[idx[k-1]].Alpha {
+				out[l] = points[idx[k-1]].Alpha // a jump: the onset lies between the two points
+			}
+			break
+		}
+	}
+	return out
+}
+
+// Thresholds are the weak-recovery thresholds of docs/SMI.md 2.3 for each layer.
+type Thresholds struct {
+	// Stability[l] = 1/F_l(Q = 0): where Q_ll = 0 stops being stable with every overlap at 0.
+	Stability []float64
+	// Conditional[l], for l < L-1: where Q_ll = 0 stops being stable with the later layers
+	// l+1..L at their fixed point (the SE restricted to them) — the grand staircase. NaN for the
+	// last layer (its conditional threshold is its Stability).
+	Conditional []float64
+}
+
+// ConditionalThreshold returns the alpha in [lo, hi] where layer l (0-based, l < L-1) turns
+// unstable with layers l+1..L at the fixed point Q*(alpha) of the SE restricted to them:
+// alpha F_l(Q*(alpha)) = 1 (Stability), found by the Illinois variant of regula falsi to
+// relative tolerance relTol. It is an error if the root is not bracketed by [lo, hi].
+func ConditionalThreshold(ch *smi.Deep, l int, lo, hi, relTol float64, o Options) (float64, error) {
+	P := ch.P()
+	if l < 0 || l >= P-1 {
+		return 0, fmt.Errorf("SMI conditional threshold: layer %d: need 1 <= layer < L = %d", l+1, P)
+	}
+	frozen := make([]bool, P)
+	for k := 0; k <= l; k++ {
+		frozen[k] = true
+	}
+	var start []float64
+	h := func(alpha float64) (float64, error) {
+		oo := o
+		oo.Frozen = frozen
+		oo.start = start
+		pt, err := Solve(ch, alpha, oo)
+		if err != nil {
+			return 0, err
+		}
+		if !pt.Converged {
+			return 0, fmt.Errorf("SMI conditional threshold of layer %d: the restricted SE did not converge at alpha = %g in %d iterations", l+1, alpha, pt.Iterations)
+		}
+		start = pt.Q
+		F, err := Stability(ch, pt.Q, o)
+		if err != nil {
+			return 0, err
+		}
+		return alpha*F[l] - 1, nil
+	}
+	flo, err := h(lo)
+	if err != nil {
+		return 0, err
+	}
+	fhi, err := h(hi)
+	if err != nil {
+		return 0, err
+	}
+	if flo*fhi > 0 {
+		return 0, fmt.Errorf("SMI conditional threshold of layer %d: %w by alpha in [%g, %g] (alpha F - 1 = %g, %g)", l+1, ErrNotBracketed, lo, hi, flo, fhi)
+	}
+	side := 0
+	for it := 0; it < 40; it++ {
+		m := (lo*fhi - hi*flo) / (fhi - flo)
+		if hi-lo < relTol*m {
+			return m, nil
+		}
+		fm, err := h(m)
+		if err != nil {
+			return 0, err
+		}
+		if fm*fhi > 0 {
+			hi, fhi = m, fm
+			if side == 1 {
+				flo /= 2
+			}
+			side = 1
+		} else {
+			lo, flo = m, fm
+			if side == -1 {
+				fhi /= 2
+			}
+			side = -1
+		}
+		if fm == 0 {
+			return m, nil
+		}
+	}
+	return (lo + hi) / 2, nil
+}
+
+// haltonPrimes are the bases of the Halton sequence, one per coordinate (up to L = 3, M = 2:
+// 12 coordinates).
+var haltonPrimes = []uint64{2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53}
+
+// haltonNormals writes Phi^{-1}(frac(h_d(i) + shift_d)) for d = 0..len(dst)-1, h_d(i) the
+// radical inverse of i in base haltonPrimes[d].
+func haltonNormals(dst []float64, i uint64, shift []float64) {
+	for d := range dst {
+		b := haltonPrimes[d]
+		f, x := 1.0, 0.0
+		for k := i; k > 0; k /= b {
+			f /= float64(b)
+			x += f * float64(k%b)
+		}
+		x += shift[d]
+		if x >= 1 {
+			x--
+		}
+		if x <= 0 {
+			x = 0.5 / float64(1<<53)
+		}
+		dst[d] = -math.Sqrt2 * math.Erfcinv(2*x)
+	}
+}
