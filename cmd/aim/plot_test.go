@@ -118,7 +118,7 @@ func TestPlotRedrawsSEAndAMP(t *testing.T) {
 func TestPlotRedrawsSMI(t *testing.T) {
 	dir := t.TempDir()
 	p := func(name string) string { return filepath.Join(dir, name) }
-	runOK(t, "smi", "se", "--quiet", "--alpha", "0.6,0.3", "--samples", "32", "--max-iter", "20", "--gen-samples", "50",
+	runOK(t, "smi", "se", "--quiet", "--alpha", "0.6,0.3", "--samples", "32", "--max-iter", "40", "--gen-samples", "50",
 		"--out", p("se.csv"), "--plot", p("se.svg"))
 	runOK(t, "smi", "amp", "--quiet", "--D", "60", "--alpha", "0.6,0.3", "--seeds", "2", "--iters", "3", "--test-samples", "100",
 		"--se", p("se.csv"), "--out", p("amp.csv"), "--plot", p("amp.svg"), "--trace", p("trace.csv"))

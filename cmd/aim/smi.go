@@ -84,6 +84,9 @@ type smiFlags struct {
 	out, plot string
 	quiet     bool
 	workers   int
+	// dampingRho is the SE's --damping: the authors' rho, the weight on the new iterate
+	// (0: the authors' value). The engine's theta = 1 - rho is set by checkSMISEOptions.
+	dampingRho float64
 }
 
 // parseSMIFlags parses the flags of a subcommand whose -h prints usage and the defaults.
@@ -239,22 +242,24 @@ func stabilityAlphas(F []float64) []float64 {
 }
 
 // smiSEOptions registers the flags of the SMI state evolution's Monte Carlo average.
-func smiSEOptions(fs *flag.FlagSet, o *smise.Options) {
+func smiSEOptions(fs *flag.FlagSet, o *smise.Options, rho *float64) {
 	fs.IntVar(&o.Samples, "samples", o.Samples, "Monte Carlo (xi, eta) draws of the channel average per SE iteration")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the SE's draws")
 	fs.BoolVar(&o.MonteCarlo, "monte-carlo", false, "plain pseudo-random draws instead of randomised quasi-Monte Carlo (shifted Halton)")
 	fs.Float64Var(&o.Epsilon, "epsilon", o.Epsilon, "ridge of the channel variance V = I - Q + epsilon I")
-	fs.Float64Var(&o.Damping, "damping", 0, "SE damping rho in (0, 1]; 0: the authors' 0.8 (L = 2) or 0.6 (L = 3)")
+	fs.Float64Var(rho, "damping", 0, "SE damping rho in (0, 1], the weight on the new iterate: Q <- rho Q_new + (1 - rho) Q; 0: the authors' 0.8 (L = 2) or 0.6 (L = 3)")
 	fs.IntVar(&o.MaxIter, "max-iter", o.MaxIter, "SE iteration cap")
-	fs.Float64Var(&o.Tol, "tol", o.Tol, "stop when every layer's estimated distance to the fixed point, |step|/(1 - r) with r the ratio of its last two steps, is below tol")
+	fs.Float64Var(&o.Tol, "tol", o.Tol, "stop when every layer's estimated distance to the fixed point, |G(Q) - Q|/(1 - slope), is below tol")
 }
 
-func checkSMISEOptions(o smise.Options) error {
+// checkSMISEOptions checks the SE flags and translates --damping rho (the weight on the new
+// iterate, 0 for the authors') into the engine's theta = 1 - rho (the weight on the old one).
+func checkSMISEOptions(o *smise.Options, rho float64, L int) error {
 	switch {
 	case o.Samples < 1:
 		return usagef("--samples %d: need at least 1", o.Samples)
-	case !(o.Damping >= 0 && o.Damping <= 1):
-		return usagef("--damping %g: need 0 < damping <= 1 (0: the authors' value)", o.Damping)
+	case !(rho >= 0 && rho <= 1):
+		return usagef("--damping %g: need 0 < damping <= 1 (0: the authors' value)", rho)
 	case !(o.Epsilon >= 0 && o.Epsilon < 1):
 		return usagef("--epsilon %g: need 0 <= epsilon < 1", o.Epsilon)
 	case o.MaxIter < 1:
@@ -262,12 +267,16 @@ func checkSMISEOptions(o smise.Options) error {
 	case !(o.Tol > 0) || math.IsInf(o.Tol, 0):
 		return usagef("--tol %g: need a positive tolerance", o.Tol)
 	}
+	o.Damping = smise.AuthorsDamping(L)
+	if rho > 0 {
+		o.Damping = 1 - rho
+	}
 	return nil
 }
 
-func smiSEParams(p map[string]any, o smise.Options) {
+func smiSEParams(p map[string]any, o smise.Options, rho float64) {
 	for k, v := range map[string]any{"samples": o.Samples, "seed": o.Seed, "monte_carlo": o.MonteCarlo,
-		"epsilon": o.Epsilon, "damping": o.Damping, "damping_note": "0: the authors' 0.8 (L = 2) or 0.6 (L = 3)",
+		"epsilon": o.Epsilon, "damping": rho, "damping_note": "0: the authors' 0.8 (L = 2) or 0.6 (L = 3)",
 		"init": o.Init, "max_iter": o.MaxIter, "tol": o.Tol} {
 		p[k] = v
 	}
@@ -302,12 +311,12 @@ type smiSEConfig struct {
 }
 
 func parseSMISE(args []string, stderr io.Writer) (*smiSEConfig, error) {
-	c := &smiSEConfig{opts: smise.DefaultOptions()}
+	c := &smiSEConfig{opts: smise.DefaultOptions(2)}
 	fs := flag.NewFlagSet("aim smi se", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.register(fs, "se", true)
 	fs.StringVar(&c.alphaSpec, "alpha", "0.05:1.6:32", "sample complexity grid alpha = N/D: a list, a:b:n or a:b:n:log")
-	smiSEOptions(fs, &c.opts)
+	smiSEOptions(fs, &c.opts, &c.dampingRho)
 	fs.IntVar(&c.genSamples, "gen-samples", 100000, "Monte Carlo samples of e_gen per point (the same draws at every point); 0 skips it")
 	if err := parseSMIFlags(fs, args, smiSEUsage, stderr); err != nil {
 		return nil, err
@@ -316,7 +325,7 @@ func parseSMISE(args []string, stderr io.Writer) (*smiSEConfig, error) {
 	if c.ch, c.alphas, err = c.theory(c.alphaSpec); err != nil {
 		return nil, err
 	}
-	if err := checkSMISEOptions(c.opts); err != nil {
+	if err := checkSMISEOptions(&c.opts, c.dampingRho, c.L); err != nil {
 		return nil, err
 	}
 	if c.genSamples < 0 || c.genSamples == 1 {
@@ -421,7 +430,7 @@ func runSMISE(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	params := c.params()
-	smiSEParams(params, c.opts)
+	smiSEParams(params, c.opts, c.dampingRho)
 	for k, v := range map[string]any{"c": c.c, "alpha": c.alphaSpec, "alphas": c.alphas, "gen_samples": c.genSamples} {
 		params[k] = v
 	}
@@ -511,12 +520,12 @@ type smiThresholdsConfig struct {
 }
 
 func parseSMIThresholds(args []string, stderr io.Writer) (*smiThresholdsConfig, error) {
-	c := &smiThresholdsConfig{opts: smise.DefaultOptions()}
+	c := &smiThresholdsConfig{opts: smise.DefaultOptions(2)}
 	fs := flag.NewFlagSet("aim smi thresholds", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.register(fs, "thresholds", false)
 	fs.StringVar(&c.cSpec, "c", "1", "skip strengths c >= 0: a list, a:b:n or a:b:n:log")
-	smiSEOptions(fs, &c.opts)
+	smiSEOptions(fs, &c.opts, &c.dampingRho)
 	fs.Float64Var(&c.hi, "hi", 3, "upper end of the alpha search for the conditional thresholds")
 	if err := parseSMIFlags(fs, args, smiThresholdsUsage, stderr); err != nil {
 		return nil, err
@@ -536,7 +545,7 @@ func parseSMIThresholds(args []string, stderr io.Writer) (*smiThresholdsConfig, 
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	if err := checkSMISEOptions(c.opts); err != nil {
+	if err := checkSMISEOptions(&c.opts, c.dampingRho, c.L); err != nil {
 		return nil, err
 	}
 	if !(c.hi > 0) || math.IsInf(c.hi, 0) {
@@ -629,7 +638,7 @@ func runSMIThresholds(args []string, stdout, stderr io.Writer) error {
 	}
 	printSMIThresholds(stdout, c, rows)
 	params := c.params()
-	smiSEParams(params, c.opts)
+	smiSEParams(params, c.opts, c.dampingRho)
 	params["c"] = c.cs
 	params["hi"] = c.hi
 	params["rel_tol"] = 1e-3
@@ -719,7 +728,8 @@ func parseSMIAMP(args []string, stderr io.Writer) (*smiAMPConfig, error) {
 	fs.IntVar(&c.seeds, "seeds", 4, "teachers and data sets per alpha")
 	fs.Uint64Var(&c.seed, "seed", 1, "first seed: run s uses seed + s")
 	fs.IntVar(&c.opts.MaxIter, "iters", c.opts.MaxIter, "GAMP iterations (at most)")
-	fs.Float64Var(&c.opts.Damping, "damping", c.opts.Damping, "damping rho in (0, 1]")
+	c.dampingRho = 1 - c.opts.Damping
+	fs.Float64Var(&c.dampingRho, "damping", c.dampingRho, "damping rho in (0, 1], the weight on the new iterate: What <- rho What_new + (1 - rho) What")
 	fs.Float64Var(&c.opts.Epsilon, "epsilon", c.opts.Epsilon, "ridge of the channel variance V = C-hat + epsilon I")
 	fs.Float64Var(&c.opts.Tol, "tol", c.opts.Tol, "stop early when ||W-hat new - W-hat||^2/(L D) < tol (0: never)")
 	fs.IntVar(&c.opts.TestSamples, "test-samples", c.opts.TestSamples, "fresh samples of the generalisation error at each iteration (0: none)")
@@ -739,8 +749,8 @@ func parseSMIAMP(args []string, stderr io.Writer) (*smiAMPConfig, error) {
 		return nil, usagef("--seeds %d: need at least 1", c.seeds)
 	case c.opts.MaxIter < 1:
 		return nil, usagef("--iters %d: need at least 1", c.opts.MaxIter)
-	case !(c.opts.Damping > 0 && c.opts.Damping <= 1):
-		return nil, usagef("--damping %g: need 0 < damping <= 1", c.opts.Damping)
+	case !(c.dampingRho > 0 && c.dampingRho <= 1):
+		return nil, usagef("--damping %g: need 0 < damping <= 1", c.dampingRho)
 	case !(c.opts.Epsilon >= 0) || math.IsInf(c.opts.Epsilon, 0):
 		return nil, usagef("--epsilon %g: need 0 <= epsilon < inf", c.opts.Epsilon)
 	case !(c.opts.Tol >= 0) || math.IsInf(c.opts.Tol, 0):
@@ -768,6 +778,7 @@ func parseSMIAMP(args []string, stderr io.Writer) (*smiAMPConfig, error) {
 		}
 	}
 	c.opts.Workers = c.workers
+	c.opts.Damping = 1 - c.dampingRho // the engine's theta, the weight on the old iterate
 	return c, nil
 }
 
@@ -932,7 +943,7 @@ func runSMIAMP(args []string, stdout, stderr io.Writer) error {
 	}
 	params := c.smiFlags.params()
 	for k, v := range map[string]any{"c": c.c, "D": c.D, "alpha": c.alphaSpec, "alphas": c.alphas, "seeds": c.seeds, "seed": c.seed,
-		"iters": c.opts.MaxIter, "damping": c.opts.Damping, "epsilon": c.opts.Epsilon, "tol": c.opts.Tol, "init": c.opts.Init,
+		"iters": c.opts.MaxIter, "damping": c.dampingRho, "epsilon": c.opts.Epsilon, "tol": c.opts.Tol, "init": c.opts.Init,
 		"init_scale": c.opts.InitScale, "test_samples": c.opts.TestSamples, "se": c.seCSV, "trace": c.trace} {
 		params[k] = v
 	}

@@ -185,7 +185,7 @@ func TestSMISE(t *testing.T) {
 	}
 	col := csvColumns(rows[0])
 	ch, _ := smi.NewDeep(2, 2, 1, 1)
-	o := smise.DefaultOptions()
+	o := smise.DefaultOptions(2)
 	o.Samples, o.MaxIter, o.Tol, o.Seed = 64, 40, 1e-3, 3
 	alphas := []float64{0.3, 0.1}
 	// The curve on all cores: the SE's averages do not depend on the number of goroutines.
@@ -288,7 +288,7 @@ func TestSMIThresholds(t *testing.T) {
 		t.Fatalf("CSV %v", rows)
 	}
 	col := csvColumns(rows[0])
-	o := smise.DefaultOptions()
+	o := smise.DefaultOptions(2)
 	o.Samples, o.Workers = 200, 1
 	for i, cv := range []float64{0.5, 1} {
 		r := rows[i+1]

@@ -10,6 +10,7 @@ import (
 	"math"
 
 	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/fixedpoint"
 	"github.com/aimtheory/aim/engine/rie"
 )
 
@@ -18,18 +19,19 @@ import (
 // must not be reported as a result.
 var ErrNotConverged = errors.New("state evolution did not converge")
 
-// Options control the damped fixed-point iteration x <- (1 - Damping) G(x) + Damping x of the
-// state evolution, written in the variable m = Q0 - q (the estimation error).
+// Options control the damped fixed-point iteration of the state evolution (engine/fixedpoint),
+// written in the estimation errors m = Q0 - q:
+//
+//	m <- (1 - Damping) G(m) + Damping m.
 type Options struct {
-	// Damping theta in [0, 1): the weight kept on the old iterate.
+	// Damping theta in [0, 1): the weight kept on the old iterate (fixedpoint's convention).
 	Damping float64
-	// Tol is the convergence test |G(m) - m| < Tol on the undamped map.
+	// Tol bounds the estimated distance to the fixed point, |G(m) - m| / (1 - slope).
 	Tol float64
 	// MaxIter caps the number of evaluations of the map G.
 	MaxIter int
-	// Accelerate adds Steffensen (Aitken delta-squared) steps to the damped iteration, accepted
-	// only when they lower the residual; it matters near alpha_PR, where the map's slope
-	// tends to 1 and plain iteration crawls.
+	// Accelerate adds the solver's Aitken jumps, accepted only when they lower the residual; it
+	// matters near alpha_PR, where the map's slope tends to 1 and plain iteration crawls.
 	Accelerate bool
 }
 
@@ -50,6 +52,24 @@ func (o Options) validate() error {
 	return nil
 }
 
+// Overlaps are the order parameters of the AIM state evolution in the solver's variable: the
+// estimation errors m = Q0 - q of the packed upper triangle of a symmetric L x L overlap
+// matrix, row by row. The single-layer AIM has L = 1 and one m; a model of L attention layers
+// would iterate the L(L+1)/2 entries with the same solver.
+type Overlaps struct {
+	L int
+	M []float64 // m_ab, a <= b, packed
+}
+
+// NewOverlaps returns the L x L overlaps with every m_ab = m.
+func NewOverlaps(L int, m float64) Overlaps {
+	o := Overlaps{L: L, M: make([]float64, L*(L+1)/2)}
+	for i := range o.M {
+		o.M[i] = m
+	}
+	return o
+}
+
 // Point is one solved point of a state evolution curve.
 type Point struct {
 	Alpha      float64 // sample complexity alpha = N/D^2 (alpha-bar_r = N/(D R) in the rescaled SE)
@@ -61,64 +81,29 @@ type Point struct {
 	Converged  bool
 }
 
-// fixedPoint solves m = G(m) on [0, 1] from m0 by damped iteration with optional Steffensen
-// steps. It returns the last iterate, the number of evaluations of G, and ErrNotConverged
-// (wrapped) when MaxIter is reached.
-func fixedPoint(G func(m float64) (float64, error), m0 float64, o Options) (float64, int, error) {
+// solveScalar solves the single-layer SE m = G(m) on [0, 1] from m0 with engine/fixedpoint. It
+// returns the last iterate, the number of evaluations of G, and ErrNotConverged (wrapped)
+// when MaxIter is reached.
+func solveScalar(G func(m float64) (float64, error), m0 float64, o Options) (float64, int, error) {
 	if err := o.validate(); err != nil {
 		return math.NaN(), 0, err
 	}
-	theta := o.Damping
-	m := m0
-	gm, err := G(m)
-	evals := 1
-	if err != nil {
-		return m, evals, err
+	x0 := NewOverlaps(1, m0)
+	r, err := fixedpoint.Solve(func(dst, m []float64) error {
+		g, err := G(m[0])
+		dst[0] = g
+		return err
+	}, x0.M, fixedpoint.Options{Damping: o.Damping, Tol: o.Tol, MaxIter: o.MaxIter, Accelerate: o.Accelerate, Lower: 0, Upper: 1})
+	if err != nil && r.X == nil {
+		return math.NaN(), r.Evals, err
 	}
-	for evals < o.MaxIter {
-		if math.Abs(gm-m) < o.Tol {
-			return gm, evals, nil
-		}
-		y1 := (1-theta)*gm + theta*m
-		g1, err := G(y1)
-		evals++
-		if err != nil {
-			return y1, evals, err
-		}
-		if !o.Accelerate || evals+2 > o.MaxIter {
-			m, gm = y1, g1
-			continue
-		}
-		y2 := (1-theta)*g1 + theta*y1
-		g2, err := G(y2)
-		evals++
-		if err != nil {
-			return y2, evals, err
-		}
-		m0 := m
-		m, gm = y2, g2
-		// Aitken's delta-squared extrapolation of the sequence m0, y1, y2.
-		den := y2 - 2*y1 + m0
-		if den == 0 {
-			continue
-		}
-		ya := m0 - (y1-m0)*(y1-m0)/den
-		if !(ya >= 0 && ya <= 1) {
-			continue
-		}
-		ga, err := G(ya)
-		evals++
-		if err != nil {
-			return ya, evals, err
-		}
-		if math.Abs(ga-ya) < math.Abs(g2-y2) {
-			m, gm = ya, ga
-		}
+	if errors.Is(err, fixedpoint.ErrNotConverged) {
+		err = fmt.Errorf("%w: %v", ErrNotConverged, err)
 	}
-	if math.Abs(gm-m) < o.Tol {
-		return gm, evals, nil
+	if r.Converged {
+		return r.GX[0], r.Evals, nil
 	}
-	return m, evals, fmt.Errorf("%w after %d evaluations (residual %.3g > tol %.3g)", ErrNotConverged, evals, math.Abs(gm-m), o.Tol)
+	return r.X[0], r.Evals, err
 }
 
 // qHat returns q-hat = 2 alpha FisherSum(Q0 - m, m), +Inf when m = 0.
@@ -151,7 +136,7 @@ func Solve(ch aim.Channel, rho, alpha float64, o Options) (Point, error) {
 		}
 		return priorMMSE(1/qh, rho)
 	}
-	m, n, err := fixedPoint(G, 1, o)
+	m, n, err := solveScalar(G, 1, o)
 	return finish(ch, rho, alpha, Q0, m, n, err)
 }
 
@@ -176,7 +161,7 @@ func SolveRescaled(ch aim.Channel, alphaR float64, o Options) (Point, error) {
 		}
 		return t * (2 - t), nil
 	}
-	m, n, err := fixedPoint(G, 1, o)
+	m, n, err := solveScalar(G, 1, o)
 	return finish(ch, 0, alphaR, 1, m, n, err)
 }
 

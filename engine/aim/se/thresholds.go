@@ -1,10 +1,12 @@
 package se
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
 	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/root"
 )
 
 // mStable is the estimation error at which AlphaPR probes the SE map for the stability of
@@ -28,9 +30,9 @@ func AlphaPRCounting(rho float64, K int) float64 {
 // AlphaPR returns the perfect-recovery threshold of the single-layer SE: the smallest alpha at
 // which the perfect-recovery fixed point m = 0 of the SE map G(m) = mmse_S(1/q-hat(m); rho) is
 // stable, i.e. G(m) < m for m -> 0+. For softmax G'(0) = mmse_S'(0)/(K alpha), so this is the
-// counting bound of AlphaPRCounting; the function finds it from the map itself, by bisection to
-// relative precision relTol. Channels that do not observe directions exactly (hardmax) have no
-// finite threshold: q-hat grows like V^(-1/2), not V^(-1), and AlphaPR returns +Inf for them.
+// counting bound of AlphaPRCounting; the function finds it from the map itself, as the root of
+// G(m) - m at m -> 0+ in alpha (engine/root), to relative precision relTol. Channels that do
+// not observe directions exactly (hardmax) have no finite threshold: q-hat grows like V^(-1/2), not V^(-1), and AlphaPR returns +Inf for them.
 func AlphaPR(ch aim.Channel, rho, relTol float64, o Options) (float64, error) {
 	if _, ok := ch.(directionCounter); !ok {
 		return math.Inf(1), nil
@@ -39,41 +41,30 @@ func AlphaPR(ch aim.Channel, rho, relTol float64, o Options) (float64, error) {
 		return math.NaN(), err
 	}
 	Q0 := 1 + rho
-	stable := func(alpha float64) (bool, error) {
+	// f(alpha) = G(mStable) - mStable: positive while perfect recovery is unstable.
+	f := func(alpha float64) (float64, error) {
+		if alpha == 0 {
+			return 1 - mStable, nil // q-hat = 0: G = mmse_S(inf) = 1
+		}
 		qh, err := qHat(ch, alpha, Q0, mStable)
 		if err != nil {
-			return false, err
+			return math.NaN(), err
 		}
 		g, err := priorMMSE(1/qh, rho)
-		return g < mStable, err
+		return g - mStable, err
 	}
-	lo, hi := 0.0, 1e-3
-	for {
-		ok, err := stable(hi)
-		if err != nil {
-			return math.NaN(), fmt.Errorf("alpha_PR: %w", err)
-		}
-		if ok {
-			break
-		}
-		lo, hi = hi, 2*hi
-		if hi > 1e6 {
-			return math.Inf(1), nil
-		}
+	lo, hi, flo, fhi, err := root.Expand(f, 0, 1-mStable, 1e-3, 2, 1e6)
+	if errors.Is(err, root.ErrNotBracketed) {
+		return math.Inf(1), nil
 	}
-	for hi-lo > relTol*hi {
-		mid := 0.5 * (lo + hi)
-		ok, err := stable(mid)
-		if err != nil {
-			return math.NaN(), fmt.Errorf("alpha_PR: %w", err)
-		}
-		if ok {
-			hi = mid
-		} else {
-			lo = mid
-		}
+	if err != nil {
+		return math.NaN(), fmt.Errorf("alpha_PR: %w", err)
 	}
-	return 0.5 * (lo + hi), nil
+	a, err := root.Find(f, lo, hi, flo, fhi, relTol, 200)
+	if err != nil {
+		return math.NaN(), fmt.Errorf("alpha_PR: %w", err)
+	}
+	return a, nil
 }
 
 // AlphaBarC returns the weak-recovery threshold of the rho -> 0 rescaled SE, in alpha-bar_r =

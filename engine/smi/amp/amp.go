@@ -31,8 +31,10 @@ var ErrDiverged = errors.New("SMI GAMP diverged")
 
 // Options control one GAMP run on an SMI data set (docs/SMI.md 3).
 type Options struct {
-	MaxIter int     // iteration cap T (50, as the authors)
-	Damping float64 // rho in (0, 1]: What <- rho What_new + (1 - rho) What, Chat likewise (0.8)
+	MaxIter int // iteration cap T (50, as the authors)
+	// Damping theta in [0, 1) is the weight on the old iterate (engine/fixedpoint's convention):
+	// What <- (1 - theta) What_new + theta What, Chat likewise. The authors' rho = 1 - theta = 0.8.
+	Damping float64
 	// Tol stops the run when the step ||What_new - What||^2 / (P D) falls below it (1e-8, which
 	// in practice runs MaxIter iterations); 0 never stops early.
 	Tol float64
@@ -62,7 +64,7 @@ type Options struct {
 	// (smi.DefaultDeepTol, smi.DefaultDeepMaxEval).
 	QuadTol     float64
 	QuadMaxEval int
-	// DampMessages also damps g (g <- rho g + (1 - rho) g_prev) before the back-projection and
+	// DampMessages also damps g (g <- (1 - theta) g + theta g_prev) before the back-projection and
 	// the next Onsager term, as in the damped GAMP of Rangan, Schniter, Fletcher and Sarkar
 	// (2015), so that What and the Onsager term see the same messages. On by default: with the
 	// authors' scheme (false: only What and Chat damped, AMP_BO_2w.py) GAMP at D = 1000 stays at
@@ -77,7 +79,7 @@ type Options struct {
 // iterations, damping 0.8, the ridge 1e-3 on V, a random start What_0 ~ N(0, 1) with Chat_0 = I,
 // and 1000 fresh test samples for the generalisation error.
 func DefaultOptions() Options {
-	return Options{MaxIter: 50, Damping: 0.8, Tol: 1e-8, Epsilon: 1e-3, Init: "random", InitScale: 1, TestSamples: 1000, DampMessages: true}
+	return Options{MaxIter: 50, Damping: 1 - 0.8, Tol: 1e-8, Epsilon: 1e-3, Init: "random", InitScale: 1, TestSamples: 1000, DampMessages: true}
 }
 
 func (o Options) validate() error {
@@ -85,8 +87,8 @@ func (o Options) validate() error {
 	switch {
 	case o.MaxIter < 1:
 		return fmt.Errorf("amp: SMI MaxIter = %d, need at least 1", o.MaxIter)
-	case !(o.Damping > 0 && o.Damping <= 1):
-		return fmt.Errorf("amp: SMI damping %g, need 0 < rho <= 1", o.Damping)
+	case !(o.Damping >= 0 && o.Damping < 1):
+		return fmt.Errorf("amp: SMI damping theta = %g, need 0 <= theta < 1 (the weight on the old iterate)", o.Damping)
 	case !(o.Tol >= 0) || !finite(o.Tol):
 		return fmt.Errorf("amp: SMI tolerance %g, need 0 <= Tol < inf", o.Tol)
 	case !(o.Epsilon >= 0) || !finite(o.Epsilon):
@@ -194,7 +196,7 @@ type smiState struct {
 //	      A = -(1/D) sum_mu sum_l dg_l  (symmetrised)
 //	      B = (1/sqrt(D)) sum_mu sum_l g_{mu,.,l} x_{mu l}^T + A What
 //	      Chat_new = (I + A)^{-1},  What_new = (I + A)^{-1} B      (Gaussian prior denoiser)
-//	      What = rho What_new + (1 - rho) What,  Chat = rho Chat_new + (1 - rho) Chat
+//	      What = (1 - theta) What_new + theta What,  Chat = (1 - theta) Chat_new + theta Chat
 //	      g_prev = g
 //	stop  after MaxIter iterations or when ||What_new - What||^2 / (P D) < Tol.
 //
@@ -414,7 +416,7 @@ func (s *smiState) run() (Result, error) {
 		}
 		if o.DampMessages && it > 1 {
 			for i, v := range s.g {
-				s.g[i] = o.Damping*v + (1-o.Damping)*s.gPrev[i]
+				s.g[i] = (1-o.Damping)*v + o.Damping*s.gPrev[i]
 			}
 		}
 		// B = (1/sqrt(D)) sum_mu sum_l g_{mu,.,l} x_{mu l}^T + A What, and What_new = (I + A)^{-1} B,
@@ -470,7 +472,7 @@ func (s *smiState) run() (Result, error) {
 		}
 		// The step, and the damped update.
 		var step float64
-		rho := o.Damping
+		rho := 1 - o.Damping // the weight on the new iterate
 		for i, v := range wNew {
 			d := v - s.what[i]
 			step += d * d

@@ -128,7 +128,7 @@ func naiveSMI(t *testing.T, data *smi.Data, o Options, iters int) (what [][]floa
 			}
 		}
 		C := inv2([][]float64{{1 + A[0][0], A[0][1]}, {A[1][0], 1 + A[1][1]}})
-		rho := o.Damping
+		rho := 1 - o.Damping
 		newW := [][]float64{make([]float64, D), make([]float64, D)}
 		for k := 0; k < P; k++ {
 			for i := 0; i < D; i++ {
@@ -506,7 +506,7 @@ func TestSMIRejects(t *testing.T) {
 		t.Error("short U accepted")
 	}
 	for name, f := range map[string]func(o *Options){
-		"damping 0":        func(o *Options) { o.Damping = 0 },
+		"damping 1":        func(o *Options) { o.Damping = 1 },
 		"damping 1.5":      func(o *Options) { o.Damping = 1.5 },
 		"damping NaN":      func(o *Options) { o.Damping = math.NaN() },
 		"MaxIter 0":        func(o *Options) { o.MaxIter = 0 },

@@ -9,8 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/fixedpoint"
+	"github.com/aimtheory/aim/engine/root"
 	"github.com/aimtheory/aim/engine/smi"
 	"github.com/aimtheory/aim/engine/stream"
 	"github.com/aimtheory/aim/internal/par"
@@ -28,15 +31,16 @@ type Options struct {
 	// from Seed (Cranley-Patterson), mapped to normals by Phi^{-1}; the channel average is
 	// smooth in (xi, eta), so its error falls faster than 1/sqrt(Samples).
 	MonteCarlo bool
-	// Damping is rho in Q <- rho Q_new + (1 - rho) Q; 0 takes the authors' 0.8 (L = 2) or
-	// 0.6 (L = 3).
+	// Damping theta in [0, 1) is the weight on the old iterate, Q <- (1 - theta) Q_new +
+	// theta Q (engine/fixedpoint's convention; the authors write rho = 1 - theta).
+	// DefaultOptions(L) sets the authors' choice, AuthorsDamping(L).
 	Damping float64
 	// Epsilon regularises V = I - Q + Epsilon I, as the authors do (1e-3).
 	Epsilon float64
 	Init    float64 // Q starts at Init I (0.05)
 	MaxIter int     // iteration cap
 	// Tol stops the iteration when every layer's estimated distance to the fixed point,
-	// |step| / (1 - r) with r the ratio of its last two steps, is below it.
+	// |G(Q) - Q| / (1 - slope) (engine/fixedpoint), is below it.
 	Tol float64
 	// Frozen layers keep Q_ll = 0: the SE restricted to the other layers (the conditional
 	// thresholds of docs/SMI.md 2.3 and the "one layer" curves).
@@ -51,10 +55,19 @@ type Options struct {
 	start []float64
 }
 
-// DefaultOptions returns 4000 samples, seed 1, the authors' damping, epsilon 1e-3, Q0 = 0.05 I,
-// at most 200 iterations and a tolerance of 1e-5.
-func DefaultOptions() Options {
-	return Options{Samples: 4000, Seed: 1, Epsilon: 1e-3, Init: 0.05, MaxIter: 200, Tol: 1e-5}
+// DefaultOptions returns, for L layers, 4000 samples, seed 1, the authors' damping
+// (AuthorsDamping), epsilon 1e-3, Q0 = 0.05 I, at most 200 iterations and a tolerance of 1e-5.
+func DefaultOptions(L int) Options {
+	return Options{Samples: 4000, Seed: 1, Damping: AuthorsDamping(L), Epsilon: 1e-3, Init: 0.05, MaxIter: 200, Tol: 1e-5}
+}
+
+// AuthorsDamping returns the damping theta (weight on the old iterate) of the authors' SE code:
+// 1 - 0.8 for L = 2 and 1 - 0.6 for L = 3.
+func AuthorsDamping(L int) float64 {
+	if L >= 3 {
+		return 1 - 0.6
+	}
+	return 1 - 0.8
 }
 
 func (o Options) validate(ch *smi.Deep) error {
@@ -64,8 +77,8 @@ func (o Options) validate(ch *smi.Deep) error {
 	switch {
 	case o.Samples < 1:
 		return fmt.Errorf("SMI SE: samples = %d: need >= 1", o.Samples)
-	case o.Damping < 0 || o.Damping > 1 || math.IsNaN(o.Damping):
-		return fmt.Errorf("SMI SE: damping = %g: need 0 < damping <= 1 (0 for the default)", o.Damping)
+	case !(o.Damping >= 0 && o.Damping < 1):
+		return fmt.Errorf("SMI SE: damping theta = %g: need 0 <= theta < 1 (the weight on the old iterate)", o.Damping)
 	case !(o.Epsilon >= 0) || o.Epsilon >= 1:
 		return fmt.Errorf("SMI SE: epsilon = %g: need 0 <= epsilon < 1", o.Epsilon)
 	case !(o.Init > 0 && o.Init < 1):
@@ -80,16 +93,6 @@ func (o Options) validate(ch *smi.Deep) error {
 	return nil
 }
 
-func (o Options) damping(ch *smi.Deep) float64 {
-	if o.Damping > 0 {
-		return o.Damping
-	}
-	if ch.L >= 3 {
-		return 0.6
-	}
-	return 0.8
-}
-
 // Point is a fixed point of the SMI state evolution.
 type Point struct {
 	Alpha      float64
@@ -101,8 +104,8 @@ type Point struct {
 }
 
 // ErrNotBracketed is wrapped by ConditionalThreshold's error when alpha F - 1 has the same
-// sign at both ends of the search interval.
-var ErrNotBracketed = errors.New("threshold not bracketed")
+// sign at both ends of the search interval (it is root.ErrNotBracketed).
+var ErrNotBracketed = root.ErrNotBracketed
 
 // ErrDiverged is wrapped by the errors of an SMI state evolution that produced NaN.
 var ErrDiverged = errors.New("SMI state evolution diverged")
@@ -112,7 +115,7 @@ var ErrDiverged = errors.New("SMI state evolution diverged")
 //
 //	q-hat_ll = alpha E_{xi, eta}[ sum_tokens g_out,l(y, omega, V)^2 ],
 //	omega = Q^{1/2} xi,  Z = omega + V^{1/2} eta,  y = g(Z),  V = I - Q + epsilon I,
-//	Q_new = q-hat / (1 + q-hat),  Q <- rho Q_new + (1 - rho) Q,
+//	Q_new = q-hat / (1 + q-hat),  Q <- (1 - theta) Q_new + theta Q,
 //
 // with g_out = V^{-1}(E[Z | y, omega, V] - omega) from the channel's posterior quadrature. Q is
 // diagonal: the sign symmetry w_l -> -w_l of each layer makes E[z_l z_l'^T | y] = 0 for
@@ -134,63 +137,43 @@ func Solve(ch *smi.Deep, alpha float64, o Options) (Point, error) {
 			}
 		}
 	}
-	rho := o.damping(ch)
 	pt := Point{Alpha: alpha}
-	prev := make([]float64, P)      // the last step, per layer
-	ratio := make([]float64, P)     // the contraction estimate step_t / step_{t-1}
-	prevRatio := make([]float64, P) // the estimate one step earlier
-	sinceJump := 0
-	for it := 1; it <= o.MaxIter; it++ {
+	// The map Q -> Q_new, with its q-hat and inexact count kept for the last two points it was
+	// evaluated at (the solver's answer is one of them).
+	type eval struct {
+		q, qh   []float64
+		inexact int
+	}
+	var last [2]eval
+	G := func(dst, Q []float64) error {
 		fisher, inexact, err := Fisher(ch, Q, o)
 		if err != nil {
-			return pt, fmt.Errorf("SMI SE at alpha = %g, iteration %d: %w", alpha, it, err)
+			return err
 		}
-		dist := 0.0
 		qh := make([]float64, P)
-		sinceJump++
 		for l := range Q {
 			if o.Frozen != nil && o.Frozen[l] {
+				dst[l] = Q[l]
 				continue
 			}
 			qh[l] = alpha * fisher[l]
-			qn := rho*qh[l]/(1+qh[l]) + (1-rho)*Q[l]
-			if math.IsNaN(qn) || math.IsInf(qn, 0) {
-				return pt, fmt.Errorf("%w at alpha = %g, iteration %d: Q_%d%d = %g", ErrDiverged, alpha, it, l+1, l+1, qn)
-			}
-			step := qn - Q[l]
-			r := 0.0
-			if prev[l] != 0 {
-				r = step / prev[l]
-			}
-			prevRatio[l], ratio[l], prev[l] = ratio[l], r, step
-			// Distance to the fixed point of a linearly converging sequence: |step|/(1 - r).
-			d := math.Abs(step)
-			if r > 0 && r < 1 {
-				d /= 1 - math.Min(r, 0.999)
-			}
-			dist = math.Max(dist, d)
-			Q[l] = qn
+			dst[l] = qh[l] / (1 + qh[l])
 		}
-		pt.Q, pt.QHat, pt.Iterations, pt.Inexact = Q, qh, it, inexact
-		if dist < o.Tol {
-			pt.Converged = true
-			break
-		}
-		// Near a threshold the map's slope tends to 1 and the iteration crawls. Aitken's
-		// extrapolation Q + step r/(1 - r), every third iteration, on the layers whose steps
-		// shrink geometrically (0.5 < r < 0.99, and the same r twice running: the transient
-		// away from an unstable point does not qualify), jumps most of the way.
-		if sinceJump >= 3 {
-			jumped := false
-			for l := range Q {
-				if r := ratio[l]; r > 0.5 && r < 0.99 && math.Abs(r-prevRatio[l]) < 0.1*(1-r) {
-					Q[l] = math.Min(math.Max(Q[l]+prev[l]*r/(1-r), 0), 1-1e-9)
-					prev[l], jumped = 0, true
-				}
-			}
-			if jumped {
-				sinceJump = 0
-			}
+		last[0], last[1] = last[1], eval{q: append([]float64(nil), Q...), qh: qh, inexact: inexact}
+		return nil
+	}
+	r, err := fixedpoint.Solve(G, Q, fixedpoint.Options{Damping: o.Damping, Tol: o.Tol, MaxIter: o.MaxIter,
+		Accelerate: true, Lower: 0, Upper: 1 - 1e-9, Frozen: o.Frozen})
+	switch {
+	case errors.Is(err, fixedpoint.ErrDiverged):
+		return pt, fmt.Errorf("%w at alpha = %g: %v", ErrDiverged, alpha, err)
+	case err != nil && !errors.Is(err, fixedpoint.ErrNotConverged):
+		return pt, fmt.Errorf("SMI SE at alpha = %g, evaluation %d: %w", alpha, r.Evals+1, err)
+	}
+	pt.Q, pt.Iterations, pt.Converged = r.X, r.Evals, r.Converged
+	for _, e := range last {
+		if slices.Equal(e.q, r.X) {
+			pt.QHat, pt.Inexact = e.qh, e.inexact
 		}
 	}
 	return pt, nil
@@ -521,7 +504,7 @@ type Thresholds struct {
 
 // ConditionalThreshold returns the alpha in [lo, hi] where layer l (0-based, l < L-1) turns
 // unstable with layers l+1..L at the fixed point Q*(alpha) of the SE restricted to them:
-// alpha F_l(Q*(alpha)) = 1 (Stability), found by the Illinois variant of regula falsi to
+// alpha F_l(Q*(alpha)) = 1 (Stability), found by engine/root (the Illinois variant of regula falsi) to
 // relative tolerance relTol. It is an error if the root is not bracketed by [lo, hi].
 func ConditionalThreshold(ch *smi.Deep, l int, lo, hi, relTol float64, o Options) (float64, error) {
 	P := ch.P()
@@ -559,37 +542,14 @@ func ConditionalThreshold(ch *smi.Deep, l int, lo, hi, relTol float64, o Options
 	if err != nil {
 		return 0, err
 	}
-	if flo*fhi > 0 {
-		return 0, fmt.Errorf("SMI conditional threshold of layer %d: %w by alpha in [%g, %g] (alpha F - 1 = %g, %g)", l+1, ErrNotBracketed, lo, hi, flo, fhi)
+	a, err := root.Find(h, lo, hi, flo, fhi, relTol, 40)
+	if errors.Is(err, root.ErrNotBracketed) {
+		return 0, fmt.Errorf("SMI conditional threshold of layer %d: alpha F - 1: %w", l+1, err)
 	}
-	side := 0
-	for it := 0; it < 40; it++ {
-		m := (lo*fhi - hi*flo) / (fhi - flo)
-		if hi-lo < relTol*m {
-			return m, nil
-		}
-		fm, err := h(m)
-		if err != nil {
-			return 0, err
-		}
-		if fm*fhi > 0 {
-			hi, fhi = m, fm
-			if side == 1 {
-				flo /= 2
-			}
-			side = 1
-		} else {
-			lo, flo = m, fm
-			if side == -1 {
-				fhi /= 2
-			}
-			side = -1
-		}
-		if fm == 0 {
-			return m, nil
-		}
+	if err != nil && !math.IsNaN(a) {
+		return a, nil // 40 evaluations: the bracket's midpoint, as before
 	}
-	return (lo + hi) / 2, nil
+	return a, err
 }
 
 // haltonPrimes are the bases of the Halton sequence, one per coordinate (up to L = 3, M = 2:

@@ -93,7 +93,7 @@ func TestSMIStabilityLinearResponse(t *testing.T) {
 	q.Tol, q.MaxEval = 1e-9, 2000000
 	m0, m1 := ch.NewMoments(), ch.NewMoments()
 	s := ch.NewScratch()
-	v := 1 + DefaultOptions().Epsilon
+	v := 1 + DefaultOptions(2).Epsilon
 	V := []float64{v, 0, 0, v}
 	cov := make([]float64, 16)
 	u := make([]float64, 2)
@@ -118,7 +118,7 @@ func TestSMIStabilityLinearResponse(t *testing.T) {
 			}
 		}
 	}
-	o := DefaultOptions()
+	o := DefaultOptions(2)
 	o.Samples = 300
 	F, err := Stability(ch, []float64{0, 0}, o)
 	if err != nil {
@@ -154,7 +154,7 @@ func TestSMIReference(t *testing.T) {
 	for _, r := range readSMICSV(t, "gen_error_BO_2w.csv", "alpha", "gen_error") {
 		gen[math.Round(r[0]*1e4)/1e4] = r[1]
 	}
-	o := DefaultOptions()
+	o := DefaultOptions(2)
 	o.Samples = 2000
 	o.Tol = 1e-4
 	alphas := []float64{0.3, 1.4}
@@ -193,7 +193,7 @@ func TestSMIReference(t *testing.T) {
 
 // TestSMIBadInput: unsupported channels and options are errors.
 func TestSMIBadInput(t *testing.T) {
-	o := DefaultOptions()
+	o := DefaultOptions(2)
 	m3, _ := smi.NewDeep(2, 3, 1, 1)
 	l4, _ := smi.NewDeep(4, 2, 1, 1)
 	for _, ch := range []*smi.Deep{m3, l4} {
@@ -231,7 +231,7 @@ func BenchmarkSMISEIteration(b *testing.B) {
 	for _, L := range []int{2, 3} {
 		b.Run("L="+string(rune('0'+L)), func(b *testing.B) {
 			ch := deep(b, L, 1)
-			o := DefaultOptions()
+			o := DefaultOptions(L)
 			o.Samples = 1000
 			if L == 3 {
 				o.Samples = 100
@@ -270,7 +270,7 @@ func BenchmarkSMISEIteration(b *testing.B) {
 // (and counted); more than 1% failing is an error.
 func TestSMIAverageDropsFailures(t *testing.T) {
 	ch := deep(t, 2, 1)
-	o := DefaultOptions()
+	o := DefaultOptions(2)
 	o.Samples = 1000
 	value := func(s int) float64 { return float64(s%7) + 0.5 }
 	for _, tc := range []struct {
