@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/ebitengine/purego v0.11.3
+	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/term v0.44.0
 	gonum.org/v1/gonum v0.17.0

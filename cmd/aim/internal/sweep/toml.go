@@ -1,16 +1,20 @@
-// Package sweep holds what `aim sweep` needs beside the commands it runs: the parser of sweep
-// files (a subset of TOML, with a line number on every error), the grid of runs a sweep file
-// describes and its deterministic shards, and the journal of finished runs that makes a sweep
-// resumable after a crash.
+// Package sweep holds what `aim sweep` needs beside the commands it runs: the reader of sweep
+// files (a subset of TOML, parsed by go-toml/v2, with a line number on every error), the grid
+// of runs a sweep file describes and its deterministic shards, and the journal of finished
+// runs that makes a sweep resumable after a crash.
 package sweep
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pelletier/go-toml/v2/unstable"
 )
 
 // Kind is the type of a TOML value.
@@ -93,6 +97,7 @@ type Error struct {
 	Msg  string
 }
 
+// Error returns "line N: message", or the message alone for line 0.
 func (e Error) Error() string {
 	if e.Line == 0 {
 		return e.Msg
@@ -103,6 +108,7 @@ func (e Error) Error() string {
 // Errors is every problem found in a file, in line order.
 type Errors []Error
 
+// Error returns the problems one a line.
 func (es Errors) Error() string {
 	s := make([]string, len(es))
 	for i, e := range es {
@@ -120,448 +126,343 @@ func (es Errors) sorted() error {
 	return es
 }
 
-// Parse reads the subset of TOML that sweep files use: comments, bare or quoted keys,
-// [table] headers, basic and literal strings, integers, floats, booleans, and arrays of
-// scalars (over several lines if need be). Dotted keys, inline tables, arrays of tables,
-// multi-line strings and dates are refused with an error that says so. Every problem is
-// reported, each with its line, as an Errors.
+// Parse reads the subset of TOML that sweep files use: comments, bare or quoted keys, [table]
+// headers, strings, integers, finite floats, booleans, and arrays of scalars of one kind
+// (over several lines if need be). The file is parsed by go-toml/v2 (package unstable, whose
+// syntax tree carries the position of every node); Parse walks that tree. Dotted keys, inline
+// tables, arrays of tables, nested arrays, multi-line strings and dates are refused with an
+// error that says so, and so are a key or a table set twice. Every problem is reported, each
+// with its line, as an Errors: after a syntax error, parsing resumes on a later line.
 func Parse(src []byte) (*Doc, error) {
-	p := &parser{src: string(src), line: 1}
-	doc := &Doc{Tables: []Table{{Name: "", Line: 1}}}
-	seen := map[string]map[string]int{"": {}}
-	cur := &doc.Tables[0]
-	if !utf8.ValidString(p.src) {
+	if !utf8.Valid(src) {
 		return nil, Errors{{0, "the file is not UTF-8 text"}}
 	}
-	for {
-		p.skipBlank()
-		if p.eof() {
-			break
-		}
-		line := p.line
-		switch p.peek() {
-		case '[':
-			name, ok := p.tableHeader()
-			if !ok {
-				p.skipLine()
-				continue
-			}
-			if _, dup := seen[name]; dup {
-				p.errorf(line, "table [%s] is defined twice", name)
-				p.skipLine()
-				// Keep collecting its entries under a throwaway table.
-				cur = &Table{Name: name, Line: line}
-				continue
-			}
-			seen[name] = map[string]int{}
-			doc.Tables = append(doc.Tables, Table{Name: name, Line: line})
-			cur = &doc.Tables[len(doc.Tables)-1]
-		default:
-			key, ok := p.key()
-			if !ok {
-				p.skipLine()
-				continue
-			}
-			p.skipSpace()
-			if p.eof() || p.peek() != '=' {
-				p.errorf(line, "expected = after the key %q", key)
-				p.skipLine()
-				continue
-			}
-			p.pos++
-			p.skipSpace()
-			v, ok := p.value(0)
-			if !ok {
-				p.skipLine()
-				continue
-			}
-			if !p.endOfLine() {
-				p.errorf(p.line, "unexpected text after the value of %q", key)
-				p.skipLine()
-				continue
-			}
-			keys := seen[cur.Name]
-			if keys == nil { // a duplicated table: entries are checked but dropped
-				continue
-			}
-			if first, dup := keys[key]; dup {
-				p.errorf(line, "key %q is already set on line %d", key, first)
-				continue
-			}
-			keys[key] = line
-			cur.Entries = append(cur.Entries, Entry{Key: key, Value: v, Line: line})
+	w := &walker{
+		buf:  bytes.Clone(src),
+		doc:  &Doc{Tables: []Table{{Name: "", Line: 1}}},
+		seen: map[string]map[string]int{"": {}},
+	}
+	w.lineStarts = []int{0}
+	for i, c := range src {
+		if c == '\n' {
+			w.lineStarts = append(w.lineStarts, i+1)
 		}
 	}
-	return doc, p.errs.sorted()
-}
-
-type parser struct {
-	src  string
-	pos  int
-	line int
-	errs Errors
-}
-
-func (p *parser) errorf(line int, format string, args ...any) {
-	p.errs = append(p.errs, Error{line, fmt.Sprintf(format, args...)})
-}
-
-func (p *parser) eof() bool  { return p.pos >= len(p.src) }
-func (p *parser) peek() byte { return p.src[p.pos] }
-
-// skipSpace skips blanks and tabs on the current line.
-func (p *parser) skipSpace() {
-	for !p.eof() && (p.peek() == ' ' || p.peek() == '\t') {
-		p.pos++
+	for start, tainted := 0, 0; start < len(w.buf); {
+		start, tainted = w.chunk(start, tainted)
 	}
+	return w.doc, w.errs.sorted()
 }
 
-// skipBlank skips whitespace, newlines and comments.
-func (p *parser) skipBlank() {
-	for !p.eof() {
-		switch c := p.peek(); {
-		case c == ' ' || c == '\t' || c == '\r':
-			p.pos++
-		case c == '\n':
-			p.pos++
-			p.line++
-		case c == '#':
-			p.skipComment()
-		default:
+// walker turns go-toml's syntax tree into a Doc, and collects the problems.
+type walker struct {
+	buf        []byte // the file, with the lines of syntax errors blanked as they are found
+	lineStarts []int  // the offset of each line
+	doc        *Doc
+	cur        int                       // the table entries go to: an index in doc.Tables, or -1 to drop them
+	seen       map[string]map[string]int // table name -> key -> line
+	errs       Errors
+	syntax     int // the syntax errors so far
+}
+
+// maxSyntaxErrors is where Parse stops reading a file that is not TOML.
+const maxSyntaxErrors = 20
+
+func (w *walker) errorf(line int, format string, args ...any) {
+	w.errs = append(w.errs, Error{line, fmt.Sprintf(format, args...)})
+}
+
+// lineOf returns the (1-based) line of a byte offset in the file.
+func (w *walker) lineOf(off int) int {
+	return sort.SearchInts(w.lineStarts, off+1)
+}
+
+// lineStart returns the offset of a line, or the length of the file past its last line.
+func (w *walker) lineStart(line int) int {
+	if line > len(w.lineStarts) {
+		return len(w.buf)
+	}
+	return w.lineStarts[line-1]
+}
+
+// chunk parses the file from offset start, which is the start of a line, to its end or to the
+// first syntax error. It returns where to go on from, with the line blanked there (0 if none):
+// an expression that starts above that line spans it, and is dropped.
+func (w *walker) chunk(start, tainted int) (next, blanked int) {
+	var p unstable.Parser
+	data := w.buf[start:]
+	p.Reset(data)
+	resume := start // the start of the line after the last expression read
+	for p.NextExpression() {
+		e := p.Expression()
+		first, last := w.extent(e)
+		if tainted == 0 || w.lineOf(start+first) > tainted {
+			w.expression(start, e)
+		}
+		resume = w.lineStart(w.lineOf(start+last) + 1)
+	}
+	err := p.Error()
+	if err == nil {
+		return len(w.buf), 0
+	}
+	off, msg := syntaxError(data, err)
+	line := w.lineOf(start + off)
+	w.errorf(line, "%s", msg)
+	if w.syntax++; w.syntax == maxSyntaxErrors {
+		w.errorf(line, "too many syntax errors: the rest of the file is not read")
+		return len(w.buf), 0
+	}
+	// Recovery: without the bad line, the expression may now parse (an array with a bad line
+	// of elements); if it does not, go on from the next line.
+	if w.blank(line) && parsesFrom(w.buf[resume:]) {
+		return resume, line
+	}
+	return w.lineStart(line + 1), 0
+}
+
+// extent returns the offsets of the first and last bytes of a top-level expression, relative
+// to the parser's input.
+func (w *walker) extent(e *unstable.Node) (first, last int) {
+	if e.Kind == unstable.KeyValue {
+		return int(e.Raw.Offset), int(e.Raw.Offset+e.Raw.Length) - 1
+	}
+	first = -1
+	for it := e.Key(); it.Next(); {
+		r := it.Node().Raw
+		if first < 0 {
+			first = int(r.Offset)
+		}
+		last = int(r.Offset+r.Length) - 1
+	}
+	return first, last
+}
+
+// blank replaces the text of a line by spaces; it reports false when the line was blank.
+func (w *walker) blank(line int) bool {
+	a, b := w.lineStart(line), w.lineStart(line+1)
+	if b > a && w.buf[b-1] == '\n' {
+		b--
+	}
+	if len(bytes.Trim(w.buf[a:b], " ")) == 0 {
+		return false
+	}
+	for i := a; i < b; i++ {
+		w.buf[i] = ' '
+	}
+	return true
+}
+
+// parsesFrom reports whether the first expression of b, if any, parses.
+func parsesFrom(b []byte) bool {
+	var p unstable.Parser
+	p.Reset(b)
+	return p.NextExpression() || p.Error() == nil
+}
+
+// syntaxError returns the offset in data of a parser error and its message: go-toml's, or one
+// that names the problem in the words of a sweep file.
+func syntaxError(data []byte, err error) (int, string) {
+	var perr *unstable.ParserError
+	if !errors.As(err, &perr) {
+		return len(data) - 1, err.Error()
+	}
+	off := cap(data) - cap(perr.Highlight) // the highlight is a slice of data
+	if off < 0 || off >= len(data) {
+		off = len(data) - 1
+	}
+	at, msg := data[off:], perr.Message
+	switch {
+	case msg == "expected value, not end of input":
+		return off, "missing value"
+	case strings.HasPrefix(msg, "unexpected character ") && strings.HasSuffix(msg, " at start of value"):
+		switch c := at[0]; {
+		case c == '\n' || c == '\r' || c == '#':
+			return off, "missing value"
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			return off, fmt.Sprintf("%s is not a value (strings need quotes)", word(at))
+		}
+		return off, fmt.Sprintf("%s is not a value", word(at))
+	case msg == "integers cannot have leading zeroes": // highlighted from the digits, after any sign
+		if off > 0 && (data[off-1] == '+' || data[off-1] == '-') {
+			off--
+		}
+		return off, fmt.Sprintf("%s is not a value (%s)", word(data[off:]), msg)
+	case strings.HasPrefix(msg, "expected keyword "): // a word that starts like true, false, inf or nan
+		return off, fmt.Sprintf("%s is not a value (strings need quotes)", word(at))
+	case msg == "basic strings cannot have new lines" || msg == "literal strings cannot have new lines" ||
+		msg == "unterminated basic string" || msg == "unterminated literal string":
+		return off, "unterminated string"
+	case msg == "array is incomplete":
+		return off, "unterminated list (no closing ])"
+	case msg == "expected ',' or ']' after array value":
+		return off, fmt.Sprintf("expected , or ] in the list, found %s", word(at))
+	case msg == "expected '=' after key":
+		return off, "expected = after the key"
+	case strings.HasPrefix(msg, "invalid character at start of key"):
+		return off, fmt.Sprintf("expected a key, found %s", word(at))
+	case strings.HasPrefix(msg, "expected newline but got "):
+		return off, fmt.Sprintf("unexpected text %s at the end of the line (text values need quotes)", word(at))
+	case strings.HasPrefix(msg, "invalid escape character "):
+		return off, fmt.Sprintf("unknown escape %s in a string", perr.Highlight)
+	}
+	return off, msg
+}
+
+// word quotes, for a message, the text at the start of b up to a blank, a comma, a bracket or
+// a comment (at least one character, at most 40 bytes).
+func word(b []byte) string {
+	end := bytes.IndexAny(b, " \t\r\n,]#")
+	if end < 0 {
+		end = len(b)
+	}
+	if end == 0 {
+		_, end = utf8.DecodeRune(b)
+	}
+	s := string(b[:end])
+	if len(s) > 40 {
+		cut := 40
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// expression checks a top-level expression (a table header or a key = value) whose offsets are
+// relative to start, and adds it to the Doc.
+func (w *walker) expression(start int, e *unstable.Node) {
+	first, _ := w.extent(e)
+	line := w.lineOf(start + first)
+	switch e.Kind {
+	case unstable.ArrayTable:
+		w.errorf(line, "arrays of tables ([[...]]) are not supported in sweep files")
+		w.cur = -1
+	case unstable.Table:
+		w.cur = -1 // entries under a refused header are checked, then dropped
+		name, ok := w.key(e, line)
+		if !ok {
 			return
 		}
-	}
-}
-
-func (p *parser) skipComment() {
-	for !p.eof() && p.peek() != '\n' {
-		p.pos++
-	}
-}
-
-// skipLine drops the rest of the current line after an error.
-func (p *parser) skipLine() {
-	for !p.eof() && p.peek() != '\n' {
-		p.pos++
-	}
-}
-
-// endOfLine reports whether only blanks and a comment remain on the line.
-func (p *parser) endOfLine() bool {
-	p.skipSpace()
-	if !p.eof() && p.peek() == '#' {
-		p.skipComment()
-	}
-	if !p.eof() && p.peek() == '\r' {
-		p.pos++
-	}
-	return p.eof() || p.peek() == '\n'
-}
-
-func isBare(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
-}
-
-// tableHeader reads [name].
-func (p *parser) tableHeader() (string, bool) {
-	line := p.line
-	p.pos++ // [
-	if !p.eof() && p.peek() == '[' {
-		p.errorf(line, "arrays of tables ([[...]]) are not supported in sweep files")
-		return "", false
-	}
-	p.skipSpace()
-	name, ok := p.key()
-	if !ok {
-		return "", false
-	}
-	p.skipSpace()
-	if p.eof() || p.peek() != ']' {
-		p.errorf(line, "table header [%s: expected ]", name)
-		return "", false
-	}
-	p.pos++
-	if !p.endOfLine() {
-		p.errorf(line, "unexpected text after the table header [%s]", name)
-		return "", false
-	}
-	return name, true
-}
-
-// key reads a bare or quoted key; dotted keys are refused.
-func (p *parser) key() (string, bool) {
-	line := p.line
-	var key string
-	switch {
-	case p.eof():
-		p.errorf(line, "expected a key")
-		return "", false
-	case p.peek() == '"' || p.peek() == '\'':
-		v, ok := p.str()
+		if _, dup := w.seen[name]; dup {
+			w.errorf(line, "table [%s] is defined twice", name)
+			return
+		}
+		w.seen[name] = map[string]int{}
+		w.doc.Tables = append(w.doc.Tables, Table{Name: name, Line: line})
+		w.cur = len(w.doc.Tables) - 1
+	case unstable.KeyValue:
+		key, ok := w.key(e, line)
 		if !ok {
-			return "", false
+			return
 		}
-		key = v.Str
-		if key == "" {
-			p.errorf(line, "empty key")
-			return "", false
+		v, ok := w.value(start, e.Value(), false, line)
+		if !ok || w.cur < 0 {
+			return
 		}
-	case isBare(p.peek()):
-		start := p.pos
-		for !p.eof() && isBare(p.peek()) {
-			p.pos++
+		t := &w.doc.Tables[w.cur]
+		keys := w.seen[t.Name]
+		if first, dup := keys[key]; dup {
+			w.errorf(line, "key %q is already set on line %d", key, first)
+			return
 		}
-		key = p.src[start:p.pos]
-	default:
-		p.errorf(line, "expected a key, found %q", p.restOfLine())
-		return "", false
+		keys[key] = line
+		t.Entries = append(t.Entries, Entry{Key: key, Value: v, Line: line})
 	}
-	p.skipSpace()
-	if !p.eof() && p.peek() == '.' {
-		p.errorf(line, "dotted keys (%s.…) are not supported in sweep files: use a [table]", key)
+}
+
+// key returns the key of a key = value or a table header: one part, not empty.
+func (w *walker) key(e *unstable.Node, line int) (string, bool) {
+	it := e.Key()
+	it.Next()
+	key := string(it.Node().Data)
+	switch {
+	case key == "":
+		w.errorf(line, "empty key")
+		return "", false
+	case it.Next():
+		w.errorf(line, "dotted keys (%s.…) are not supported in sweep files: use a [table]", key)
 		return "", false
 	}
 	return key, true
 }
 
-// restOfLine returns the text up to the end of the line, shortened for messages.
-func (p *parser) restOfLine() string {
-	end := strings.IndexByte(p.src[p.pos:], '\n')
-	if end < 0 {
-		end = len(p.src) - p.pos
+// value converts a value node (offsets relative to start) on the given line; inList for the
+// elements of an array.
+func (w *walker) value(start int, n *unstable.Node, inList bool, line int) (Value, bool) {
+	raw := w.buf[start+int(n.Raw.Offset) : start+int(n.Raw.Offset+n.Raw.Length)]
+	if n.Raw.Length > 0 {
+		line = w.lineOf(start + int(n.Raw.Offset))
 	}
-	s := strings.TrimSpace(p.src[p.pos : p.pos+end])
-	if len(s) > 40 {
-		s = s[:40] + "…"
-	}
-	return s
-}
-
-// value reads a value; depth > 0 inside an array.
-func (p *parser) value(depth int) (Value, bool) {
-	line := p.line
-	if p.eof() || p.peek() == '\n' || p.peek() == '#' {
-		p.errorf(line, "missing value")
-		return Value{}, false
-	}
-	switch c := p.peek(); {
-	case c == '"' || c == '\'':
-		return p.str()
-	case c == '[':
-		if depth > 0 {
-			p.errorf(line, "nested lists are not supported in sweep files")
-			return Value{}, false
-		}
-		return p.array()
-	case c == '{':
-		p.errorf(line, "inline tables ({...}) are not supported in sweep files")
-		return Value{}, false
-	}
-	start := p.pos
-	for !p.eof() && !strings.ContainsRune(" \t\r\n,]#", rune(p.peek())) {
-		p.pos++
-	}
-	word := p.src[start:p.pos]
 	v := Value{Line: line}
-	switch word {
-	case "true", "false":
-		v.Kind, v.Bool = Bool, word == "true"
-		return v, true
-	case "inf", "+inf", "-inf", "nan", "+nan", "-nan":
-		p.errorf(line, "%s is not a finite number", word)
-		return Value{}, false
-	}
-	if isDate(word) {
-		p.errorf(line, "dates and times (%s) are not supported in sweep files", word)
-		return Value{}, false
-	}
-	if i, ok := parseInt(word); ok {
+	switch n.Kind {
+	case unstable.String:
+		if bytes.HasPrefix(raw, []byte(`"""`)) || bytes.HasPrefix(raw, []byte(`'''`)) {
+			w.errorf(line, "multi-line strings are not supported in sweep files")
+			return Value{}, false
+		}
+		v.Kind, v.Str = String, string(n.Data)
+	case unstable.Bool:
+		v.Kind, v.Bool = Bool, string(n.Data) == "true"
+	case unstable.Integer:
+		i, err := strconv.ParseInt(strings.ReplaceAll(string(n.Data), "_", ""), 0, 64)
+		if err != nil {
+			w.errorf(line, "%q is not a value (out of the range of a 64-bit integer)", n.Data)
+			return Value{}, false
+		}
 		v.Kind, v.Int = Integer, i
-		return v, true
-	}
-	if f, ok := parseFloat(word); ok {
-		v.Kind, v.Float = Float, f
-		return v, true
-	}
-	p.errorf(line, "%q is not a value (strings need quotes)", word)
-	return Value{}, false
-}
-
-func isDate(w string) bool {
-	return len(w) >= 10 && w[4] == '-' && w[7] == '-' && strings.IndexFunc(w[:4], func(r rune) bool { return r < '0' || r > '9' }) < 0
-}
-
-// parseInt reads a TOML decimal integer (underscores between digits allowed).
-func parseInt(w string) (int64, bool) {
-	s, ok := digits(w, false)
-	if !ok {
-		return 0, false
-	}
-	i, err := strconv.ParseInt(s, 10, 64)
-	return i, err == nil
-}
-
-// parseFloat reads a finite TOML float.
-func parseFloat(w string) (float64, bool) {
-	s, ok := digits(w, true)
-	if !ok {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return 0, false
-	}
-	return f, true
-}
-
-// digits checks the characters of a number and removes underscores that sit between digits.
-func digits(w string, float bool) (string, bool) {
-	if w == "" {
-		return "", false
-	}
-	var b strings.Builder
-	for i := 0; i < len(w); i++ {
-		c := w[i]
-		switch {
-		case c >= '0' && c <= '9':
-		case c == '_':
-			if i == 0 || i == len(w)-1 || !isDigit(w[i-1]) || !isDigit(w[i+1]) {
-				return "", false
-			}
-			continue
-		case (c == '+' || c == '-') && (i == 0 || float && (w[i-1] == 'e' || w[i-1] == 'E')):
-		case float && (c == '.' || c == 'e' || c == 'E'):
-		default:
-			return "", false
+	case unstable.Float:
+		s := strings.ReplaceAll(string(n.Data), "_", "")
+		if t := strings.TrimLeft(s, "+-"); t == "inf" || t == "nan" {
+			w.errorf(line, "%s is not a finite number", n.Data)
+			return Value{}, false
 		}
-		b.WriteByte(c)
-	}
-	s := b.String()
-	// TOML forbids leading zeros ("007") and a bare point (".5", "1.").
-	body := strings.TrimLeft(s, "+-")
-	if len(body) > 1 && body[0] == '0' && isDigit(body[1]) {
-		return "", false
-	}
-	if dot := strings.IndexByte(body, '.'); dot >= 0 && (dot == 0 || dot == len(body)-1 || !isDigit(body[dot-1]) || !isDigit(body[dot+1])) {
-		return "", false
-	}
-	return s, body != ""
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
-// str reads a basic ("...", with escapes) or literal ('...') string on one line.
-func (p *parser) str() (Value, bool) {
-	line := p.line
-	q := p.peek()
-	if strings.HasPrefix(p.src[p.pos:], string([]byte{q, q, q})) {
-		p.errorf(line, "multi-line strings are not supported in sweep files")
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			w.errorf(line, "%q is not a value (out of the range of a float64)", n.Data)
+			return Value{}, false
+		}
+		v.Kind, v.Float = Float, f
+	case unstable.LocalTime: // 10:20:5 reads as a time
+		w.errorf(line, "dates and times (%s) are not supported in sweep files (a range \"a:b:n\" needs quotes)", n.Data)
+		return Value{}, false
+	case unstable.LocalDate, unstable.LocalDateTime, unstable.DateTime:
+		w.errorf(line, "dates and times (%s) are not supported in sweep files", n.Data)
+		return Value{}, false
+	case unstable.InlineTable:
+		w.errorf(line, "inline tables ({...}) are not supported in sweep files")
+		return Value{}, false
+	case unstable.Array:
+		if inList {
+			// An array node has no position of its own: take its first element's.
+			for c := n.Child(); c.Valid(); c = c.Child() {
+				if c.Raw.Length > 0 {
+					line = w.lineOf(start + int(c.Raw.Offset))
+					break
+				}
+			}
+			w.errorf(line, "nested lists are not supported in sweep files")
+			return Value{}, false
+		}
+		v.Kind = Array
+		for it := n.Children(); it.Next(); {
+			e, ok := w.value(start, it.Node(), true, line)
+			if !ok {
+				return Value{}, false
+			}
+			v.Elems = append(v.Elems, e)
+		}
+		for _, e := range v.Elems {
+			if numeric(e.Kind) != numeric(v.Elems[0].Kind) || !numeric(e.Kind) && e.Kind != v.Elems[0].Kind {
+				w.errorf(e.Line, "a list mixes %s and %s", v.Elems[0].Kind, e.Kind)
+				return Value{}, false
+			}
+		}
+	default:
+		w.errorf(line, "unexpected %s value", n.Kind)
 		return Value{}, false
 	}
-	p.pos++
-	var b strings.Builder
-	for {
-		if p.eof() || p.peek() == '\n' {
-			p.errorf(line, "unterminated string")
-			return Value{}, false
-		}
-		c := p.peek()
-		p.pos++
-		if c == q {
-			return Value{Kind: String, Str: b.String(), Line: line}, true
-		}
-		if c != '\\' || q == '\'' {
-			b.WriteByte(c)
-			continue
-		}
-		if p.eof() {
-			p.errorf(line, "unterminated string")
-			return Value{}, false
-		}
-		e := p.peek()
-		p.pos++
-		switch e {
-		case '"', '\\':
-			b.WriteByte(e)
-		case 'n':
-			b.WriteByte('\n')
-		case 't':
-			b.WriteByte('\t')
-		case 'u', 'U':
-			n := 4
-			if e == 'U' {
-				n = 8
-			}
-			if p.pos+n > len(p.src) {
-				p.errorf(line, "short \\%c escape", e)
-				return Value{}, false
-			}
-			r, err := strconv.ParseUint(p.src[p.pos:p.pos+n], 16, 32)
-			if err != nil || !utf8.ValidRune(rune(r)) {
-				p.errorf(line, "bad \\%c escape %q", e, p.src[p.pos:p.pos+n])
-				return Value{}, false
-			}
-			p.pos += n
-			b.WriteRune(rune(r))
-		default:
-			p.errorf(line, "unknown escape \\%c in a string", e)
-			return Value{}, false
-		}
-	}
-}
-
-// array reads [v, v, ...] with newlines, comments and a trailing comma allowed; its elements
-// must be scalars of one kind (integers and floats mix, as numbers).
-func (p *parser) array() (Value, bool) {
-	line := p.line
-	p.pos++ // [
-	arr := Value{Kind: Array, Line: line}
-	for {
-		p.skipBlank()
-		if p.eof() {
-			p.errorf(line, "unterminated list (no closing ])")
-			return Value{}, false
-		}
-		if p.peek() == ']' {
-			p.pos++
-			break
-		}
-		v, ok := p.value(1)
-		if !ok {
-			// Skip to the closing bracket so that later lines are still checked.
-			for !p.eof() && p.peek() != ']' {
-				if p.peek() == '\n' {
-					p.line++
-				}
-				p.pos++
-			}
-			if !p.eof() {
-				p.pos++
-			}
-			return Value{}, false
-		}
-		arr.Elems = append(arr.Elems, v)
-		p.skipBlank()
-		if p.eof() {
-			p.errorf(line, "unterminated list (no closing ])")
-			return Value{}, false
-		}
-		switch p.peek() {
-		case ',':
-			p.pos++
-		case ']':
-		default:
-			p.errorf(p.line, "expected , or ] in the list, found %q", p.restOfLine())
-			return Value{}, false
-		}
-	}
-	for _, e := range arr.Elems {
-		if numeric(e.Kind) != numeric(arr.Elems[0].Kind) || !numeric(e.Kind) && e.Kind != arr.Elems[0].Kind {
-			p.errorf(e.Line, "a list mixes %s and %s", arr.Elems[0].Kind, e.Kind)
-			return Value{}, false
-		}
-	}
-	return arr, true
+	return v, true
 }
 
 func numeric(k Kind) bool { return k == Integer || k == Float }
