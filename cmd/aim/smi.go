@@ -786,16 +786,8 @@ func (c *smiAMPConfig) params(alpha float64, seed uint64) smi.Params {
 	return smi.Params{D: c.D, Alpha: alpha, M: c.M, L: c.L, C: c.c, Beta: c.beta, Seed: seed}
 }
 
-// smiAMPBytes is the memory of one GAMP run: the data, and beside it the algorithm's buffers
-// (smiamp.Bytes counts a 1000-sample test set; a larger one is added here).
-func smiAMPBytes(p smi.Params, testSamples int) uint64 {
-	n := p.Bytes() + smiamp.Bytes(p)
-	if testSamples > 1000 {
-		M, D := uint64(p.M), uint64(p.D)
-		n += 8 * uint64(testSamples-1000) * (M*D + M*M + 1)
-	}
-	return n
-}
+// smiAMPBytes is the memory of one GAMP run: the data, and beside it the algorithm's buffers.
+func smiAMPBytes(p smi.Params, o smiamp.Options) uint64 { return p.Bytes() + smiamp.Bytes(p, o) }
 
 // checkHostMemory refuses, before anything is allocated, a run that needs more memory than the
 // host has available (skipped where the available memory cannot be read).
@@ -861,7 +853,7 @@ func runSMIAMP(args []string, stdout, stderr io.Writer) error {
 	var need uint64
 	var at float64
 	for _, a := range c.alphas {
-		if n := smiAMPBytes(c.params(a, 0), c.opts.TestSamples); n > need {
+		if n := smiAMPBytes(c.params(a, 0), c.opts); n > need {
 			need, at = n, a
 		}
 	}
@@ -1131,13 +1123,8 @@ func (c *smiSGDConfig) params(seed uint64) smi.Params {
 	return smi.Params{D: c.D, Alpha: c.alpha, M: c.M, L: c.L, C: c.c, Beta: c.beta, Seed: seed}
 }
 
-// smiSGDBytes estimates the memory of one SGD run: the data, the labels, the test set and the
-// weights with their gradients (gd has no byte count of its own for SMI).
-func smiSGDBytes(p smi.Params, o sgd.Options) uint64 {
-	N, M, D, P, T := uint64(p.N()), uint64(p.M), uint64(p.D), uint64(p.P()), uint64(o.TestSamples)
-	chunks := (max(uint64(min(o.Batch, p.N())), T) + 49) / 50
-	return p.Bytes() + 8*(N*M*M+T*(M*D+M*M)+(2+chunks)*P*D)
-}
+// smiSGDBytes estimates the memory of one SGD run: the data and sgd.Bytes.
+func smiSGDBytes(p smi.Params, o sgd.Options) uint64 { return p.Bytes() + sgd.Bytes(p, o) }
 
 func smiSGDColumns(L int) []string {
 	cols := []string{"seed", "update", "batch", "epoch"}

@@ -98,7 +98,7 @@ var sweepJobs = map[string]*sweepJob{
 		memory: func(cfg any, _ device.Device, workers int) error {
 			c := cfg.(*smiAMPConfig)
 			for _, a := range c.alphas {
-				if err := checkHostMemory(workers, fmt.Sprintf("a run at D = %d, alpha = %g", c.D, a), smiAMPBytes(c.params(a, 0), c.opts.TestSamples)); err != nil {
+				if err := checkHostMemory(workers, fmt.Sprintf("a run at D = %d, alpha = %g", c.D, a), smiAMPBytes(c.params(a, 0), c.opts)); err != nil {
 					return err
 				}
 			}

@@ -142,15 +142,15 @@ type Result struct {
 	Seconds    float64
 }
 
-// Bytes returns the host memory a Run run needs beyond the data (smi.Params.Bytes)
-// with the default options: What, its proposal and B (3 P D), g and g_prev (2 N P M), the
-// per-sample sums of the Jacobian blocks (N P P), the per-sample flags (2 N bytes), and the
-// 1000-sample test set (its tokens, 1000 M D, and outputs, 1000 M M, and the per-sample
-// errors). The per-worker work space (O(P M) numbers and the channel quadrature's regions) is
-// not counted.
-func Bytes(p smi.Params) uint64 {
+// Bytes returns the host memory a Run with options o needs beyond the data
+// (smi.Params.Bytes): What, its proposal and B (3 P D), g and g_prev (2 N P M), the per-sample
+// sums of the Jacobian blocks (N P P), the per-sample flags (2 N bytes), and the test set of
+// T = o.TestSamples samples (its tokens, T M D, its outputs, T M M, and the per-sample errors).
+// The per-worker work space (O(P M) numbers and the channel quadrature's regions) is not
+// counted.
+func Bytes(p smi.Params, o Options) uint64 {
 	D, N, M, P := uint64(p.D), uint64(p.N()), uint64(p.M), uint64(p.P())
-	const T = 1000
+	T := uint64(max(o.TestSamples, 0))
 	return 8*(3*P*D+2*N*P*M+N*P*P+T*M*D+T*M*M+T) + 2*N
 }
 

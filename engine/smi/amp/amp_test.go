@@ -526,8 +526,14 @@ func TestSMIRejects(t *testing.T) {
 			t.Errorf("%s: got %v, want an option error", name, err)
 		}
 	}
-	if b := Bytes(good.P); b != 8*(3*2*20+2*20*2*2+20*2*2+1000*2*20+1000*4+1000)+2*20 {
+	if b := Bytes(good.P, DefaultOptions()); b != 8*(3*2*20+2*20*2*2+20*2*2+1000*2*20+1000*4+1000)+2*20 {
 		t.Errorf("Bytes = %d", b)
+	}
+	// The test set is counted at the size asked for (P = 2, M = 2, D = 20).
+	big := DefaultOptions()
+	big.TestSamples = 5000
+	if d := Bytes(good.P, big) - Bytes(good.P, DefaultOptions()); d != 8*4000*(2*20+4+1) {
+		t.Errorf("Bytes with 5000 test samples exceeds the 1000-sample count by %d, want %d", d, 8*4000*(2*20+4+1))
 	}
 }
 

@@ -280,3 +280,16 @@ func BenchmarkSMIUpdate(b *testing.B) {
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/update")
 }
+
+// TestBytes checks the memory estimate against its terms written out: N = 100 samples (D = 50,
+// alpha = 2), M = 2, P = 2, batch 40 and 300 test samples, so max(40, 300) / 50 = 6 partial
+// gradients.
+func TestBytes(t *testing.T) {
+	p := smi.Params{D: 50, Alpha: 2, M: 2, L: 2, C: 1, Beta: 1}
+	o := DefaultOptions()
+	o.Batch, o.TestSamples = 40, 300
+	want := uint64(8 * (100*2*2 + 300*(2*50+2*2) + (2+6)*2*50))
+	if got := Bytes(p, o); got != want {
+		t.Errorf("Bytes = %d, want %d", got, want)
+	}
+}
