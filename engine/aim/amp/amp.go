@@ -107,15 +107,21 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 			}
 		}
 	}
-	step := func(errs ...error) error { return errors.Join(errs...) }
-	if err := step(dev.Upload(tau, tauH), dev.Upload(kappa, kappaH)); err != nil {
+	if err := device.Seq(
+		func() error { return dev.Upload(tau, tauH) },
+		func() error { return dev.Upload(kappa, kappaH) },
+	); err != nil {
 		return Result{}, fmt.Errorf("amp: %w", err)
 	}
 	var cHat, V float64
 	if o.PaperInit {
 		// S-hat: a random draw from the prior; c-hat = omega = V = 10.
-		if err := step(dev.GaussianFill(w0, p.Seed, stream.Init, 1),
-			dev.Gemm(false, true, D, D, R, 1/math.Sqrt(float64(R)*float64(D)), w0, w0, 0, sHat)); err != nil {
+		if err := device.Seq(
+			func() error { return dev.GaussianFill(w0, p.Seed, stream.Init, 1) },
+			func() error {
+				return dev.Gemm(false, true, D, D, R, 1/math.Sqrt(float64(R)*float64(D)), w0, w0, 0, sHat)
+			},
+		); err != nil {
 			return Result{}, fmt.Errorf("amp: init: %w", err)
 		}
 		tens := make([]float64, N*T*T)
@@ -153,9 +159,11 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 		if err != nil {
 			return res, fmt.Errorf("amp: %w", err)
 		}
-		if err := step(aim.Indices(dev, omegaNew, scratch, data.X, sHat, trS, N, T, D),
-			dev.MulPattern(omegaNew, tau, N, T*T),
-			dev.Axpby(omegaNew, -vNew, g, 1)); err != nil {
+		if err := device.Seq(
+			func() error { return aim.Indices(dev, omegaNew, scratch, data.X, sHat, trS, N, T, D) },
+			func() error { return dev.MulPattern(omegaNew, tau, N, T*T) },
+			func() error { return dev.Axpby(omegaNew, -vNew, g, 1) },
+		); err != nil {
 			return res, fmt.Errorf("amp: iteration %d: forward: %w", it, err)
 		}
 		if first {
@@ -181,16 +189,21 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 		delta := 1 / (2 * A)
 		// B = (1/sqrt(D)) (sum_mu X_mu^T C_mu X_mu - sum_mu Tr C_mu I); R = S-hat + B/(A D).
 		trC := 0.0
-		if err := step(dev.Copy(c, g), dev.MulPattern(c, kappa, N, T*T)); err != nil {
+		if err := device.Seq(
+			func() error { return dev.Copy(c, g) },
+			func() error { return dev.MulPattern(c, kappa, N, T*T) },
+		); err != nil {
 			return res, fmt.Errorf("amp: iteration %d: back-projection: %w", it, err)
 		}
 		if trC, err = dev.SumDiag(c, N, T); err != nil {
 			return res, fmt.Errorf("amp: iteration %d: back-projection: %w", it, err)
 		}
-		if err := step(backProject(dev, back, c, data.X, scratch, N, T, D, 1/sqrtD),
-			dev.AddDiag(back, 1, D, -trC/sqrtD),
-			dev.Copy(rMat, sHat),
-			dev.Axpby(rMat, 1/(A*float64(D)), back, 1)); err != nil {
+		if err := device.Seq(
+			func() error { return backProject(dev, back, c, data.X, scratch, N, T, D, 1/sqrtD) },
+			func() error { return dev.AddDiag(back, 1, D, -trC/sqrtD) },
+			func() error { return dev.Copy(rMat, sHat) },
+			func() error { return dev.Axpby(rMat, 1/(A*float64(D)), back, 1) },
+		); err != nil {
 			return res, fmt.Errorf("amp: iteration %d: back-projection: %w", it, err)
 		}
 		// The RIE denoiser.
@@ -198,19 +211,25 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 		if err != nil {
 			return diverged(it, "Delta", delta)
 		}
-		if err := step(dev.EighSym(vals, vecs, rMat, D), dev.Download(lambda, vals)); err != nil {
+		if err := device.Seq(
+			func() error { return dev.EighSym(vals, vecs, rMat, D) },
+			func() error { return dev.Download(lambda, vals) },
+		); err != nil {
 			return res, fmt.Errorf("amp: iteration %d: eigendecomposition: %w", it, err)
 		}
 		for i, l := range lambda {
 			f[i] = spec.Denoise(l)
 		}
-		if err := step(dev.Upload(fvals, f), dev.SpectralCompose(sNew, vecs, fvals, D)); err != nil {
+		if err := device.Seq(
+			func() error { return dev.Upload(fvals, f) },
+			func() error { return dev.SpectralCompose(sNew, vecs, fvals, D) },
+		); err != nil {
 			return res, fmt.Errorf("amp: iteration %d: denoiser: %w", it, err)
 		}
 		cHat = spec.MMSE()
 		moved, err1 := dev.SqDist(sNew, sHat)
 		errS, err2 := dev.SqDist(sNew, data.S)
-		if err := step(err1, err2); err != nil {
+		if err := errors.Join(err1, err2); err != nil {
 			return res, fmt.Errorf("amp: iteration %d: %w", it, err)
 		}
 		sHat, sNew = sNew, sHat

@@ -112,12 +112,14 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 	zeros := make([]float64, R*D)
 	start := time.Now()
 	res := Result{}
-	step := func(errs ...error) error { return errors.Join(errs...) }
 	lossAndGrad := st.lossAndGrad
 
 	for k := 0; k < o.Restarts; k++ {
-		if err := step(dev.GaussianFill(w, p.Seed, stream.Restart(k), 1),
-			dev.Upload(m, zeros), dev.Upload(v, zeros)); err != nil {
+		if err := device.Seq(
+			func() error { return dev.GaussianFill(w, p.Seed, stream.Restart(k), 1) },
+			func() error { return dev.Upload(m, zeros) },
+			func() error { return dev.Upload(v, zeros) },
+		); err != nil {
 			return res, fmt.Errorf("gd: student %d: init: %w", k, err)
 		}
 		var loss float64
