@@ -18,12 +18,13 @@
 //
 // Overlap: each operation reads or writes a range of each buffer (its first values, as many as
 // the sizes say; the whole buffer for the element-wise operations), and two ranges overlap
-// when they share a value of one allocation (two views of one buffer may). The output of Gemm
-// (C), TokenDots (H), TokenMix (Z), SpectralCompose (out) and QuadFormSum (out, scratch) must
-// not overlap an input, EighSym's three ranges must not overlap, and Copy's dst and src, ChannelOutput's
-// y and h, ChannelGOut's g and omega, Axpby's x and y and the buffers of SoftmaxLossGrad and
-// AdamStep must each be the same range or not overlap; ChannelGOut's g must not overlap y,
-// and MulPattern's p must not overlap x. Inputs may overlap each other (A = B in Gemm). The
+// when they share a value of one allocation (two views of one buffer may). Outputs must not
+// overlap inputs: C of Gemm, H of TokenDots, Z of TokenMix, out of SpectralCompose, out and
+// scratch of QuadFormSum; EighSym's three ranges must not overlap; ChannelGOut's g must not
+// overlap y, nor MulPattern's p x. In place is allowed where the range is the same: Copy's dst
+// and src (then nothing is done), ChannelOutput's y and h, ChannelGOut's g and omega, Axpby's
+// x and y, SoftmaxLossGrad's gamma and yhat or y, and any two of AdamStep's w, g, m, v must be
+// the same range or not overlap. Inputs may overlap each other (A = B in Gemm). The
 // element-wise operations Axpby, Dot and SqDist take buffers of equal length; Copy needs dst
 // at least as long as src.
 package device
