@@ -110,11 +110,20 @@ func Open(o Options) (*Device, error) { return open(o, nativeblas.Load) }
 
 // open is Open with the library loader as a parameter (tests pass one that finds nothing).
 func open(o Options, load func(choice string) (*nativeblas.Lib, error)) (*Device, error) {
+	b, err := openBackend(o, load)
+	if err != nil {
+		return nil, err
+	}
+	return wrap(b), nil
+}
+
+// openBackend is open without the checked front.
+func openBackend(o Options, load func(choice string) (*nativeblas.Lib, error)) (*backend, error) {
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	d := &Device{workers: workers}
+	d := &backend{workers: workers}
 	choice, source := o.BLAS, "Options"
 	if choice == "" {
 		choice, source = os.Getenv(EnvBLAS), EnvBLAS
@@ -162,20 +171,20 @@ func describeSource(source, choice string) string {
 // (workers <= 0: GOMAXPROCS), with the BLAS that AIM_BLAS chooses (default auto). Where that
 // choice cannot be honoured it falls back to gonum and says why in BLAS().Note and Info.
 func New(workers int) *Device {
-	d, err := Open(Options{Workers: workers})
+	b, err := openBackend(Options{Workers: workers}, nativeblas.Load)
 	if err != nil {
-		d, _ = Open(Options{Workers: workers, BLAS: GonumBLAS})
-		d.blas.Note = err.Error()
+		b, _ = openBackend(Options{Workers: workers, BLAS: GonumBLAS}, nativeblas.Load)
+		b.blas.Note = err.Error()
 	}
-	return d
+	return wrap(b)
 }
 
 // BLAS says which BLAS/LAPACK the device uses and why.
-func (d *Device) BLAS() BLASInfo { return d.blas }
+func (d *Device) BLAS() BLASInfo { return d.b.blas }
 
 // native returns the library of the device with its thread count applied, or nil on the
 // gonum path.
-func (d *Device) native() *nativeblas.Lib {
+func (d *backend) native() *nativeblas.Lib {
 	l := d.blas.lib
 	if l != nil && d.threads > 0 {
 		l.SetThreads(d.threads)

@@ -332,7 +332,7 @@ func TestQuadFormSum(t *testing.T) {
 			var nativeOut [][]float64
 			for _, d := range devs {
 				out, scr := d.mustAlloc(t, D*D), d.mustAlloc(t, n*T*D)
-				if err := d.QuadFormSum(out, up(t, d, c), up(t, d, x), scr, n, T, D, 0.37); err != nil {
+				if err := d.Capabilities().QuadFormSummer.QuadFormSum(out, up(t, d, c), up(t, d, x), scr, n, T, D, 0.37); err != nil {
 					t.Fatal(err)
 				}
 				got := down(t, d, out)
@@ -354,10 +354,10 @@ func TestQuadFormSum(t *testing.T) {
 	d := devs[len(devs)-1]
 	out := d.mustAlloc(t, 4)
 	cb, xb := up(t, d, []float64{1, 2, 2, 1, 1, 0, 0, 1}), up(t, d, randVec(r, 8))
-	if err := d.QuadFormSum(out, cb, xb, out, 2, 2, 2, 1); err == nil {
+	if err := d.Capabilities().QuadFormSummer.QuadFormSum(out, cb, xb, out, 2, 2, 2, 1); err == nil {
 		t.Error("QuadFormSum accepted out = scratch")
 	}
-	if err := d.QuadFormSum(out, cb, xb, d.mustAlloc(t, 7), 2, 2, 2, 1); err == nil {
+	if err := d.Capabilities().QuadFormSummer.QuadFormSum(out, cb, xb, d.mustAlloc(t, 7), 2, 2, 2, 1); err == nil {
 		t.Error("QuadFormSum accepted a short scratch")
 	}
 }

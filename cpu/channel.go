@@ -36,26 +36,16 @@ func newChannel(op string, ch device.Channel) (scalarChannel, error) {
 
 // ChannelOutput computes y_mu = g(h_mu) for n samples of t x t matrices h: the row softmax of
 // beta h or the one-hot row argmax (ties to the lowest index). y may be h.
-func (d *Device) ChannelOutput(ch device.Channel, y, h device.Buffer, n int) error {
+func (d *backend) ChannelOutput(ch device.Channel, y, h device.Buffer, n int) error {
 	const op = "cpu ChannelOutput"
 	sc, err := newChannel(op, ch)
 	if err != nil {
 		return err
 	}
-	if n < 0 {
-		return fmt.Errorf("%s: negative n = %d: %w", op, n, device.ErrSize)
-	}
 	t := ch.T
 	tt := t * t
-	ys, err := d.buf(op, "y", y, n*tt)
-	if err != nil {
-		return err
-	}
-	hs, err := d.buf(op, "h", h, n*tt)
-	if err != nil {
-		return err
-	}
-	inPlace := aliased(y, h)
+	ys, hs := data(y), data(h)
+	inPlace := n > 0 && &ys[0] == &hs[0] // the front allows y = h or no overlap
 	return d.forChunks(op, chunks(n, chunkSamples), func() func(c int) {
 		tmp := make([]float64, tt) // the channels write y row by row while reading h
 		return func(c int) {
@@ -78,36 +68,16 @@ func (d *Device) ChannelOutput(ch device.Channel, y, h device.Buffer, n int) err
 // Per sample, y is the t x t output and omega the t x t matrix of which only the upper
 // triangle (a <= b) is read; g is written full and symmetric. The scalar channel works in
 // packed unit coordinates u, z = sqrt(2) u entry by entry: omega_u = omega_z/sqrt2,
-// V_u = V/2 and g_z = g_u/sqrt2 (g = d log Z_out/d omega). g may be omega; g must not be y.
-func (d *Device) ChannelGOut(ch device.Channel, g, y, omega device.Buffer, n int, v float64) (float64, error) {
+// V_u = V/2 and g_z = g_u/sqrt2 (g = d log Z_out/d omega). g may be omega; g does not overlap y.
+func (d *backend) ChannelGOut(ch device.Channel, g, y, omega device.Buffer, n int, v float64) (float64, error) {
 	const op = "cpu ChannelGOut"
 	sc, err := newChannel(op, ch)
 	if err != nil {
 		return 0, err
 	}
-	if n < 0 {
-		return 0, fmt.Errorf("%s: negative n = %d: %w", op, n, device.ErrSize)
-	}
-	if !(v > 0) || math.IsInf(v, 1) {
-		return 0, fmt.Errorf("%s: variance V = %g, need 0 < V < inf", op, v)
-	}
 	t := ch.T
 	tt := t * t
-	gs, err := d.buf(op, "g", g, n*tt)
-	if err != nil {
-		return 0, err
-	}
-	ys, err := d.buf(op, "y", y, n*tt)
-	if err != nil {
-		return 0, err
-	}
-	oms, err := d.buf(op, "omega", omega, n*tt)
-	if err != nil {
-		return 0, err
-	}
-	if aliased(g, y) {
-		return 0, fmt.Errorf("%s: output g must not be the buffer y", op)
-	}
+	gs, ys, oms := data(g), data(y), data(omega)
 	m := kernels.Fields(t)
 	vu := v / 2
 	part := make([]float64, chunks(n, chunkSamples))

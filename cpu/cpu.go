@@ -16,6 +16,11 @@
 // chunk sums in chunk order. The result is therefore bit-for-bit the same with 1 or 64 workers
 // and from run to run. Element-wise and per-sample outputs never depend on the chunking.
 //
+// Checks. Device is device.Checked before the unexported backend: the arguments of every
+// operation (buffers, sizes, overlap, views) are checked there, once for every backend, and the
+// backend only computes. Views (device.View) are sub-slices of the buffer's slice. Close drops
+// the scratch arrays; it is harmless and idempotent.
+//
 // Concurrency. A Device may be used from several goroutines at once for operations on
 // distinct output buffers; SpectralCompose serialises on an internal scratch buffer. Alloc and
 // Free are safe for concurrent use. Using a buffer after Free is an error (not a crash).
@@ -31,7 +36,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/internal/par"
@@ -45,8 +49,19 @@ const (
 	tokenWork    = 1 << 16
 )
 
-// Device is the CPU backend. The zero value is not usable; call New.
+// Device is the CPU device: the checked front of package device (device.New) before the CPU
+// backend, with the CPU's own queries (Workers, BLAS). It is a device.Device. The zero value is
+// not usable; call New or Open.
 type Device struct {
+	*device.Checked
+	b *backend
+}
+
+var _ device.Device = (*Device)(nil)
+
+// backend is the CPU implementation of device.Backend. Its operations check nothing: the
+// checked front calls them with valid arguments only (device.Backend).
+type backend struct {
 	workers int
 
 	blas    BLASInfo // the BLAS/LAPACK in use (Open)
@@ -59,50 +74,24 @@ type Device struct {
 	qfCounts  []int // QuadFormSum's per-chunk row counts
 }
 
-var _ device.Device = (*Device)(nil)
+var _ device.Backend = (*backend)(nil)
+
+// wrap puts the checked front before b.
+func wrap(b *backend) *Device { return &Device{Checked: device.New(b), b: b} }
 
 // Workers returns the number of goroutines of the parallel loops.
-func (d *Device) Workers() int { return d.workers }
+func (d *Device) Workers() int { return d.b.workers }
 
-// buffer is a device.Buffer of the CPU device.
+// buffer is a buffer of the CPU backend: a Go slice (a sub-slice for a view).
 type buffer struct {
-	dev   *Device
-	data  []float64
-	freed atomic.Bool
+	data []float64
 }
 
-// Len is the number of values; 0 after Free.
-func (b *buffer) Len() int {
-	if b.freed.Load() {
-		return 0
-	}
-	return len(b.data)
-}
+// Len is the number of values.
+func (b *buffer) Len() int { return len(b.data) }
 
-// buf returns the data of b after checking that b belongs to d, is not freed and holds at
-// least n values.
-func (d *Device) buf(op, name string, b device.Buffer, n int) ([]float64, error) {
-	if b == nil {
-		return nil, fmt.Errorf("%s: buffer %s is nil", op, name)
-	}
-	cb, ok := b.(*buffer)
-	if !ok {
-		return nil, fmt.Errorf("%s: buffer %s is a %T, not a buffer of the cpu device", op, name, b)
-	}
-	if cb == nil {
-		return nil, fmt.Errorf("%s: buffer %s is nil", op, name)
-	}
-	if cb.dev != d {
-		return nil, fmt.Errorf("%s: buffer %s belongs to another cpu device", op, name)
-	}
-	if cb.freed.Load() {
-		return nil, fmt.Errorf("%s: buffer %s was freed", op, name)
-	}
-	if err := device.CheckLen(op, name, b, n); err != nil {
-		return nil, err
-	}
-	return cb.data, nil
-}
+// data returns the values of a buffer of the backend (the front passes no other).
+func data(b device.Buffer) []float64 { return b.(*buffer).data }
 
 // memInfo returns total and available memory in bytes from /proc/meminfo, and a note saying
 // where the numbers come from.
@@ -158,7 +147,7 @@ func readMeminfo(path string) (total, avail uint64, err error) {
 }
 
 // Info describes the device: its worker count, its BLAS and the host memory.
-func (d *Device) Info() device.Info {
+func (d *backend) Info() device.Info {
 	total, free, _, note := memInfo()
 	g := "goroutines"
 	if d.workers == 1 {
@@ -172,70 +161,56 @@ func (d *Device) Info() device.Info {
 	}
 }
 
-// Alloc returns a zeroed buffer of n values. It fails, before allocating, when n < 0 or when
-// 8n bytes exceed the memory available now (MemAvailable); where the available memory cannot
-// be read the check is skipped.
-func (d *Device) Alloc(n int) (device.Buffer, error) {
-	if n < 0 {
-		return nil, fmt.Errorf("cpu Alloc: negative length %d", n)
-	}
+// Capabilities: the CPU has the training operations and the symmetric back-projection.
+func (d *backend) Capabilities() device.Caps {
+	return device.Caps{Trainer: d, QuadFormSummer: d}
+}
+
+// Close drops the scratch arrays of the backend (the Go garbage collector frees them); there
+// is nothing else to release.
+func (d *backend) Close() error {
+	d.scratchMu.Lock()
+	defer d.scratchMu.Unlock()
+	d.scratch, d.eigWork, d.eigIWork, d.qfCounts = nil, nil, nil, nil
+	return nil
+}
+
+// Alloc returns a zeroed buffer of n values. It fails, before allocating, when 8n bytes exceed
+// the memory available now (MemAvailable); where the available memory cannot be read the
+// check is skipped.
+func (d *backend) Alloc(n int) (device.Buffer, error) {
 	_, free, known, _ := memInfo()
-	if uint64(n) > math.MaxInt64/8 {
-		return nil, fmt.Errorf("cpu Alloc: %d values need more than %d bytes (%s), %d bytes (%s) available",
-			n, uint64(math.MaxInt64), device.Bytes(math.MaxInt64), free, device.Bytes(free))
-	}
 	need := uint64(n) * 8
 	if known && need > free {
 		return nil, fmt.Errorf("cpu Alloc: %d values need %d bytes (%s), only %d bytes (%s) available",
 			n, need, device.Bytes(need), free, device.Bytes(free))
 	}
-	return &buffer{dev: d, data: make([]float64, n)}, nil
+	return &buffer{data: make([]float64, n)}, nil
 }
 
-// Free releases b (it keeps no memory afterwards). Freeing nil, a foreign buffer or a freed
-// buffer does nothing.
-func (d *Device) Free(b device.Buffer) {
-	cb, ok := b.(*buffer)
-	if !ok || cb == nil || cb.dev != d {
-		return
-	}
-	if cb.freed.Swap(true) {
-		return
-	}
-	cb.data = nil
+// Free drops the buffer's slice, so that it keeps no memory.
+func (d *backend) Free(b device.Buffer) { b.(*buffer).data = nil }
+
+// Slice returns the sub-slice [off, off+n) of b.
+func (d *backend) Slice(b device.Buffer, off, n int) device.Buffer {
+	return &buffer{data: data(b)[off : off+n : off+n]}
 }
 
 // Upload copies src into dst[0:len(src)].
-func (d *Device) Upload(dst device.Buffer, src []float64) error {
-	x, err := d.buf("cpu Upload", "dst", dst, len(src))
-	if err != nil {
-		return err
-	}
-	copy(x, src)
+func (d *backend) Upload(dst device.Buffer, src []float64) error {
+	copy(data(dst), src)
 	return nil
 }
 
 // Download copies src[0:len(dst)] into dst.
-func (d *Device) Download(dst []float64, src device.Buffer) error {
-	x, err := d.buf("cpu Download", "src", src, len(dst))
-	if err != nil {
-		return err
-	}
-	copy(dst, x)
+func (d *backend) Download(dst []float64, src device.Buffer) error {
+	copy(dst, data(src))
 	return nil
 }
 
 // Copy sets dst[0:src.Len()] = src.
-func (d *Device) Copy(dst, src device.Buffer) error {
-	s, err := d.buf("cpu Copy", "src", src, 0)
-	if err != nil {
-		return err
-	}
-	t, err := d.buf("cpu Copy", "dst", dst, len(s))
-	if err != nil {
-		return err
-	}
-	copy(t, s)
+func (d *backend) Copy(dst, src device.Buffer) error {
+	copy(data(dst), data(src))
 	return nil
 }
 
@@ -251,7 +226,7 @@ func span(c, n, size int) (lo, hi int) { return par.Span(c, n, size) }
 // par.For: each goroutine first calls setup once and runs the body it returns (setup is where
 // per-goroutine scratch is allocated); bodies write only to chunk-owned outputs. A panic in a
 // body is recovered and returned as an error naming op.
-func (d *Device) forChunks(op string, nc int, setup func() func(c int)) error {
+func (d *backend) forChunks(op string, nc int, setup func() func(c int)) error {
 	err := par.For(d.workers, nc, func() (func(int), error) { return setup(), nil },
 		func(body func(int), c int) error { body(c); return nil })
 	if err != nil {

@@ -24,29 +24,11 @@ func transpose(t bool) blas.Transpose {
 // Gemm computes C = alpha op(A) op(B) + beta C with op(A) m x k, op(B) k x n and C m x n, all
 // row-major and packed: A is stored m x k (k x m when transA), B k x n (n x k when transB).
 // It calls the native library's dgemm (on Options.Threads threads), or gonum's Dgemm, which is
-// parallel on its own (over GOMAXPROCS goroutines, not the device's worker count). C must not
-// be A or B. With beta = 0, C is overwritten (NaNs in C do
-// not propagate).
-func (d *Device) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b device.Buffer, beta float64, c device.Buffer) (err error) {
+// parallel on its own (over GOMAXPROCS goroutines, not the device's worker count). C does not
+// overlap A or B. With beta = 0, C is overwritten (NaNs in C do not propagate).
+func (d *backend) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b device.Buffer, beta float64, c device.Buffer) (err error) {
 	const op = "cpu Gemm"
-	if m < 0 || n < 0 || k < 0 {
-		return fmt.Errorf("%s: negative size m = %d, n = %d, k = %d: %w", op, m, n, k, device.ErrSize)
-	}
-	as, err := d.buf(op, "a", a, m*k)
-	if err != nil {
-		return err
-	}
-	bs, err := d.buf(op, "b", b, k*n)
-	if err != nil {
-		return err
-	}
-	cs, err := d.buf(op, "c", c, m*n)
-	if err != nil {
-		return err
-	}
-	if aliased(c, a) || aliased(c, b) {
-		return fmt.Errorf("%s: output c must not be an input buffer", op)
-	}
+	as, bs, cs := data(a), data(b), data(c)
 	if m == 0 || n == 0 {
 		return nil
 	}
@@ -89,28 +71,10 @@ func (d *Device) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b devi
 // orthogonal O (column k is the unit eigenvector of lambda_k; its sign is LAPACK's). A is
 // copied into vecs, and LAPACK overwrites that copy with the eigenvectors: the native library's
 // divide-and-conquer dsyevd, or gonum's Dsyev (lapack64.Syev, what mat.EigenSym calls). The
-// workspace is kept by the Device between calls. vecs must not be a, and vals must not be a or
-// vecs.
-func (d *Device) EighSym(vals, vecs, a device.Buffer, dd int) (err error) {
+// workspace is kept by the backend between calls. The three buffers do not overlap.
+func (d *backend) EighSym(vals, vecs, a device.Buffer, dd int) (err error) {
 	const op = "cpu EighSym"
-	if dd < 0 {
-		return fmt.Errorf("%s: negative size d = %d: %w", op, dd, device.ErrSize)
-	}
-	ws, err := d.buf(op, "vals", vals, dd)
-	if err != nil {
-		return err
-	}
-	vs, err := d.buf(op, "vecs", vecs, dd*dd)
-	if err != nil {
-		return err
-	}
-	as, err := d.buf(op, "a", a, dd*dd)
-	if err != nil {
-		return err
-	}
-	if aliased(vecs, a) || aliased(vals, a) || aliased(vals, vecs) {
-		return fmt.Errorf("%s: vals, vecs and a must be distinct buffers", op)
-	}
+	ws, vs, as := data(vals), data(vecs), data(a)
 	if dd == 0 {
 		return nil
 	}
@@ -165,28 +129,11 @@ func growInt32(s []int32, n int) []int32 {
 // dsyrk updates of the upper triangle (d^3 multiply-adds in all instead of dgemm's 2 d^3), then
 // mirrored: out is exactly symmetric. On the gonum path it is the scaled copy (O diag f) times
 // O^T with one Dgemm, symmetric up to rounding. The scaled copies live in a scratch buffer of
-// the Device that is reused across calls; concurrent calls on one Device are serialised by a
-// mutex. out must not be vecs or f.
-func (d *Device) SpectralCompose(out, vecs, f device.Buffer, dd int) (err error) {
+// the backend that is reused across calls; concurrent calls on one Device are serialised by a
+// mutex. out does not overlap vecs or f.
+func (d *backend) SpectralCompose(out, vecs, f device.Buffer, dd int) (err error) {
 	const op = "cpu SpectralCompose"
-	if dd < 0 {
-		return fmt.Errorf("%s: negative size d = %d: %w", op, dd, device.ErrSize)
-	}
-	rs, err := d.buf(op, "out", out, dd*dd)
-	if err != nil {
-		return err
-	}
-	vs, err := d.buf(op, "vecs", vecs, dd*dd)
-	if err != nil {
-		return err
-	}
-	fs, err := d.buf(op, "f", f, dd)
-	if err != nil {
-		return err
-	}
-	if aliased(out, vecs) || aliased(out, f) {
-		return fmt.Errorf("%s: output out must not be an input buffer", op)
-	}
+	rs, vs, fs := data(out), data(vecs), data(f)
 	if dd == 0 {
 		return nil
 	}
@@ -219,9 +166,9 @@ func (d *Device) SpectralCompose(out, vecs, f device.Buffer, dd int) (err error)
 }
 
 // spectralSyrk is SpectralCompose on the native library: out = P P^T - Q Q^T (see
-// SpectralCompose), with P and Q gathered into the Device's scratch. The caller holds
+// SpectralCompose), with P and Q gathered into the backend's scratch. The caller holds
 // scratchMu.
-func (d *Device) spectralSyrk(op string, out, o, f []float64, dd int) error {
+func (d *backend) spectralSyrk(op string, out, o, f []float64, dd int) error {
 	l := d.blas.lib
 	d.scratch = grow(d.scratch, dd*dd+dd)
 	s := d.scratch
@@ -279,7 +226,7 @@ func (d *Device) spectralSyrk(op string, out, o, f []float64, dd int) error {
 }
 
 // mirrorUpper copies the upper triangle of the row-major dd x dd matrix a onto its lower one.
-func (d *Device) mirrorUpper(op string, a []float64, dd int) error {
+func (d *backend) mirrorUpper(op string, a []float64, dd int) error {
 	per := max(1, chunkElems/dd)
 	return d.forChunks(op, chunks(dd, per), same(func(c int) {
 		lo, hi := span(c, dd, per)

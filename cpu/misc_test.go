@@ -186,7 +186,7 @@ func TestErrors(t *testing.T) {
 func TestPanicBecomesError(t *testing.T) {
 	for _, w := range []int{1, 4} {
 		d := New(w)
-		err := d.forChunks("cpu Test", 10, same(func(c int) {
+		err := d.b.forChunks("cpu Test", 10, same(func(c int) {
 			if c == 7 {
 				panic(fmt.Sprintf("boom at %d", c))
 			}

@@ -7,7 +7,7 @@ import (
 	"github.com/aimtheory/aim/device"
 )
 
-var _ device.QuadFormSummer = (*Device)(nil)
+var _ device.QuadFormSummer = (*backend)(nil)
 
 // QuadFormSum computes the d x d matrix out = alpha sum_mu X_mu^T C_mu X_mu for n samples:
 // C is n x t x t with each C_mu symmetric, X is n x t x d, and scratch (at least n t d values)
@@ -20,32 +20,11 @@ var _ device.QuadFormSummer = (*Device)(nil)
 // the worker count), and out = alpha (P^T P - Q^T Q) is two dsyrk updates of the upper
 // triangle, mirrored: n t d^2 multiply-adds instead of the 2 n t d^2 of a general product, and
 // an exactly symmetric result. On the gonum path it is TokenMix then Gemm, the product
-// X^T (C X). out must not be c, x or scratch.
-func (d *Device) QuadFormSum(out, c, x, scratch device.Buffer, n, t, dd int, alpha float64) error {
+// X^T (C X). out does not overlap c, x or scratch, nor scratch c or x.
+func (d *backend) QuadFormSum(out, c, x, scratch device.Buffer, n, t, dd int, alpha float64) error {
 	const op = "cpu QuadFormSum"
-	per, err := tokenSizes(op, n, t, dd)
-	if err != nil {
-		return err
-	}
-	outs, err := d.buf(op, "out", out, dd*dd)
-	if err != nil {
-		return err
-	}
-	cs, err := d.buf(op, "c", c, n*t*t)
-	if err != nil {
-		return err
-	}
-	xs, err := d.buf(op, "x", x, n*t*dd)
-	if err != nil {
-		return err
-	}
-	ss, err := d.buf(op, "scratch", scratch, n*t*dd)
-	if err != nil {
-		return err
-	}
-	if aliased(out, c) || aliased(out, x) || aliased(out, scratch) || aliased(scratch, c) || aliased(scratch, x) {
-		return fmt.Errorf("%s: out, c, x and scratch must be distinct buffers", op)
-	}
+	per := tokenChunk(t, dd)
+	outs, cs, xs, ss := data(out), data(c), data(x), data(scratch)
 	l := d.native()
 	if l == nil {
 		if err := d.TokenMix(scratch, c, x, n, t, dd); err != nil {

@@ -1,50 +1,19 @@
 package cpu
 
 import (
-	"fmt"
-
 	"github.com/aimtheory/aim/device"
 )
 
-// aliased reports whether two buffers are the same buffer (distinct CPU buffers never overlap).
-func aliased(a, b device.Buffer) bool {
-	x, ok1 := a.(*buffer)
-	y, ok2 := b.(*buffer)
-	return ok1 && ok2 && x == y
-}
-
-// tokenSizes checks n, t, d >= 0 and returns the samples per chunk of a token operation (about
-// tokenWork multiply-adds per chunk).
-func tokenSizes(op string, n, t, d int) (int, error) {
-	if n < 0 || t < 0 || d < 0 {
-		return 0, fmt.Errorf("%s: negative size n = %d, t = %d, d = %d: %w", op, n, t, d, device.ErrSize)
-	}
-	return max(1, tokenWork/max(1, t*t*d)), nil
-}
+// tokenChunk returns the samples per chunk of a token operation (about tokenWork
+// multiply-adds per chunk).
+func tokenChunk(t, d int) int { return max(1, tokenWork/max(1, t*t*d)) }
 
 // TokenDots computes H_mu,ab = sum_i Y_mu,a,i X_mu,b,i for n samples: Y, X are n x t x d and H
-// is n x t x t. H must not be Y or X.
-func (d *Device) TokenDots(h, y, x device.Buffer, n, t, dd int) error {
+// is n x t x t. H does not overlap Y or X.
+func (d *backend) TokenDots(h, y, x device.Buffer, n, t, dd int) error {
 	const op = "cpu TokenDots"
-	per, err := tokenSizes(op, n, t, dd)
-	if err != nil {
-		return err
-	}
-	hs, err := d.buf(op, "h", h, n*t*t)
-	if err != nil {
-		return err
-	}
-	ys, err := d.buf(op, "y", y, n*t*dd)
-	if err != nil {
-		return err
-	}
-	xs, err := d.buf(op, "x", x, n*t*dd)
-	if err != nil {
-		return err
-	}
-	if aliased(h, y) || aliased(h, x) {
-		return fmt.Errorf("%s: output h must not be an input buffer", op)
-	}
+	per := tokenChunk(t, dd)
+	hs, ys, xs := data(h), data(y), data(x)
 	return d.forChunks(op, chunks(n, per), same(func(c int) {
 		lo, hi := span(c, n, per)
 		for mu := lo; mu < hi; mu++ {
@@ -97,28 +66,11 @@ func dot2x2(y0, y1, x0, x1 []float64) (s00, s01, s10, s11 float64) {
 }
 
 // TokenMix computes Z_mu = C_mu X_mu, Z_mu,a,i = sum_b C_mu,a,b X_mu,b,i, for n samples: C is
-// n x t x t, X and Z are n x t x d. Z must not be C or X.
-func (d *Device) TokenMix(z, c, x device.Buffer, n, t, dd int) error {
+// n x t x t, X and Z are n x t x d. Z does not overlap C or X.
+func (d *backend) TokenMix(z, c, x device.Buffer, n, t, dd int) error {
 	const op = "cpu TokenMix"
-	per, err := tokenSizes(op, n, t, dd)
-	if err != nil {
-		return err
-	}
-	zs, err := d.buf(op, "z", z, n*t*dd)
-	if err != nil {
-		return err
-	}
-	cs, err := d.buf(op, "c", c, n*t*t)
-	if err != nil {
-		return err
-	}
-	xs, err := d.buf(op, "x", x, n*t*dd)
-	if err != nil {
-		return err
-	}
-	if aliased(z, c) || aliased(z, x) {
-		return fmt.Errorf("%s: output z must not be an input buffer", op)
-	}
+	per := tokenChunk(t, dd)
+	zs, cs, xs := data(z), data(c), data(x)
 	return d.forChunks(op, chunks(n, per), same(func(ch int) {
 		lo, hi := span(ch, n, per)
 		for mu := lo; mu < hi; mu++ {

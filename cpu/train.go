@@ -1,42 +1,24 @@
 package cpu
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/aimtheory/aim/device"
 )
 
-var _ device.Trainer = (*Device)(nil)
+var _ device.Trainer = (*backend)(nil)
 
 // SoftmaxLossGrad returns scale * sum (yhat - y)^2 over n samples of t x t outputs and writes
 // gamma_ab = beta yhat_ab (G_ab - sum_c G_ac yhat_ac), G = 2 scale (yhat - y): the gradient of
 // the loss with respect to the indices h through the row softmax yhat = softmax(beta h). The
 // loss is summed in fixed chunks of samples, so it does not depend on the worker count.
-func (d *Device) SoftmaxLossGrad(ch device.Channel, gamma, yhat, y device.Buffer, n int, scale float64) (float64, error) {
+func (d *backend) SoftmaxLossGrad(ch device.Channel, gamma, yhat, y device.Buffer, n int, scale float64) (float64, error) {
 	const op = "cpu SoftmaxLossGrad"
-	if ch.Kind != device.Softmax {
-		return 0, fmt.Errorf("%s: the %v channel has no useful gradient", op, ch)
-	}
-	if n < 0 || ch.T < 1 {
-		return 0, fmt.Errorf("%s: n = %d, t = %d: %w", op, n, ch.T, device.ErrSize)
-	}
 	t := ch.T
 	tt := t * t
-	gs, err := d.buf(op, "gamma", gamma, n*tt)
-	if err != nil {
-		return 0, err
-	}
-	ys, err := d.buf(op, "yhat", yhat, n*tt)
-	if err != nil {
-		return 0, err
-	}
-	ts, err := d.buf(op, "y", y, n*tt)
-	if err != nil {
-		return 0, err
-	}
+	gs, ys, ts := data(gamma), data(yhat), data(y)
 	part := make([]float64, chunks(n, chunkSamples))
-	err = d.forChunks(op, len(part), func() func(c int) {
+	err := d.forChunks(op, len(part), func() func(c int) {
 		G := make([]float64, t)
 		return func(c int) {
 			lo, hi := span(c, n, chunkSamples)
@@ -65,22 +47,9 @@ func (d *Device) SoftmaxLossGrad(ch device.Channel, gamma, yhat, y device.Buffer
 // AdamStep applies one Adam update with bias correction at step t (torch's Adam without weight
 // decay): m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
 // w -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
-func (d *Device) AdamStep(w, g, m, v device.Buffer, lr, b1, b2, eps float64, t int) error {
+func (d *backend) AdamStep(w, g, m, v device.Buffer, lr, b1, b2, eps float64, t int) error {
 	const op = "cpu AdamStep"
-	if t < 1 {
-		return fmt.Errorf("%s: step %d, need t >= 1", op, t)
-	}
-	ws, gs, err := d.pair(op, "w", w, "g", g)
-	if err != nil {
-		return err
-	}
-	ms, vs, err := d.pair(op, "m", m, "v", v)
-	if err != nil {
-		return err
-	}
-	if len(ms) != len(ws) {
-		return fmt.Errorf("%s: m holds %d values, w %d: %w", op, len(ms), len(ws), device.ErrSize)
-	}
+	ws, gs, ms, vs := data(w), data(g), data(m), data(v)
 	c1 := 1 - math.Pow(b1, float64(t))
 	c2 := 1 - math.Pow(b2, float64(t))
 	n := len(ws)

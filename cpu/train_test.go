@@ -47,7 +47,7 @@ func TestSoftmaxLossGrad(t *testing.T) {
 		for _, workers := range []int{1, 3} {
 			dev := New(workers)
 			yhat, yb, gamma := up(t, dev, softmax(h)), up(t, dev, y), up(t, dev, make([]float64, len(h)))
-			got, err := dev.SoftmaxLossGrad(ch, gamma, yhat, yb, tc.n, scale)
+			got, err := dev.Capabilities().Trainer.SoftmaxLossGrad(ch, gamma, yhat, yb, tc.n, scale)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +69,7 @@ func TestSoftmaxLossGrad(t *testing.T) {
 	}
 	dev := New(1)
 	b := up(t, dev, make([]float64, 4))
-	if _, err := dev.SoftmaxLossGrad(device.Channel{Kind: device.Hardmax, T: 2}, b, b, b, 1, 1); err == nil {
+	if _, err := dev.Capabilities().Trainer.SoftmaxLossGrad(device.Channel{Kind: device.Hardmax, T: 2}, b, b, b, 1, 1); err == nil {
 		t.Error("SoftmaxLossGrad accepted the hardmax channel")
 	}
 }
@@ -93,7 +93,7 @@ func TestAdamStep(t *testing.T) {
 		if err := dev.Upload(gb, g); err != nil {
 			t.Fatal(err)
 		}
-		if err := dev.AdamStep(wb, gb, mb, vb, lr, b1, b2, eps, step); err != nil {
+		if err := dev.Capabilities().Trainer.AdamStep(wb, gb, mb, vb, lr, b1, b2, eps, step); err != nil {
 			t.Fatal(err)
 		}
 		for i := range w {
@@ -110,7 +110,7 @@ func TestAdamStep(t *testing.T) {
 			t.Fatalf("w[%d] = %.15g, naive %.15g", i, got[i], w[i])
 		}
 	}
-	if err := dev.AdamStep(wb, gb, mb, vb, lr, b1, b2, eps, 0); err == nil {
+	if err := dev.Capabilities().Trainer.AdamStep(wb, gb, mb, vb, lr, b1, b2, eps, 0); err == nil {
 		t.Error("AdamStep accepted step 0")
 	}
 }

@@ -1,37 +1,15 @@
 package cpu
 
 import (
-	"fmt"
-
 	"github.com/aimtheory/aim/device"
 )
 
 // Element-wise operations and reductions over whole buffers, in chunks of chunkElems.
 
-// pair returns the data of two buffers that must have the same length.
-func (d *Device) pair(op, nx string, x device.Buffer, ny string, y device.Buffer) ([]float64, []float64, error) {
-	xs, err := d.buf(op, nx, x, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	ys, err := d.buf(op, ny, y, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(xs) != len(ys) {
-		return nil, nil, fmt.Errorf("%s: buffers %s and %s hold %d and %d values, need equal lengths: %w",
-			op, nx, ny, len(xs), len(ys), device.ErrSize)
-	}
-	return xs, ys, nil
-}
-
 // Scal computes x = alpha x over the whole buffer.
-func (d *Device) Scal(x device.Buffer, alpha float64) error {
+func (d *backend) Scal(x device.Buffer, alpha float64) error {
 	const op = "cpu Scal"
-	xs, err := d.buf(op, "x", x, 0)
-	if err != nil {
-		return err
-	}
+	xs := data(x)
 	n := len(xs)
 	return d.forChunks(op, chunks(n, chunkElems), same(func(c int) {
 		lo, hi := span(c, n, chunkElems)
@@ -42,13 +20,10 @@ func (d *Device) Scal(x device.Buffer, alpha float64) error {
 	}))
 }
 
-// Axpby computes y = a x + b y; x and y must have the same length.
-func (d *Device) Axpby(y device.Buffer, a float64, x device.Buffer, b float64) error {
+// Axpby computes y = a x + b y; x and y have the same length.
+func (d *backend) Axpby(y device.Buffer, a float64, x device.Buffer, b float64) error {
 	const op = "cpu Axpby"
-	xs, ys, err := d.pair(op, "x", x, "y", y)
-	if err != nil {
-		return err
-	}
+	xs, ys := data(x), data(y)
 	n := len(xs)
 	return d.forChunks(op, chunks(n, chunkElems), same(func(c int) {
 		lo, hi := span(c, n, chunkElems)
@@ -59,27 +34,24 @@ func (d *Device) Axpby(y device.Buffer, a float64, x device.Buffer, b float64) e
 	}))
 }
 
-// Dot returns sum_k x_k y_k; x and y must have the same length. The sum is deterministic and
+// Dot returns sum_k x_k y_k; x and y have the same length. The sum is deterministic and
 // independent of the worker count (see the package comment).
-func (d *Device) Dot(x, y device.Buffer) (float64, error) {
+func (d *backend) Dot(x, y device.Buffer) (float64, error) {
 	return d.reduce("cpu Dot", x, y, dot)
 }
 
-// SqDist returns sum_k (x_k - y_k)^2; x and y must have the same length. Deterministic like
+// SqDist returns sum_k (x_k - y_k)^2; x and y have the same length. Deterministic like
 // Dot.
-func (d *Device) SqDist(x, y device.Buffer) (float64, error) {
+func (d *backend) SqDist(x, y device.Buffer) (float64, error) {
 	return d.reduce("cpu SqDist", x, y, sqDist)
 }
 
 // reduce returns the sum over fixed-size chunks of f(x chunk, y chunk), added in chunk order.
-func (d *Device) reduce(op string, x, y device.Buffer, f func(a, b []float64) float64) (float64, error) {
-	xs, ys, err := d.pair(op, "x", x, "y", y)
-	if err != nil {
-		return 0, err
-	}
+func (d *backend) reduce(op string, x, y device.Buffer, f func(a, b []float64) float64) (float64, error) {
+	xs, ys := data(x), data(y)
 	n := len(xs)
 	part := make([]float64, chunks(n, chunkElems))
-	err = d.forChunks(op, len(part), same(func(c int) {
+	err := d.forChunks(op, len(part), same(func(c int) {
 		lo, hi := span(c, n, chunkElems)
 		part[c] = f(xs[lo:hi], ys[lo:hi])
 	}))
@@ -87,15 +59,9 @@ func (d *Device) reduce(op string, x, y device.Buffer, f func(a, b []float64) fl
 }
 
 // AddDiag adds v to the diagonal of each of the n stacked t x t matrices in x.
-func (d *Device) AddDiag(x device.Buffer, n, t int, v float64) error {
+func (d *backend) AddDiag(x device.Buffer, n, t int, v float64) error {
 	const op = "cpu AddDiag"
-	if n < 0 || t < 0 {
-		return fmt.Errorf("%s: negative size n = %d, t = %d: %w", op, n, t, device.ErrSize)
-	}
-	xs, err := d.buf(op, "x", x, n*t*t)
-	if err != nil {
-		return err
-	}
+	xs := data(x)
 	return d.forChunks(op, chunks(n, chunkSamples), same(func(c int) {
 		lo, hi := span(c, n, chunkSamples)
 		for mu := lo; mu < hi; mu++ {
@@ -109,17 +75,11 @@ func (d *Device) AddDiag(x device.Buffer, n, t int, v float64) error {
 
 // SumDiag returns the sum of the diagonals of the n stacked t x t matrices in x
 // (deterministic, independent of the worker count).
-func (d *Device) SumDiag(x device.Buffer, n, t int) (float64, error) {
+func (d *backend) SumDiag(x device.Buffer, n, t int) (float64, error) {
 	const op = "cpu SumDiag"
-	if n < 0 || t < 0 {
-		return 0, fmt.Errorf("%s: negative size n = %d, t = %d: %w", op, n, t, device.ErrSize)
-	}
-	xs, err := d.buf(op, "x", x, n*t*t)
-	if err != nil {
-		return 0, err
-	}
+	xs := data(x)
 	part := make([]float64, chunks(n, chunkSamples))
-	err = d.forChunks(op, len(part), same(func(c int) {
+	err := d.forChunks(op, len(part), same(func(c int) {
 		lo, hi := span(c, n, chunkSamples)
 		var s float64
 		for mu := lo; mu < hi; mu++ {
@@ -134,19 +94,9 @@ func (d *Device) SumDiag(x device.Buffer, n, t int) (float64, error) {
 }
 
 // MulPattern computes x_mu,k *= p_k for n stacked blocks of m values (p has m values).
-func (d *Device) MulPattern(x, p device.Buffer, n, m int) error {
+func (d *backend) MulPattern(x, p device.Buffer, n, m int) error {
 	const op = "cpu MulPattern"
-	if n < 0 || m < 0 {
-		return fmt.Errorf("%s: negative size n = %d, m = %d: %w", op, n, m, device.ErrSize)
-	}
-	xs, err := d.buf(op, "x", x, n*m)
-	if err != nil {
-		return err
-	}
-	ps, err := d.buf(op, "p", p, m)
-	if err != nil {
-		return err
-	}
+	xs, ps := data(x), data(p)
 	if m == 0 {
 		return nil
 	}
@@ -167,12 +117,9 @@ func (d *Device) MulPattern(x, p device.Buffer, n, m int) error {
 // GaussianFill sets x_k = scale * G(seed, offset + k) for the whole buffer, chunk c covering
 // [lo, hi) with device.FillNormals(x[lo:hi], seed, offset+lo); FillNormals is split-invariant,
 // so the values do not depend on the chunking.
-func (d *Device) GaussianFill(x device.Buffer, seed, offset uint64, scale float64) error {
+func (d *backend) GaussianFill(x device.Buffer, seed, offset uint64, scale float64) error {
 	const op = "cpu GaussianFill"
-	xs, err := d.buf(op, "x", x, 0)
-	if err != nil {
-		return err
-	}
+	xs := data(x)
 	n := len(xs)
 	return d.forChunks(op, chunks(n, chunkElems), same(func(c int) {
 		lo, hi := span(c, n, chunkElems)

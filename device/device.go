@@ -1,27 +1,45 @@
 // Package device defines the Device interface: float64 buffers that live on a compute device
 // (the CPU, a CUDA GPU) and the operation set that GAMP-RIE and gradient descent are written
-// in (../shared/docs/DESIGN.md). Backends (package cpu, package device/cuda) implement it;
+// in (../shared/docs/DESIGN.md). Backends (package cpu, package device/cuda) implement Backend;
+// New puts the checked front before one, and that front is the Device the engine uses;
 // device/auto opens one by name. The engine never touches a backend directly.
 //
 // Conventions: every matrix is row-major and packed (leading dimension = row length). A batch
-// of N matrices of shape r x c is one buffer of N*r*c values, sample after sample. Operations
-// check their sizes and return errors that name the operation; a backend's own failures (a
-// CUDA status, an allocation) come back as errors with context, never as panics.
+// of N matrices of shape r x c is one buffer of N*r*c values, sample after sample. The front
+// checks every operation's arguments once, here, before the backend is called, and returns
+// errors that name the device and the operation ("cpu Gemm: buffer a holds 12 values, needs
+// 16: inconsistent sizes"); a backend's own failures (a CUDA status, an allocation) come back
+// as errors with context, never as panics.
 //
-// Aliasing: the output of Gemm (C), TokenDots (H), TokenMix (Z) and SpectralCompose (out) must
-// not be one of the inputs, EighSym's three buffers must be distinct, and ChannelGOut's g must
-// not be y. Allowed: A = B in Gemm, y = h in ChannelOutput, g = omega in ChannelGOut. The
+// Views: View(b, off, n) is the sub-range [off, off+n) of a buffer, usable as any argument of
+// any operation, so work can proceed chunk by chunk. It shares the buffer's memory and
+// belongs to the same device; Free of a view does nothing, and freeing the buffer ends its
+// views.
+//
+// Overlap: each operation reads or writes a range of each buffer (its first values, as many as
+// the sizes say; the whole buffer for the element-wise operations), and two ranges overlap
+// when they share a value of one allocation (two views of one buffer may). Outputs must not
+// overlap inputs: C of Gemm, H of TokenDots, Z of TokenMix, out of SpectralCompose, out and
+// scratch of QuadFormSum; EighSym's three ranges must not overlap; ChannelGOut's g must not
+// overlap y, nor MulPattern's p x. In place is allowed where the range is the same: Copy's dst
+// and src (then nothing is done), ChannelOutput's y and h, ChannelGOut's g and omega, Axpby's
+// x and y, SoftmaxLossGrad's gamma and yhat or y, and any two of AdamStep's w, g, m, v must be
+// the same range or not overlap. Inputs may overlap each other (A = B in Gemm). The
 // element-wise operations Axpby, Dot and SqDist take buffers of equal length; Copy needs dst
 // at least as long as src.
 package device
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
 )
 
-// Buffer is an array of float64 on a device. Only the device that allocated it may use it.
+// Buffer is an array of float64 on a device, or a view of one (View). Only the device that
+// allocated it may use it.
 type Buffer interface {
-	// Len is the number of float64 values.
+	// Len is the number of float64 values; 0 once the buffer (or the buffer a view is of) is
+	// freed.
 	Len() int
 }
 
@@ -65,20 +83,14 @@ func (c Channel) String() string {
 	return fmt.Sprintf("channel(%d)", int(c.Kind))
 }
 
-// Device is a compute device with its buffers and the operation set of GAMP-RIE.
+// Ops is the operation set of GAMP-RIE, shared by Device (what the engine calls) and Backend
+// (what a backend implements). The argument rules stated here are checked once, by the checked
+// front (New), before a backend is called.
 //
 // Coordinates of the channel operations: per sample the T x T matrices omega and g are stored
 // full and symmetric in the z-coordinates of docs/AIM.md section 3, z_ab = tau_ab h_ab with
 // tau_aa = 1 and tau_ab = sqrt(2) (a != b); V is the z-coordinate variance V_z = 2 V_u.
-type Device interface {
-	// Info describes the device and its memory.
-	Info() Info
-
-	// Alloc returns a zeroed buffer of n values, or an error saying how many bytes were asked
-	// for and how many are free.
-	Alloc(n int) (Buffer, error)
-	// Free releases a buffer; using it afterwards is an error.
-	Free(b Buffer)
+type Ops interface {
 	// Upload copies src into dst[0:len(src)].
 	Upload(dst Buffer, src []float64) error
 	// Download copies src[0:len(dst)] into dst.
@@ -128,23 +140,102 @@ type Device interface {
 
 	// GaussianFill sets x_k = scale * G(seed, offset + k), where G(seed, i) is the i-th
 	// standard normal of the counter-based stream of NormalAt: the same seed and offset give
-	// the same bits on every device.
+	// the same bits on every device. On a view at offset o of a buffer, GaussianFill(view,
+	// seed, offset + o, scale) writes exactly the values a fill of the whole buffer from offset
+	// writes there.
 	GaussianFill(x Buffer, seed, offset uint64, scale float64) error
 }
 
+// Device is a compute device with its buffers and the operation set of GAMP-RIE: what the
+// engine calls. Every Device is the checked front of a Backend (New), or a wrapper that embeds
+// one (a counter in tests, later a device group), so every call has its arguments checked
+// before a backend sees them, and its errors name the operation ("cpu Gemm: ...").
+type Device interface {
+	// Info describes the device and its memory.
+	Info() Info
+	// Capabilities returns the device's optional operation sets, checked like the others; a
+	// nil field is a set the device lacks. A wrapper that embeds a Device forwards them all.
+	Capabilities() Caps
+	// Close releases what the device holds (a GPU context and its handles; the CPU's
+	// scratch). Closing twice is not an error; after Close every operation and Alloc return
+	// an error wrapping ErrClosed, and Free does nothing.
+	Close() error
+
+	// Alloc returns a zeroed buffer of n values, or an error saying how many bytes were asked
+	// for and how many are free.
+	Alloc(n int) (Buffer, error)
+	// Free releases a buffer; using it, or a view of it, afterwards is an error. Freeing nil,
+	// a buffer of another device, a freed buffer or a view does nothing: a view is released
+	// with its buffer.
+	Free(b Buffer)
+
+	Ops
+
+	// checked marks the implementations of package device (and wrappers that embed one).
+	checked()
+}
+
+// Backend is what a compute device implements (package cpu, package device/cuda); New puts the
+// checked front before it. The front calls a Backend only with arguments that satisfy the
+// rules of Ops and Device: every buffer is one of its own live buffers, made by its Alloc or
+// Slice, holding at least the values the operation reads or writes; sizes are non-negative and
+// their products do not overflow; outputs do not overlap inputs except where Ops allows it;
+// channels are of a known kind with T >= 1, and V is positive and finite. So a backend checks
+// nothing of that; what it reports are its own failures (a CUDA status, an allocation, a
+// library error, a limit of its own such as a C int), as errors that name the operation. The
+// parameter domain of a channel (softmax T >= 2 and 0 < beta < inf, hardmax T = 2) is the
+// channel math's (engine/channel), which the backends build and whose errors they return.
+type Backend interface {
+	// Info describes the device and its memory; Info().Name ("cpu", "cuda") starts the
+	// operation names of the front's errors.
+	Info() Info
+	// Capabilities returns the backend's optional operation sets (nil fields: absent), called
+	// by the front with checked arguments like the rest.
+	Capabilities() Caps
+	// Close releases everything the backend holds. The front calls it once.
+	Close() error
+	// Alloc returns a zeroed buffer of n >= 0 values (n < 2^60), or an error saying how many
+	// bytes were asked for and how many are free.
+	Alloc(n int) (Buffer, error)
+	// Free releases a buffer returned by Alloc (never a slice); the front calls it once.
+	Free(b Buffer)
+	// Slice returns a buffer of the n values of b (from Alloc) that start at value off, with
+	// 0 <= off, 0 <= n and off + n <= b.Len(), sharing b's memory: a CPU sub-slice, a device
+	// pointer plus an offset. It allocates nothing on the device and is never freed.
+	Slice(b Buffer, off, n int) Buffer
+
+	Ops
+}
+
+// Caps are the optional operation sets of a device, asked for by name: dev.Capabilities().
+// Trainer is nil where the device has no training operations. A wrapper that embeds a Device
+// forwards the whole struct, so it cannot lose one; the checked front wraps each set of its
+// backend with the same argument checks as the rest.
+type Caps struct {
+	// Trainer: the softmax loss gradient and Adam of gradient descent (engine/gd).
+	Trainer Trainer
+	// QuadFormSummer: the symmetric back-projection of GAMP-RIE (engine/amp).
+	QuadFormSummer QuadFormSummer
+}
+
+// Names returns the names of the capabilities present ("Trainer", "QuadFormSummer"), in the
+// order of the struct's fields: every field counts, so a wrapper that drops one is seen.
+func (c Caps) Names() []string {
+	var names []string
+	v := reflect.ValueOf(c)
+	for i := 0; i < v.NumField(); i++ {
+		if !v.Field(i).IsNil() {
+			names = append(names, v.Type().Field(i).Name)
+		}
+	}
+	return names
+}
+
+// ErrClosed is wrapped by the errors of operations on a closed device.
+var ErrClosed = errors.New("device is closed")
+
 // ErrSize is wrapped by the errors of operations called with inconsistent sizes.
 var ErrSize = fmt.Errorf("inconsistent sizes")
-
-// CheckLen returns an ErrSize error naming op and the buffer when b holds fewer than n values.
-func CheckLen(op, name string, b Buffer, n int) error {
-	if b == nil {
-		return fmt.Errorf("%s: buffer %s is nil", op, name)
-	}
-	if b.Len() < n {
-		return fmt.Errorf("%s: buffer %s holds %d values, needs %d: %w", op, name, b.Len(), n, ErrSize)
-	}
-	return nil
-}
 
 // Bytes formats a byte count for messages: "3.2 GiB".
 func Bytes(n uint64) string {
@@ -185,7 +276,7 @@ func FreeAll(dev Device, bufs ...Buffer) {
 }
 
 // Trainer is the optional operation set of gradient descent on the AIM student (docs/AIM.md
-// section 4). Backends implement it beside Device; engine/gd asks for it by type assertion.
+// section 4): Caps.Trainer, which engine/gd asks for.
 type Trainer interface {
 	// SoftmaxLossGrad takes the student's outputs yhat = row-softmax(beta h) and the targets
 	// y (N stacked T x T matrices), returns the loss scale * sum (yhat - y)^2 and writes
@@ -201,8 +292,9 @@ type Trainer interface {
 // QuadFormSummer is the optional operation of the GAMP-RIE back-projection: out = alpha
 // sum_mu X_mu^T C_mu X_mu (D x D) for N symmetric T x T matrices C_mu and N x T x D tokens X,
 // with scratch of N T D values. A backend implements it where it beats TokenMix then Gemm (the
-// CPU with a native BLAS: a symmetric rank-k update, half the multiply-adds); engine/amp asks
-// for it by type assertion.
+// CPU with a native BLAS: a symmetric rank-k update, half the multiply-adds): Caps.QuadFormSummer,
+// which engine/amp asks for.
 type QuadFormSummer interface {
+	// QuadFormSum computes out = alpha sum_mu X_mu^T C_mu X_mu, overwriting scratch.
 	QuadFormSum(out, c, x, scratch Buffer, n, t, d int, alpha float64) error
 }

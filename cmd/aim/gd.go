@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
-	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/device/auto"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/aim/gd"
@@ -136,7 +135,7 @@ func runGD(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if _, ok := dev.(device.Trainer); !ok {
+	if dev.Capabilities().Trainer == nil {
 		auto.Close(dev)
 		if c.device != "auto" {
 			return usagef("device %s does not implement the training operations yet (use --device cpu)", dev.Info().Name)

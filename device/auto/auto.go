@@ -4,7 +4,6 @@ package auto
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
@@ -16,7 +15,9 @@ var Names = []string{"auto", "cpu", "cuda"}
 
 // Open returns the device called name, with workers goroutines for the CPU backend (0: all
 // cores) and its other options at their defaults (the BLAS of AIM_BLAS, all cores for its
-// threads), and a sentence saying which device was chosen and why. Release it with Close.
+// threads), and a sentence saying which device was chosen and why. The device is the checked
+// front of its backend (device.Checked, inside cpu.Device or cuda.Device). Release it with
+// Close.
 func Open(name string, workers int) (device.Device, string, error) {
 	return OpenWith(name, cpu.Options{Workers: workers})
 }
@@ -53,10 +54,11 @@ func OpenWith(name string, o cpu.Options) (device.Device, string, error) {
 	}
 }
 
-// Close releases a device that holds resources (a GPU context); it does nothing for others.
+// Close closes dev (dev.Close: a GPU's context and handles, the CPU's scratch); a nil dev is
+// nothing to close.
 func Close(dev device.Device) error {
-	if c, ok := dev.(io.Closer); ok {
-		return c.Close()
+	if dev == nil {
+		return nil
 	}
-	return nil
+	return dev.Close()
 }

@@ -3,11 +3,17 @@
 // builds with CGO_ENABLED=0, needs no CUDA to build, and Open fails with an error (it never
 // panics or exits) where there is no usable GPU, so that device/auto can fall back to the CPU.
 //
+// Checks. Device is device.Checked before the unexported backend: the arguments of every
+// operation (buffers, sizes, overlap, views) are checked there, once for every backend; the
+// backend keeps only its own limits (sizes that must fit a C int) and reports CUDA's statuses.
+// A view (device.View) is a device pointer plus 8 bytes per value of offset into the buffer's
+// allocation; freeing a view does nothing, and only the allocating Device may use it.
+//
 // Threading. Open starts one goroutine, locked to its OS thread, that owns the device's primary
-// context and makes every CUDA call: each method of Device submits a closure to it and waits
-// for the result. Methods may be called from any goroutine; they are serialised. Close
+// context and makes every CUDA call: each method of the backend submits a closure to it and
+// waits for the result. Methods may be called from any goroutine; they are serialised. Close
 // releases the modules, the cuBLAS and cuSOLVER handles, the stream and the context, and stops
-// the goroutine.
+// the goroutine; closing twice is not an error.
 //
 // Synchronisation. Every operation waits for its work to finish before it returns (kernel
 // faults are reported by the operation that caused them), so Upload, Download and Copy are
@@ -25,12 +31,10 @@ package cuda
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"runtime"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/aimtheory/aim/device"
@@ -45,11 +49,23 @@ var kernelNames = []string{
 	"softmax_loss_grad", "adam_step",
 }
 
-// ErrClosed is returned by the operations of a closed Device.
-var ErrClosed = errors.New("cuda: device is closed")
+// ErrClosed is wrapped by the errors of the operations of a closed Device: it is
+// device.ErrClosed.
+var ErrClosed = device.ErrClosed
 
-// Device is a CUDA GPU. The zero value is not usable; call Open.
+// Device is a CUDA GPU: the checked front of package device (device.New) before the CUDA
+// backend, with the GPU's own queries and tools (Name, Libraries, Time, GemmStridedBatched). It
+// is a device.Device. The zero value is not usable; call Open.
 type Device struct {
+	*device.Checked
+	b *backend
+}
+
+var _ device.Device = (*Device)(nil)
+
+// backend is the CUDA implementation of device.Backend. It checks nothing that the front
+// checks (device.Backend).
+type backend struct {
 	mu     sync.Mutex // serialises submissions and Close
 	closed bool
 	jobs   chan func()
@@ -85,29 +101,25 @@ type Device struct {
 	lwork     map[int]int32
 }
 
-var _ device.Device = (*Device)(nil)
+var _ device.Backend = (*backend)(nil)
 
-// scratch is a device array owned by the Device, grown on demand.
+// scratch is a device array owned by the backend, grown on demand.
 type scratch struct {
 	ptr uint64
 	n   int // float64 values
 }
 
-// buffer is a device.Buffer of a CUDA device.
+// buffer is a buffer of the CUDA backend: an allocation, or a range of one (Slice).
 type buffer struct {
-	dev   *Device
-	ptr   uint64 // 0 for an empty buffer
-	n     int
-	freed atomic.Bool
+	ptr uint64 // 0 for an empty buffer
+	n   int
 }
 
-// Len is the number of values; 0 after Free.
-func (b *buffer) Len() int {
-	if b.freed.Load() {
-		return 0
-	}
-	return b.n
-}
+// Len is the number of values.
+func (b *buffer) Len() int { return b.n }
+
+// buf returns the backend's buffer (the front passes no other).
+func buf(b device.Buffer) *buffer { return b.(*buffer) }
 
 // run calls f, turning a panic into an error.
 func run(f func() error) (err error) {
@@ -129,7 +141,7 @@ func executor(jobs chan func(), done chan struct{}) {
 }
 
 // do runs f on the executor goroutine and returns its error.
-func (d *Device) do(f func() error) error {
+func (d *backend) do(f func() error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -139,7 +151,7 @@ func (d *Device) do(f func() error) error {
 }
 
 // submit runs f on the executor; d.mu is held.
-func (d *Device) submit(f func() error) error {
+func (d *backend) submit(f func() error) error {
 	res := make(chan error, 1)
 	d.jobs <- func() { res <- run(f) }
 	return <-res
@@ -150,10 +162,19 @@ func (d *Device) submit(f func() error) error {
 // kernel of the launch contract from the embedded PTX. The error says what failed, e.g.
 // "cuda: cuInit: CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected".
 func Open(ordinal int) (*Device, error) {
+	b, err := open(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	return &Device{Checked: device.New(b), b: b}, nil
+}
+
+// open is Open without the checked front.
+func open(ordinal int) (*backend, error) {
 	if ordinal < 0 {
 		return nil, fmt.Errorf("cuda: device ordinal %d: need >= 0", ordinal)
 	}
-	d := &Device{
+	d := &backend{
 		ordinal: ordinal,
 		jobs:    make(chan func()),
 		done:    make(chan struct{}),
@@ -179,7 +200,7 @@ func Open(ordinal int) (*Device, error) {
 }
 
 // init runs on the executor: everything Open does.
-func (d *Device) init() error {
+func (d *backend) init() error {
 	env := osEnv()
 	var drv *driverLib
 	_, rec := env.loadDriver(os.Getenv(EnvLibCUDA), func(h uintptr) error {
@@ -278,7 +299,7 @@ func (d *Device) init() error {
 }
 
 // loadModules loads every PTX module and resolves every kernel of the contract.
-func (d *Device) loadModules(ptx map[string][]byte) error {
+func (d *backend) loadModules(ptx map[string][]byte) error {
 	names := make([]string, 0, len(ptx))
 	for m := range ptx {
 		names = append(names, m)
@@ -315,7 +336,7 @@ func (d *Device) loadModules(ptx map[string][]byte) error {
 
 // release runs on the executor: frees the scratch arrays, unloads the modules, destroys the
 // handles and the stream and releases the primary context. It tolerates a partial Open.
-func (d *Device) release() error {
+func (d *backend) release() error {
 	if d.drv == nil {
 		return nil
 	}
@@ -363,9 +384,9 @@ func (d *Device) release() error {
 	return errors.Join(errs...)
 }
 
-// Close releases everything the Device holds (buffers not yet freed go with the context) and
+// Close releases everything the backend holds (buffers not yet freed go with the context) and
 // stops its goroutine. Closing twice is not an error.
-func (d *Device) Close() error {
+func (d *backend) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -382,14 +403,18 @@ func (d *Device) Close() error {
 }
 
 // Libraries returns where the driver, cuBLAS and cuSOLVER were found.
-func (d *Device) Libraries() []Library { return append([]Library(nil), d.libs...) }
+func (d *Device) Libraries() []Library { return append([]Library(nil), d.b.libs...) }
 
 // Name returns the GPU's name, e.g. "NVIDIA H200".
-func (d *Device) Name() string { return d.name }
+func (d *Device) Name() string { return d.b.name }
+
+// Capabilities: the GPU has the training operations; the back-projection goes through TokenMix
+// then Gemm (no QuadFormSum).
+func (d *backend) Capabilities() device.Caps { return device.Caps{Trainer: d} }
 
 // Info describes the GPU; the memory comes from cuMemGetInfo (zero when it fails or the
 // Device is closed).
-func (d *Device) Info() device.Info {
+func (d *backend) Info() device.Info {
 	var free, total uint64
 	_ = d.do(func() error {
 		return d.drv.cuErr("cuMemGetInfo_v2", d.drv.cuMemGetInfo(&free, &total))
@@ -413,7 +438,7 @@ func versionString(v int) string {
 }
 
 // grow makes s hold at least n values (its contents are lost when it grows). Executor only.
-func (s *scratch) grow(d *Device, n int) error {
+func (s *scratch) grow(d *backend, n int) error {
 	if s.n >= n && s.ptr != 0 {
 		return nil
 	}
@@ -433,15 +458,9 @@ func (s *scratch) grow(d *Device, n int) error {
 
 // Alloc returns a zeroed buffer of n values. It fails before allocating when 8n bytes exceed
 // the free device memory (cuMemGetInfo), saying how many bytes were needed and available.
-func (d *Device) Alloc(n int) (device.Buffer, error) {
+func (d *backend) Alloc(n int) (device.Buffer, error) {
 	const op = "cuda Alloc"
-	if n < 0 {
-		return nil, fmt.Errorf("%s: negative length %d", op, n)
-	}
-	if uint64(n) > math.MaxInt64/8 {
-		return nil, fmt.Errorf("%s: %d values need more than %d bytes", op, n, uint64(math.MaxInt64))
-	}
-	b := &buffer{dev: d, n: n}
+	b := &buffer{n: n}
 	need := 8 * uint64(n)
 	err := d.do(func() error {
 		var free, total uint64
@@ -474,52 +493,23 @@ func (d *Device) Alloc(n int) (device.Buffer, error) {
 	return b, nil
 }
 
-// Free releases b; using it afterwards is an error. Freeing nil, a foreign buffer or a freed
-// buffer does nothing; after Close, Free only marks the buffer.
-func (d *Device) Free(b device.Buffer) {
-	cb, ok := b.(*buffer)
-	if !ok || cb == nil || cb.dev != d {
+// Free releases an allocation (the front calls it once per allocation, never for a view);
+// after Close it does nothing.
+func (d *backend) Free(b device.Buffer) {
+	p := buf(b).ptr
+	if p == 0 {
 		return
 	}
-	if cb.freed.Swap(true) {
-		return
-	}
-	if cb.ptr == 0 {
-		return
-	}
-	p := cb.ptr
 	_ = d.do(func() error { return d.drv.cuErr("cuMemFree_v2", d.drv.cuMemFree(p)) })
 }
 
-// buf checks that b is a live buffer of d holding at least n values.
-func (d *Device) buf(op, name string, b device.Buffer, n int) (*buffer, error) {
-	if b == nil {
-		return nil, fmt.Errorf("%s: buffer %s is nil", op, name)
+// Slice returns the n values of b from value off: the device pointer plus 8 off bytes.
+func (d *backend) Slice(b device.Buffer, off, n int) device.Buffer {
+	p := buf(b).ptr
+	if n == 0 {
+		return &buffer{}
 	}
-	cb, ok := b.(*buffer)
-	if !ok {
-		return nil, fmt.Errorf("%s: buffer %s is a %T, not a buffer of the cuda device", op, name, b)
-	}
-	if cb == nil {
-		return nil, fmt.Errorf("%s: buffer %s is nil", op, name)
-	}
-	if cb.dev != d {
-		return nil, fmt.Errorf("%s: buffer %s belongs to another cuda device", op, name)
-	}
-	if cb.freed.Load() {
-		return nil, fmt.Errorf("%s: buffer %s was freed", op, name)
-	}
-	if err := device.CheckLen(op, name, b, n); err != nil {
-		return nil, err
-	}
-	return cb, nil
-}
-
-// aliased reports whether two buffers are the same (distinct allocations never overlap).
-func aliased(a, b device.Buffer) bool {
-	x, ok1 := a.(*buffer)
-	y, ok2 := b.(*buffer)
-	return ok1 && ok2 && x == y
+	return &buffer{ptr: p + 8*uint64(off), n: n}
 }
 
 // wrap prefixes an executor error with the operation's name.
@@ -531,12 +521,9 @@ func wrap(op string, err error) error {
 }
 
 // Upload copies src into dst[0:len(src)].
-func (d *Device) Upload(dst device.Buffer, src []float64) error {
+func (d *backend) Upload(dst device.Buffer, src []float64) error {
 	const op = "cuda Upload"
-	b, err := d.buf(op, "dst", dst, len(src))
-	if err != nil {
-		return err
-	}
+	b := buf(dst)
 	if len(src) == 0 {
 		return nil
 	}
@@ -546,12 +533,9 @@ func (d *Device) Upload(dst device.Buffer, src []float64) error {
 }
 
 // Download copies src[0:len(dst)] into dst.
-func (d *Device) Download(dst []float64, src device.Buffer) error {
+func (d *backend) Download(dst []float64, src device.Buffer) error {
 	const op = "cuda Download"
-	b, err := d.buf(op, "src", src, len(dst))
-	if err != nil {
-		return err
-	}
+	b := buf(src)
 	if len(dst) == 0 {
 		return nil
 	}
@@ -560,18 +544,11 @@ func (d *Device) Download(dst []float64, src device.Buffer) error {
 	}))
 }
 
-// Copy sets dst[0:src.Len()] = src.
-func (d *Device) Copy(dst, src device.Buffer) error {
+// Copy sets dst[0:src.Len()] = src (the front passes ranges that do not overlap).
+func (d *backend) Copy(dst, src device.Buffer) error {
 	const op = "cuda Copy"
-	s, err := d.buf(op, "src", src, 0)
-	if err != nil {
-		return err
-	}
-	t, err := d.buf(op, "dst", dst, s.n)
-	if err != nil {
-		return err
-	}
-	if s.n == 0 || s == t {
+	s, t := buf(src), buf(dst)
+	if s.n == 0 {
 		return nil
 	}
 	return wrap(op, d.do(func() error {
@@ -585,7 +562,10 @@ func (d *Device) Copy(dst, src device.Buffer) error {
 // Time runs f (which calls methods of d) between two CUDA events recorded on the device's
 // stream and returns the seconds between them. Operations wait for their work, so this is
 // close to the wall time of f, measured by the GPU.
-func (d *Device) Time(f func() error) (float64, error) {
+func (d *Device) Time(f func() error) (float64, error) { return d.b.time(f) }
+
+// time is Time on the backend.
+func (d *backend) time(f func() error) (float64, error) {
 	var start, end uintptr
 	err := d.do(func() error {
 		if err := d.drv.cuErr("cuEventCreate", d.drv.cuEventCreate(&start, 0)); err != nil {

@@ -13,7 +13,7 @@ import (
 // launch launches kernel name with grid blocks of kernels.Block threads on the device's stream.
 // Arguments are passed by value in their C types: uint64 (pointers, unsigned long long), int64
 // (long long), int32 (int) and float64 (double). Executor only.
-func (d *Device) launch(name string, grid uint32, args ...any) error {
+func (d *backend) launch(name string, grid uint32, args ...any) error {
 	f, ok := d.fn[name]
 	if !ok {
 		return fmt.Errorf("kernel %s is not loaded", name)
@@ -58,7 +58,7 @@ func (d *Device) launch(name string, grid uint32, args ...any) error {
 }
 
 // sync waits for the device's stream. Executor only.
-func (d *Device) sync(what string) error {
+func (d *backend) sync(what string) error {
 	if err := d.drv.cuErr("cuStreamSynchronize", d.drv.cuStreamSynchronize(d.stream)); err != nil {
 		return fmt.Errorf("after %s: %w", what, err)
 	}
@@ -66,7 +66,7 @@ func (d *Device) sync(what string) error {
 }
 
 // launchSync launches one kernel and waits for it. Executor only.
-func (d *Device) launchSync(name string, grid uint32, args ...any) error {
+func (d *backend) launchSync(name string, grid uint32, args ...any) error {
 	if err := d.launch(name, grid, args...); err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (d *Device) launchSync(name string, grid uint32, args ...any) error {
 // partials launches a reduction kernel that writes nPart partials into the scratch d.part,
 // downloads them and returns their sum in order. args gives the kernel arguments for the
 // device pointer of the partials. Executor only.
-func (d *Device) partials(name string, grid uint32, nPart int, args func(part uint64) []any) (float64, error) {
+func (d *backend) partials(name string, grid uint32, nPart int, args func(part uint64) []any) (float64, error) {
 	if err := d.part.grow(d, nPart); err != nil {
 		return 0, err
 	}
@@ -109,7 +109,7 @@ func fitsInt32(op string, names string, vals ...int) error {
 
 // gemm computes row-major C = alpha op(A) op(B) + beta C with cuBLAS's column-major Dgemm on
 // swapped operands: C^T = op(B)^T op(A)^T. Executor only.
-func (d *Device) gemm(transA, transB bool, m, n, k int, alpha float64, a, b uint64, beta float64, c uint64) error {
+func (d *backend) gemm(transA, transB bool, m, n, k int, alpha float64, a, b uint64, beta float64, c uint64) error {
 	lda, ldb := k, n
 	ta, tb := int32(cublasOpN), int32(cublasOpN)
 	if transA {
@@ -124,31 +124,14 @@ func (d *Device) gemm(transA, transB bool, m, n, k int, alpha float64, a, b uint
 	return cublasErr("cublasDgemm_v2", st)
 }
 
-// Gemm computes C = alpha op(A) op(B) + beta C (row-major) with cuBLAS Dgemm. C must not be A
-// or B.
-func (d *Device) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b device.Buffer, beta float64, c device.Buffer) error {
+// Gemm computes C = alpha op(A) op(B) + beta C (row-major) with cuBLAS Dgemm. C does not
+// overlap A or B; m, n and k must fit a C int.
+func (d *backend) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b device.Buffer, beta float64, c device.Buffer) error {
 	const op = "cuda Gemm"
-	if m < 0 || n < 0 || k < 0 {
-		return fmt.Errorf("%s: negative size m = %d, n = %d, k = %d: %w", op, m, n, k, device.ErrSize)
-	}
 	if err := fitsInt32(op, "m, n, k", m, n, k); err != nil {
 		return err
 	}
-	ab, err := d.buf(op, "a", a, m*k)
-	if err != nil {
-		return err
-	}
-	bb, err := d.buf(op, "b", b, k*n)
-	if err != nil {
-		return err
-	}
-	cb, err := d.buf(op, "c", c, m*n)
-	if err != nil {
-		return err
-	}
-	if aliased(c, a) || aliased(c, b) {
-		return fmt.Errorf("%s: output c must not be an input buffer", op)
-	}
+	ab, bb, cb := buf(a), buf(b), buf(c)
 	if m == 0 || n == 0 {
 		return nil
 	}
@@ -172,11 +155,12 @@ func (d *Device) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b devi
 // GemmStridedBatched computes, for every p < batch, C_p = alpha op(A_p) op(B_p) + beta C_p
 // (row-major, packed, with A_p at a + p strideA values and so on) with one
 // cublasDgemmStridedBatched call. It is not part of device.Device; the tests use it as an
-// independent route to TokenDots.
+// independent route to TokenDots. Its buffers are checked by the front (device.Checked's
+// BackendBuffer); its sizes here.
 func (d *Device) GemmStridedBatched(transA, transB bool, m, n, k int, alpha float64, a device.Buffer, strideA int,
 	b device.Buffer, strideB int, beta float64, c device.Buffer, strideC int, batch int) error {
 	const op = "cuda GemmStridedBatched"
-	if m < 0 || n < 0 || k < 0 || batch < 0 {
+	if m < 0 || n < 0 || k < 0 || batch < 0 || strideA < 0 || strideB < 0 || strideC < 0 {
 		return fmt.Errorf("%s: negative size: %w", op, device.ErrSize)
 	}
 	if err := fitsInt32(op, "m, n, k, batch", m, n, k, batch); err != nil {
@@ -185,18 +169,25 @@ func (d *Device) GemmStridedBatched(transA, transB bool, m, n, k int, alpha floa
 	if batch == 0 || m == 0 || n == 0 {
 		return nil
 	}
-	ab, err := d.buf(op, "a", a, (batch-1)*strideA+m*k)
+	ab, err := d.BackendBuffer("GemmStridedBatched", "a", a, (batch-1)*strideA+m*k)
 	if err != nil {
 		return err
 	}
-	bb, err := d.buf(op, "b", b, (batch-1)*strideB+k*n)
+	bb, err := d.BackendBuffer("GemmStridedBatched", "b", b, (batch-1)*strideB+k*n)
 	if err != nil {
 		return err
 	}
-	cb, err := d.buf(op, "c", c, (batch-1)*strideC+m*n)
+	cb, err := d.BackendBuffer("GemmStridedBatched", "c", c, (batch-1)*strideC+m*n)
 	if err != nil {
 		return err
 	}
+	return d.b.gemmStridedBatched(transA, transB, m, n, k, alpha, buf(ab), strideA, buf(bb), strideB, beta, buf(cb), strideC, batch)
+}
+
+// gemmStridedBatched is GemmStridedBatched on the backend.
+func (d *backend) gemmStridedBatched(transA, transB bool, m, n, k int, alpha float64, ab *buffer, strideA int,
+	bb *buffer, strideB int, beta float64, cb *buffer, strideC int, batch int) error {
+	const op = "cuda GemmStridedBatched"
 	lda, ldb := k, n
 	ta, tb := int32(cublasOpN), int32(cublasOpN)
 	if transA {
@@ -222,30 +213,13 @@ func (d *Device) GemmStridedBatched(transA, transB bool, m, n, k int, alpha floa
 // Dsyevd overwrites the copy with the eigenvectors (column-major, its lower triangle being
 // A's row-major upper triangle), its info output is checked, and cublasDgeam transposes the
 // eigenvectors into vecs (row-major, column k the eigenvector of lambda_k). vals gets lambda
-// in ascending order. The three buffers must be distinct.
-func (d *Device) EighSym(vals, vecs, a device.Buffer, dd int) error {
+// in ascending order. The three buffers do not overlap; d must fit a C int.
+func (d *backend) EighSym(vals, vecs, a device.Buffer, dd int) error {
 	const op = "cuda EighSym"
-	if dd < 0 {
-		return fmt.Errorf("%s: negative size d = %d: %w", op, dd, device.ErrSize)
-	}
 	if err := fitsInt32(op, "d", dd); err != nil {
 		return err
 	}
-	wb, err := d.buf(op, "vals", vals, dd)
-	if err != nil {
-		return err
-	}
-	vb, err := d.buf(op, "vecs", vecs, dd*dd)
-	if err != nil {
-		return err
-	}
-	ab, err := d.buf(op, "a", a, dd*dd)
-	if err != nil {
-		return err
-	}
-	if aliased(vecs, a) || aliased(vals, a) || aliased(vals, vecs) {
-		return fmt.Errorf("%s: vals, vecs and a must be distinct buffers", op)
-	}
+	wb, vb, ab := buf(vals), buf(vecs), buf(a)
 	if dd == 0 {
 		return nil
 	}
@@ -299,31 +273,14 @@ func (d *Device) EighSym(vals, vecs, a device.Buffer, dd int) error {
 }
 
 // SpectralCompose computes out = O diag(f) O^T for d x d O and d values f: the scale_columns
-// kernel writes O diag f into a scratch matrix, then one Dgemm multiplies it by O^T. out must
-// not be vecs or f.
-func (d *Device) SpectralCompose(out, vecs, f device.Buffer, dd int) error {
+// kernel writes O diag f into a scratch matrix, then one Dgemm multiplies it by O^T. out does
+// not overlap vecs or f; d must fit a C int.
+func (d *backend) SpectralCompose(out, vecs, f device.Buffer, dd int) error {
 	const op = "cuda SpectralCompose"
-	if dd < 0 {
-		return fmt.Errorf("%s: negative size d = %d: %w", op, dd, device.ErrSize)
-	}
 	if err := fitsInt32(op, "d", dd); err != nil {
 		return err
 	}
-	rb, err := d.buf(op, "out", out, dd*dd)
-	if err != nil {
-		return err
-	}
-	vb, err := d.buf(op, "vecs", vecs, dd*dd)
-	if err != nil {
-		return err
-	}
-	fb, err := d.buf(op, "f", f, dd)
-	if err != nil {
-		return err
-	}
-	if aliased(out, vecs) || aliased(out, f) {
-		return fmt.Errorf("%s: output out must not be an input buffer", op)
-	}
+	rb, vb, fb := buf(out), buf(vecs), buf(f)
 	if dd == 0 {
 		return nil
 	}
@@ -345,36 +302,14 @@ func (d *Device) SpectralCompose(out, vecs, f device.Buffer, dd int) error {
 // ---------------------------------------------------------------------------------------
 // Tokens.
 
-// tokenSizes checks n, t, d >= 0 and that t, d fit a C int.
-func tokenSizes(op string, n, t, d int) error {
-	if n < 0 || t < 0 || d < 0 {
-		return fmt.Errorf("%s: negative size n = %d, t = %d, d = %d: %w", op, n, t, d, device.ErrSize)
-	}
-	return fitsInt32(op, "t, d", t, d)
-}
-
 // TokenDots computes H_mu,ab = sum_i Y_mu,a,i X_mu,b,i with the token_dots kernel (one block
-// per sample). H must not be Y or X.
-func (d *Device) TokenDots(h, y, x device.Buffer, n, t, dd int) error {
+// per sample). H does not overlap Y or X; t and d must fit a C int.
+func (d *backend) TokenDots(h, y, x device.Buffer, n, t, dd int) error {
 	const op = "cuda TokenDots"
-	if err := tokenSizes(op, n, t, dd); err != nil {
+	if err := fitsInt32(op, "t, d", t, dd); err != nil {
 		return err
 	}
-	hb, err := d.buf(op, "h", h, n*t*t)
-	if err != nil {
-		return err
-	}
-	yb, err := d.buf(op, "y", y, n*t*dd)
-	if err != nil {
-		return err
-	}
-	xb, err := d.buf(op, "x", x, n*t*dd)
-	if err != nil {
-		return err
-	}
-	if aliased(h, y) || aliased(h, x) {
-		return fmt.Errorf("%s: output h must not be an input buffer", op)
-	}
+	hb, yb, xb := buf(h), buf(y), buf(x)
 	if n == 0 || t == 0 {
 		return nil
 	}
@@ -383,28 +318,14 @@ func (d *Device) TokenDots(h, y, x device.Buffer, n, t, dd int) error {
 	}))
 }
 
-// TokenMix computes Z_mu = C_mu X_mu with the token_mix kernel (one thread per (mu, i)). Z must
-// not be C or X.
-func (d *Device) TokenMix(z, c, x device.Buffer, n, t, dd int) error {
+// TokenMix computes Z_mu = C_mu X_mu with the token_mix kernel (one thread per (mu, i)). Z does
+// not overlap C or X; t and d must fit a C int.
+func (d *backend) TokenMix(z, c, x device.Buffer, n, t, dd int) error {
 	const op = "cuda TokenMix"
-	if err := tokenSizes(op, n, t, dd); err != nil {
+	if err := fitsInt32(op, "t, d", t, dd); err != nil {
 		return err
 	}
-	zb, err := d.buf(op, "z", z, n*t*dd)
-	if err != nil {
-		return err
-	}
-	cb, err := d.buf(op, "c", c, n*t*t)
-	if err != nil {
-		return err
-	}
-	xb, err := d.buf(op, "x", x, n*t*dd)
-	if err != nil {
-		return err
-	}
-	if aliased(z, c) || aliased(z, x) {
-		return fmt.Errorf("%s: output z must not be an input buffer", op)
-	}
+	zb, cb, xb := buf(z), buf(c), buf(x)
 	if n == 0 || t == 0 || dd == 0 {
 		return nil
 	}
@@ -435,23 +356,12 @@ func checkChannel(op string, ch device.Channel) error {
 
 // ChannelOutput computes y_mu = g(h_mu) with the softmax_output or hardmax_output kernel (one
 // thread per sample). y may be h.
-func (d *Device) ChannelOutput(ch device.Channel, y, h device.Buffer, n int) error {
+func (d *backend) ChannelOutput(ch device.Channel, y, h device.Buffer, n int) error {
 	const op = "cuda ChannelOutput"
 	if err := checkChannel(op, ch); err != nil {
 		return err
 	}
-	if n < 0 {
-		return fmt.Errorf("%s: negative n = %d: %w", op, n, device.ErrSize)
-	}
-	tt := ch.T * ch.T
-	yb, err := d.buf(op, "y", y, n*tt)
-	if err != nil {
-		return err
-	}
-	hb, err := d.buf(op, "h", h, n*tt)
-	if err != nil {
-		return err
-	}
+	yb, hb := buf(y), buf(h)
 	if n == 0 {
 		return nil
 	}
@@ -466,40 +376,19 @@ func (d *Device) ChannelOutput(ch device.Channel, y, h device.Buffer, n int) err
 
 // ChannelGOut computes g_mu = g_out(y_mu; omega_mu, V) with the softmax_gout or hardmax_gout
 // kernel (one thread per sample), which also writes one partial square-sum per block; the
-// partials are added on the host in block order. g may be omega; g must not be y.
-func (d *Device) ChannelGOut(ch device.Channel, g, y, omega device.Buffer, n int, v float64) (float64, error) {
+// partials are added on the host in block order. g may be omega; g does not overlap y.
+func (d *backend) ChannelGOut(ch device.Channel, g, y, omega device.Buffer, n int, v float64) (float64, error) {
 	const op = "cuda ChannelGOut"
 	if err := checkChannel(op, ch); err != nil {
 		return 0, err
 	}
-	if n < 0 {
-		return 0, fmt.Errorf("%s: negative n = %d: %w", op, n, device.ErrSize)
-	}
-	if !(v > 0) || math.IsInf(v, 1) {
-		return 0, fmt.Errorf("%s: variance V = %g, need 0 < V < inf", op, v)
-	}
-	tt := ch.T * ch.T
-	gb, err := d.buf(op, "g", g, n*tt)
-	if err != nil {
-		return 0, err
-	}
-	yb, err := d.buf(op, "y", y, n*tt)
-	if err != nil {
-		return 0, err
-	}
-	ob, err := d.buf(op, "omega", omega, n*tt)
-	if err != nil {
-		return 0, err
-	}
-	if aliased(g, y) {
-		return 0, fmt.Errorf("%s: output g must not be the buffer y", op)
-	}
+	gb, yb, ob := buf(g), buf(y), buf(omega)
 	if n == 0 {
 		return 0, nil
 	}
 	grid := kernels.GridThreads(int64(n))
 	var s float64
-	err = d.do(func() error {
+	err := d.do(func() error {
 		var err error
 		if ch.Kind == device.Softmax {
 			s, err = d.partials("softmax_gout", grid, int(grid), func(part uint64) []any {
@@ -522,30 +411,10 @@ func (d *Device) ChannelGOut(ch device.Channel, g, y, omega device.Buffer, n int
 // ---------------------------------------------------------------------------------------
 // Element-wise operations and reductions.
 
-// pair returns two buffers that must have the same length.
-func (d *Device) pair(op, nx string, x device.Buffer, ny string, y device.Buffer) (*buffer, *buffer, error) {
-	xb, err := d.buf(op, nx, x, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	yb, err := d.buf(op, ny, y, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	if xb.n != yb.n {
-		return nil, nil, fmt.Errorf("%s: buffers %s and %s hold %d and %d values, need equal lengths: %w",
-			op, nx, ny, xb.n, yb.n, device.ErrSize)
-	}
-	return xb, yb, nil
-}
-
 // Scal computes x = alpha x over the whole buffer.
-func (d *Device) Scal(x device.Buffer, alpha float64) error {
+func (d *backend) Scal(x device.Buffer, alpha float64) error {
 	const op = "cuda Scal"
-	xb, err := d.buf(op, "x", x, 0)
-	if err != nil {
-		return err
-	}
+	xb := buf(x)
 	if xb.n == 0 {
 		return nil
 	}
@@ -554,13 +423,10 @@ func (d *Device) Scal(x device.Buffer, alpha float64) error {
 	}))
 }
 
-// Axpby computes y = a x + b y; x and y must have the same length.
-func (d *Device) Axpby(y device.Buffer, a float64, x device.Buffer, b float64) error {
+// Axpby computes y = a x + b y; x and y have the same length.
+func (d *backend) Axpby(y device.Buffer, a float64, x device.Buffer, b float64) error {
 	const op = "cuda Axpby"
-	xb, yb, err := d.pair(op, "x", x, "y", y)
-	if err != nil {
-		return err
-	}
+	xb, yb := buf(x), buf(y)
 	if xb.n == 0 {
 		return nil
 	}
@@ -570,27 +436,24 @@ func (d *Device) Axpby(y device.Buffer, a float64, x device.Buffer, b float64) e
 }
 
 // Dot returns sum_k x_k y_k (dot_partial, partials added on the host in order).
-func (d *Device) Dot(x, y device.Buffer) (float64, error) {
+func (d *backend) Dot(x, y device.Buffer) (float64, error) {
 	return d.reduce("cuda Dot", "dot_partial", x, y)
 }
 
 // SqDist returns sum_k (x_k - y_k)^2 (sqdist_partial, partials added on the host in order).
-func (d *Device) SqDist(x, y device.Buffer) (float64, error) {
+func (d *backend) SqDist(x, y device.Buffer) (float64, error) {
 	return d.reduce("cuda SqDist", "sqdist_partial", x, y)
 }
 
 // reduce runs a two-vector reduction kernel.
-func (d *Device) reduce(op, kernel string, x, y device.Buffer) (float64, error) {
-	xb, yb, err := d.pair(op, "x", x, "y", y)
-	if err != nil {
-		return 0, err
-	}
+func (d *backend) reduce(op, kernel string, x, y device.Buffer) (float64, error) {
+	xb, yb := buf(x), buf(y)
 	if xb.n == 0 {
 		return 0, nil
 	}
 	grid := kernels.GridReduce(int64(xb.n))
 	var s float64
-	err = d.do(func() error {
+	err := d.do(func() error {
 		var err error
 		s, err = d.partials(kernel, grid, int(grid), func(part uint64) []any {
 			return []any{part, xb.ptr, yb.ptr, int64(xb.n)}
@@ -601,18 +464,12 @@ func (d *Device) reduce(op, kernel string, x, y device.Buffer) (float64, error) 
 }
 
 // AddDiag adds v to the diagonal of each of the n stacked t x t matrices in x.
-func (d *Device) AddDiag(x device.Buffer, n, t int, v float64) error {
+func (d *backend) AddDiag(x device.Buffer, n, t int, v float64) error {
 	const op = "cuda AddDiag"
-	if n < 0 || t < 0 {
-		return fmt.Errorf("%s: negative size n = %d, t = %d: %w", op, n, t, device.ErrSize)
-	}
 	if err := fitsInt32(op, "t", t); err != nil {
 		return err
 	}
-	xb, err := d.buf(op, "x", x, n*t*t)
-	if err != nil {
-		return err
-	}
+	xb := buf(x)
 	if n == 0 || t == 0 {
 		return nil
 	}
@@ -623,24 +480,18 @@ func (d *Device) AddDiag(x device.Buffer, n, t int, v float64) error {
 
 // SumDiag returns the sum of the diagonals of the n stacked t x t matrices in x
 // (sumdiag_partial over chunks of samples, partials added on the host in order).
-func (d *Device) SumDiag(x device.Buffer, n, t int) (float64, error) {
+func (d *backend) SumDiag(x device.Buffer, n, t int) (float64, error) {
 	const op = "cuda SumDiag"
-	if n < 0 || t < 0 {
-		return 0, fmt.Errorf("%s: negative size n = %d, t = %d: %w", op, n, t, device.ErrSize)
-	}
 	if err := fitsInt32(op, "t", t); err != nil {
 		return 0, err
 	}
-	xb, err := d.buf(op, "x", x, n*t*t)
-	if err != nil {
-		return 0, err
-	}
+	xb := buf(x)
 	if n == 0 || t == 0 {
 		return 0, nil
 	}
 	grid := kernels.GridReduce(int64(n))
 	var s float64
-	err = d.do(func() error {
+	err := d.do(func() error {
 		var err error
 		s, err = d.partials("sumdiag_partial", grid, int(grid), func(part uint64) []any {
 			return []any{part, xb.ptr, int64(n), int32(t)}
@@ -651,22 +502,12 @@ func (d *Device) SumDiag(x device.Buffer, n, t int) (float64, error) {
 }
 
 // MulPattern computes x_mu,k *= p_k for n stacked blocks of m values.
-func (d *Device) MulPattern(x, p device.Buffer, n, m int) error {
+func (d *backend) MulPattern(x, p device.Buffer, n, m int) error {
 	const op = "cuda MulPattern"
-	if n < 0 || m < 0 {
-		return fmt.Errorf("%s: negative size n = %d, m = %d: %w", op, n, m, device.ErrSize)
-	}
 	if err := fitsInt32(op, "m", m); err != nil {
 		return err
 	}
-	xb, err := d.buf(op, "x", x, n*m)
-	if err != nil {
-		return err
-	}
-	pb, err := d.buf(op, "p", p, m)
-	if err != nil {
-		return err
-	}
+	xb, pb := buf(x), buf(p)
 	if n == 0 || m == 0 {
 		return nil
 	}
@@ -677,12 +518,9 @@ func (d *Device) MulPattern(x, p device.Buffer, n, m int) error {
 
 // GaussianFill sets x_k = scale * G(seed, offset + k) for the whole buffer with the
 // gaussian_fill kernel, bit for bit device.FillNormals.
-func (d *Device) GaussianFill(x device.Buffer, seed, offset uint64, scale float64) error {
+func (d *backend) GaussianFill(x device.Buffer, seed, offset uint64, scale float64) error {
 	const op = "cuda GaussianFill"
-	xb, err := d.buf(op, "x", x, 0)
-	if err != nil {
-		return err
-	}
+	xb := buf(x)
 	if xb.n == 0 {
 		return nil
 	}

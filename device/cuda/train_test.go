@@ -27,11 +27,11 @@ func TestGPUTrainer(t *testing.T) {
 			if err := g.ChannelOutput(ch, hp.g, hp.g, n); err != nil {
 				t.Fatal(err)
 			}
-			lc, err := c.SoftmaxLossGrad(ch, gam.c, hp.c, yp.c, n, 0.01)
+			lc, err := c.Capabilities().Trainer.SoftmaxLossGrad(ch, gam.c, hp.c, yp.c, n, 0.01)
 			if err != nil {
 				t.Fatal(err)
 			}
-			lg, err := g.SoftmaxLossGrad(ch, gam.g, hp.g, yp.g, n, 0.01)
+			lg, err := g.Capabilities().Trainer.SoftmaxLossGrad(ch, gam.g, hp.g, yp.g, n, 0.01)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,10 +57,10 @@ func TestGPUTrainer(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := c.AdamStep(w.c, gr.c, mo.c, vo.c, 0.1, 0.9, 0.999, 1e-8, step); err != nil {
+		if err := c.Capabilities().Trainer.AdamStep(w.c, gr.c, mo.c, vo.c, 0.1, 0.9, 0.999, 1e-8, step); err != nil {
 			t.Fatal(err)
 		}
-		if err := g.AdamStep(w.g, gr.g, mo.g, vo.g, 0.1, 0.9, 0.999, 1e-8, step); err != nil {
+		if err := g.Capabilities().Trainer.AdamStep(w.g, gr.g, mo.g, vo.g, 0.1, 0.9, 0.999, 1e-8, step); err != nil {
 			t.Fatal(err)
 		}
 	}

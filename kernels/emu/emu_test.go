@@ -485,7 +485,7 @@ func TestTrain(t *testing.T) {
 		}
 		yhat := down(t, hb)
 		gam := up(t, make([]float64, tc.n*tt))
-		want, err := dev.SoftmaxLossGrad(ch, gam, hb, up(t, y), tc.n, 0.01)
+		want, err := dev.Capabilities().Trainer.SoftmaxLossGrad(ch, gam, hb, up(t, y), tc.n, 0.01)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -506,7 +506,7 @@ func TestTrain(t *testing.T) {
 		if err := dev.Upload(gc, grad); err != nil {
 			t.Fatal(err)
 		}
-		if err := dev.AdamStep(wc, gc, mc, vc, 0.1, 0.9, 0.999, 1e-8, step); err != nil {
+		if err := dev.Capabilities().Trainer.AdamStep(wc, gc, mc, vc, 0.1, 0.9, 0.999, 1e-8, step); err != nil {
 			t.Fatal(err)
 		}
 		c1, c2 := 1-math.Pow(0.9, float64(step)), 1-math.Pow(0.999, float64(step))

@@ -254,7 +254,7 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 // backProject sets out = alpha sum_mu X_mu^T C_mu X_mu: through QuadFormSum where the device
 // has it, else as TokenMix (scratch = C X) then Gemm (out = alpha X^T scratch).
 func backProject(dev device.Device, out, c, x, scratch device.Buffer, n, t, d int, alpha float64) error {
-	if q, ok := dev.(device.QuadFormSummer); ok {
+	if q := dev.Capabilities().QuadFormSummer; q != nil {
 		return q.QuadFormSum(out, c, x, scratch, n, t, d, alpha)
 	}
 	if err := dev.TokenMix(scratch, c, x, n, t, d); err != nil {

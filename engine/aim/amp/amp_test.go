@@ -115,7 +115,8 @@ func TestAMPDivergence(t *testing.T) {
 	}
 }
 
-// TestAMPBytes holds the memory estimate to what a run allocates.
+// TestAMPBytes holds the memory estimate to what a run allocates, on the path users run (the
+// CPU's QuadFormSum, counted through the wrapper).
 func TestAMPBytes(t *testing.T) {
 	for _, p := range []aim.Params{softmaxParams(30, 2, 0.1, 1), softmaxParams(24, 3, 0.2, 2),
 		{D: 20, Alpha: 0.3, Rho: 0.7, Channel: device.Channel{Kind: device.Hardmax, T: 2}, Seed: 3}} {
@@ -136,6 +137,9 @@ func TestAMPBytes(t *testing.T) {
 		}
 		if dev.Live() != before {
 			t.Errorf("Run left %d bytes allocated", dev.Live()-before)
+		}
+		if dev.QuadFormSums() == 0 {
+			t.Errorf("%+v: Run did not back-project through the device's QuadFormSum (the path users run)", p)
 		}
 	}
 }

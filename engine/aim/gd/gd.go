@@ -94,8 +94,8 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 	if p.Channel.Kind != device.Softmax {
 		return Result{}, fmt.Errorf("gd: the %v channel has no useful gradient; students are softmax only", p.Channel)
 	}
-	tr, ok := dev.(device.Trainer)
-	if !ok {
+	tr := dev.Capabilities().Trainer
+	if tr == nil {
 		return Result{}, fmt.Errorf("gd: device %s does not implement the training operations", dev.Info().Name)
 	}
 	R := o.R

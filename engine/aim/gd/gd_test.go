@@ -30,7 +30,7 @@ func TestGradientFiniteDifference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := newStudent(dev, dev, data, c.R)
+		st, err := newStudent(dev, dev.Capabilities().Trainer, data, c.R)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,19 +2,21 @@
 package devtest
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/aimtheory/aim/device"
 )
 
 // Counting wraps a device and counts the bytes of its live buffers and their peak, so that
-// tests can hold memory estimates to what a run really allocates.
+// tests can hold memory estimates to what a run really allocates, and the calls of the
+// quad-form operation, so that they can tell which path a run took. It forwards every
+// operation and capability of the wrapped device (it embeds it).
 type Counting struct {
 	device.Device
 	mu         sync.Mutex
 	live, peak uint64
 	sizes      map[device.Buffer]uint64
+	quadForms  int
 }
 
 // NewCounting wraps dev.
@@ -61,20 +63,33 @@ func (c *Counting) Peak() uint64 {
 	return p
 }
 
-// SoftmaxLossGrad forwards to the wrapped device's training operations.
-func (c *Counting) SoftmaxLossGrad(ch device.Channel, gamma, yhat, y device.Buffer, n int, scale float64) (float64, error) {
-	tr, ok := c.Device.(device.Trainer)
-	if !ok {
-		return 0, fmt.Errorf("device %s has no training operations", c.Info().Name)
-	}
-	return tr.SoftmaxLossGrad(ch, gamma, yhat, y, n, scale)
+// QuadFormSums returns how many calls of the quad-form operation went through the counter.
+func (c *Counting) QuadFormSums() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.quadForms
 }
 
-// AdamStep forwards to the wrapped device's training operations.
-func (c *Counting) AdamStep(w, g, m, v device.Buffer, lr, b1, b2, eps float64, t int) error {
-	tr, ok := c.Device.(device.Trainer)
-	if !ok {
-		return fmt.Errorf("device %s has no training operations", c.Info().Name)
+// Capabilities returns the wrapped device's optional operation sets, every one of them (the
+// struct is copied whole), with the quad-form operation counted (QuadFormSums).
+func (c *Counting) Capabilities() device.Caps {
+	caps := c.Device.Capabilities()
+	if caps.QuadFormSummer != nil {
+		caps.QuadFormSummer = countedQuadForm{c, caps.QuadFormSummer}
 	}
-	return tr.AdamStep(w, g, m, v, lr, b1, b2, eps, t)
+	return caps
+}
+
+// countedQuadForm counts the calls of a QuadFormSummer.
+type countedQuadForm struct {
+	c *Counting
+	q device.QuadFormSummer
+}
+
+// QuadFormSum counts the call and forwards it.
+func (q countedQuadForm) QuadFormSum(out, cm, x, scratch device.Buffer, n, t, d int, alpha float64) error {
+	q.c.mu.Lock()
+	q.c.quadForms++
+	q.c.mu.Unlock()
+	return q.q.QuadFormSum(out, cm, x, scratch, n, t, d, alpha)
 }
