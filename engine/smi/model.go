@@ -105,3 +105,47 @@ func (d *Data) Y(y []float64, mu int) {
 	M := d.P.M
 	ch.OutputU(y, d.U[mu*M:(mu+1)*M])
 }
+
+// TestSet draws n fresh samples of the teacher to measure a student's generalisation error:
+// the tokens X (n x M x D, from the seed's Gaussian stream at offset off, one of the test
+// ranges of package stream) and the teacher's outputs Y = softmax_row(beta u u^T) (n x M x M).
+func (d *Data) TestSet(n int, off uint64) (x, y []float64) {
+	p := d.P
+	D, M, P := p.D, p.M, p.P()
+	x, y = make([]float64, n*M*D), make([]float64, n*M*M)
+	device.FillNormals(x, p.Seed, off)
+	ch, _ := p.Channel()
+	s := ch.NewScratch()
+	z, u := make([]float64, P*M), make([]float64, M)
+	for mu := 0; mu < n; mu++ {
+		Project(z, d.W, x[mu*M*D:(mu+1)*M*D], P, M, D)
+		ch.Forward(u, z, nil, s)
+		ch.OutputU(y[mu*M*M:(mu+1)*M*M], u)
+	}
+	return x, y
+}
+
+// Overlaps returns, for a student What (P x D, row l = layer l), the overlaps per layer with
+// the teacher: Q_l = |w-hat_l|^2 / D, M_l = |w-hat_l . w*_l| / D (in absolute value: each
+// layer's sign is not identifiable, w_l -> -w_l leaves y unchanged) and the cosine
+// C_l = M_l / sqrt(Q_l |w*_l|^2 / D), which is 0 when Q_l = 0.
+func (d *Data) Overlaps(what []float64) (Q, M, Cos []float64) {
+	D, P := d.P.D, d.P.P()
+	Q, M, Cos = make([]float64, P), make([]float64, P), make([]float64, P)
+	dot := func(a, b []float64) float64 {
+		var s float64
+		for i, v := range a {
+			s += v * b[i]
+		}
+		return s
+	}
+	for l := 0; l < P; l++ {
+		w, ws := what[l*D:(l+1)*D], d.W[l*D:(l+1)*D]
+		Q[l] = dot(w, w) / float64(D)
+		M[l] = math.Abs(dot(w, ws)) / float64(D)
+		if den := Q[l] * (dot(ws, ws) / float64(D)); den > 0 {
+			Cos[l] = M[l] / math.Sqrt(den)
+		}
+	}
+	return Q, M, Cos
+}

@@ -181,7 +181,6 @@ type smiState struct {
 	// test set
 	nTest      int
 	xt, yt, et []float64
-	tNorm      []float64 // ||W*_l||^2 / D
 }
 
 // Run runs GAMP on the SMI data (docs/SMI.md 3, Algorithm 1):
@@ -279,25 +278,11 @@ func newSMIState(data *smi.Data, o Options) (*smiState, error) {
 	for k := 0; k < P; k++ {
 		s.chat[k*P+k] = 1
 	}
-	s.tNorm = make([]float64, P)
-	for k := 0; k < P; k++ {
-		wk := data.W[k*D : (k+1)*D]
-		s.tNorm[k] = dotF(wk, wk) / float64(D)
-	}
 	// The fresh test set and the teacher's outputs on it.
 	if o.TestSamples > 0 {
 		s.nTest = o.TestSamples
-		s.xt = make([]float64, s.nTest*M*D)
-		s.yt = make([]float64, s.nTest*M*M)
+		s.xt, s.yt = data.TestSet(s.nTest, stream.SMIAMPTest)
 		s.et = make([]float64, s.nTest)
-		device.FillNormals(s.xt, p.Seed, stream.SMIAMPTest)
-		if err := s.parallel(s.nTest, func(w *smiWorker, mu int) {
-			smi.Project(w.z, data.W, s.xt[mu*M*D:(mu+1)*M*D], P, M, D)
-			w.ch.Forward(w.u, w.z, nil, w.s)
-			w.ch.OutputU(s.yt[mu*M*M:(mu+1)*M*M], w.u)
-		}); err != nil {
-			return nil, fmt.Errorf("amp: SMI test set: %w", err)
-		}
 	}
 	return s, nil
 }
@@ -609,15 +594,8 @@ func smiChannelOut(g, dgSum []float64, m *smi.DeepMoments, vinv []float64, P, M 
 // record computes the overlaps and the test error after iteration it.
 func (s *smiState) record(it int, step float64) (Iteration, error) {
 	D, M, P := s.D, s.M, s.P
-	rec := Iteration{Iter: it, Step: step, Q: make([]float64, P), M: make([]float64, P), Cos: make([]float64, P), EGen: math.NaN()}
-	for k := 0; k < P; k++ {
-		wk := s.what[k*D : (k+1)*D]
-		rec.Q[k] = dotF(wk, wk) / float64(D)
-		rec.M[k] = math.Abs(dotF(wk, s.data.W[k*D:(k+1)*D])) / float64(D)
-		if den := rec.Q[k] * s.tNorm[k]; den > 0 {
-			rec.Cos[k] = rec.M[k] / math.Sqrt(den)
-		}
-	}
+	rec := Iteration{Iter: it, Step: step, EGen: math.NaN()}
+	rec.Q, rec.M, rec.Cos = s.data.Overlaps(s.what)
 	if s.nTest > 0 {
 		if err := s.parallel(s.nTest, func(w *smiWorker, mu int) {
 			smi.Project(w.z, s.what, s.xt[mu*M*D:(mu+1)*M*D], P, M, D)

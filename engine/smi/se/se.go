@@ -6,10 +6,13 @@
 package se
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/fixedpoint"
@@ -390,8 +393,8 @@ func GenError(ch *smi.Deep, Q []float64, samples int, seed uint64) (mean, stderr
 	uo, uz := make([]float64, M), make([]float64, M)
 	yo, yz := make([]float64, M*M), make([]float64, M*M)
 	s := ch.NewScratch()
-	var sum, sum2 float64
-	for i := 0; i < samples; i++ {
+	errs := make([]float64, samples)
+	for i := range errs {
 		device.FillNormals(xi, seed, stream.SMISESample(i, 2*pm))
 		for k := 0; k < P; k++ {
 			for l := 0; l < M; l++ {
@@ -408,12 +411,10 @@ func GenError(ch *smi.Deep, Q []float64, samples int, seed uint64) (mean, stderr
 			d := yz[k] - yo[k]
 			e += d * d
 		}
-		sum += e
-		sum2 += e * e
+		errs[i] = e
 	}
-	n := float64(samples)
-	mean = sum / n
-	return mean, math.Sqrt(math.Max(sum2/n-mean*mean, 0) / (n - 1)), nil
+	mean, std := stat.MeanStdDev(errs, nil)
+	return mean, std / math.Sqrt(float64(samples)), nil
 }
 
 // SolveCurve solves the SMI state evolution at each alpha in increasing order, starting each
@@ -425,11 +426,7 @@ func SolveCurve(ch *smi.Deep, alphas []float64, o Options, progress func(Point))
 	for i := range order {
 		order[i] = i
 	}
-	for i := 1; i < len(order); i++ { // insertion sort: the grids are short
-		for j := i; j > 0 && alphas[order[j]] < alphas[order[j-1]]; j-- {
-			order[j], order[j-1] = order[j-1], order[j]
-		}
-	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(alphas[a], alphas[b]) })
 	out := make([]Point, len(alphas))
 	var start []float64
 	for _, i := range order {
@@ -461,11 +458,7 @@ func Onsets(points []Point, level float64) []float64 {
 	for i := range idx {
 		idx[i] = i
 	}
-	for i := 1; i < len(idx); i++ {
-		for j := i; j > 0 && points[idx[j]].Alpha < points[idx[j-1]].Alpha; j-- {
-			idx[j], idx[j-1] = idx[j-1], idx[j]
-		}
-	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(points[a].Alpha, points[b].Alpha) })
 	out := make([]float64, P)
 	for l := 0; l < P; l++ {
 		out[l] = math.NaN()

@@ -99,10 +99,11 @@ func (o Options) validate() error {
 	return nil
 }
 
-// Point is one recorded state of the SGD student. Per layer l (row l of What and W*):
-// M_l = What_l . W*_l / D, Q_l = ||What_l||^2 / D and the cosine
-// C_l = |M_l| / sqrt(Q_l ||W*_l||^2 / D) (with the teacher's actual norm; the notebook divides
-// by sqrt(Q_l) only, taking ||W*_l||^2 / D = 1).
+// Point is one recorded state of the SGD student. Per layer l (row l of What and W*), from
+// smi.Data.Overlaps, as for GAMP: M_l = |What_l . W*_l| / D (each layer's sign is not
+// identifiable), Q_l = ||What_l||^2 / D and the cosine C_l = M_l / sqrt(Q_l ||W*_l||^2 / D),
+// 0 at Q_l = 0 (with the teacher's actual norm; the notebook divides by sqrt(Q_l) only, taking
+// ||W*_l||^2 / D = 1).
 type Point struct {
 	Update int // SGD updates done (0: the initialisation)
 	Batch  int // mini-batches started, ceil(Update / StepsPerBatch): the notebook's log index
@@ -173,8 +174,7 @@ type smiTrainer struct {
 	x, y     []float64 // training tokens (N x M x D, shared with data) and labels (N x M x M)
 	xt, yt   []float64 // test tokens and labels
 	nTest    int
-	wStar    []float64 // P x D teacher
-	tNorm    []float64 // ||W*_l||^2 / D
+	data     *smi.Data // the teacher, for the overlaps
 	w, grad  []float64 // P x D
 	seed     uint64
 	perm     []int
@@ -207,7 +207,7 @@ func newSMITrainer(data *smi.Data, o Options) (*smiTrainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gd: SMI data: %w", err)
 	}
-	t := &smiTrainer{o: o, ch: *ch, D: D, M: M, P: P, N: N, x: data.X, wStar: data.W,
+	t := &smiTrainer{o: o, ch: *ch, D: D, M: M, P: P, N: N, x: data.X,
 		w: make([]float64, P*D), grad: make([]float64, P*D), seed: p.Seed}
 	if o.StudentSeed != nil {
 		t.seed = *o.StudentSeed
@@ -222,21 +222,9 @@ func newSMITrainer(data *smi.Data, o Options) (*smiTrainer, error) {
 	// A fresh test set from the data's seed, beyond the training tokens.
 	if o.TestSamples > 0 {
 		t.nTest = o.TestSamples
-		t.xt = make([]float64, t.nTest*M*D)
-		t.yt = make([]float64, t.nTest*M*M)
-		device.FillNormals(t.xt, p.Seed, stream.SMISGDTest)
-		s := t.ch.NewScratch()
-		z, u := make([]float64, P*M), make([]float64, M)
-		for mu := 0; mu < t.nTest; mu++ {
-			smi.Project(z, data.W, t.xt[mu*M*D:(mu+1)*M*D], P, M, D)
-			t.ch.Forward(u, z, nil, s)
-			out.Attention(t.yt[mu*M*M:(mu+1)*M*M], u)
-		}
+		t.xt, t.yt = data.TestSet(t.nTest, stream.SMISGDTest)
 	}
-	t.tNorm = make([]float64, P)
-	for l := 0; l < P; l++ {
-		t.tNorm[l] = dot(data.W[l*D:(l+1)*D], data.W[l*D:(l+1)*D]) / float64(D)
-	}
+	t.data = data
 	// What_0 = InitScale N(0, 1) from the student seed's stream at stream.Init.
 	device.FillNormals(t.w, t.seed, stream.Init)
 	for i := range t.w {
@@ -336,14 +324,8 @@ func (t *smiTrainer) apply() float64 {
 // error.
 func (t *smiTrainer) record(update, batch, epoch int, loss float64, n int) Point {
 	D := t.D
-	pt := Point{Update: update, Batch: batch, Epoch: epoch, M: make([]float64, t.P), Q: make([]float64, t.P),
-		Cos: make([]float64, t.P), Loss: loss, TrainError: loss * float64(D) / float64(n), TestError: math.NaN()}
-	for l := 0; l < t.P; l++ {
-		w := t.w[l*D : (l+1)*D]
-		pt.M[l] = dot(w, t.wStar[l*D:(l+1)*D]) / float64(D)
-		pt.Q[l] = dot(w, w) / float64(D)
-		pt.Cos[l] = math.Abs(pt.M[l]) / math.Sqrt(pt.Q[l]*t.tNorm[l])
-	}
+	pt := Point{Update: update, Batch: batch, Epoch: epoch, Loss: loss, TrainError: loss * float64(D) / float64(n), TestError: math.NaN()}
+	pt.Q, pt.M, pt.Cos = t.data.Overlaps(t.w)
 	if t.nTest > 0 {
 		idx := make([]int, t.nTest)
 		for i := range idx {
