@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/internal/spd"
 	"github.com/aimtheory/aim/engine/smi"
@@ -637,58 +639,14 @@ func allFinite(a []float64) bool {
 	return true
 }
 
-// invertGeneral writes the inverse of the n x n matrix a into dst by Gauss-Jordan elimination
-// with partial pivoting; it reports false when a is singular (a pivot below 1e-14 times the
-// largest entry) or the result is not finite.
+// invertGeneral writes the inverse of the n x n matrix a into dst (gonum's LU inverse); it
+// reports false when a is singular or ill-conditioned (gonum's condition-number check) or the
+// result is not finite.
 func invertGeneral(dst, a []float64, n int) bool {
-	w := make([]float64, n*2*n)
-	var big float64
-	for i := 0; i < n; i++ {
-		for j := 0; j < n; j++ {
-			w[i*2*n+j] = a[i*n+j]
-			big = math.Max(big, math.Abs(a[i*n+j]))
-		}
-		w[i*2*n+n+i] = 1
-	}
-	if !(big > 0) || math.IsInf(big, 0) {
+	var inv mat.Dense
+	if err := inv.Inverse(mat.NewDense(n, n, append([]float64(nil), a[:n*n]...))); err != nil {
 		return false
 	}
-	for c := 0; c < n; c++ {
-		p := c
-		for r := c + 1; r < n; r++ {
-			if math.Abs(w[r*2*n+c]) > math.Abs(w[p*2*n+c]) {
-				p = r
-			}
-		}
-		if !(math.Abs(w[p*2*n+c]) > 1e-14*big) {
-			return false
-		}
-		if p != c {
-			for j := 0; j < 2*n; j++ {
-				w[p*2*n+j], w[c*2*n+j] = w[c*2*n+j], w[p*2*n+j]
-			}
-		}
-		piv := w[c*2*n+c]
-		for j := 0; j < 2*n; j++ {
-			w[c*2*n+j] /= piv
-		}
-		for r := 0; r < n; r++ {
-			if r == c {
-				continue
-			}
-			f := w[r*2*n+c]
-			if f == 0 {
-				continue
-			}
-			for j := 0; j < 2*n; j++ {
-				w[r*2*n+j] -= f * w[c*2*n+j]
-			}
-		}
-	}
-	for i := 0; i < n; i++ {
-		for j := 0; j < n; j++ {
-			dst[i*n+j] = w[i*2*n+n+j]
-		}
-	}
-	return allFinite(dst)
+	copy(dst, inv.RawMatrix().Data)
+	return allFinite(dst[:n*n])
 }
