@@ -1,7 +1,27 @@
-// Package engine is the science of aim, independent of any device: random-matrix denoising
-// (rie), output channels (channel), state evolution (se), teachers and data (model), GAMP-RIE
-// (amp), and gradient descent (gd), for both the attention-indexed model (AIM) and the sequence
-// multi-index model of deep tied attention (SMI).
+// Package engine is the science of aim, independent of any device. Each model has its own
+// package over small shared foundations; imports point down only (../shared/docs/DESIGN.md):
+//
+//	engine/aim          the attention-indexed model (AIM, docs/AIM.md): teachers and data
+//	                    (model.go), the output channels softmax and hardmax as the SE sees them
+//	engine/aim/se       its state evolution, thresholds alpha_PR and alpha-bar_c, e_gen
+//	engine/aim/amp      GAMP-RIE on a device
+//	engine/aim/gd       gradient-descent students on a device
+//	engine/smi          the sequence multi-index model and deep tied attention (SMI, docs/SMI.md):
+//	                    teachers and data, the deep channel and its posterior cubature
+//	engine/smi/se       its state evolution, stability and conditional thresholds, e_gen
+//	engine/smi/amp      GAMP for the SMI
+//	engine/smi/sgd      SGD of the teacher's architecture
+//	engine/rie          Marchenko-Pastur (+) semicircle: the RIE denoiser of extensive-rank S
+//	engine/fixedpoint   the one fixed-point solver (damping theta, stopping rule, Aitken jumps)
+//	engine/root         the one bracketing root finder (Illinois regula falsi, bracket growth)
+//	engine/stream       the one registry of the random-stream offsets a seed's draws use
+//	engine/internal     Cholesky of small SPD systems (spd); test helpers (devtest, reftest)
+//
+// Below the engine: internal/par (the one deterministic parallel map-reduce), device (the
+// Device interface, its argument checks, the Philox stream), kernels (the CUDA kernels and,
+// beside them, their Go twins: the per-sample channel math that the CPU backend runs and the
+// AIM theory reuses), and the backends cpu and device/cuda. The AIM and the SMI never import
+// each other.
 //
 // # Glossary
 //
@@ -20,7 +40,7 @@
 //	S          S                 W W^T / sqrt(R D): the target, spectrum MP(rho)             AIM 1
 //	h          h                 (x_a^T S x_b - delta_ab Tr S)/sqrt(D): attention indices    AIM 1
 //	u          u                 unit coordinates: u_ab = h_ab (a<b), u_aa = h_aa/sqrt(2)   AIM 1
-//	M          Fields(T)         T(T+1)/2 fields per sample                                  AIM 1
+//	M          Fields(T)         T(T+1)/2 fields per sample (code nf)                      AIM 1
 //	beta       beta              softmax inverse temperature                                 AIM 1
 //	Q0         Q0                1 + rho = ||S||_F^2 / D                                     AIM 1
 //	q          Q                 overlap Tr(S S_hat)/D                                       AIM 2.1
@@ -44,8 +64,9 @@
 //	Omega      omegaNew          undamped forward field, with the Onsager term -V g          AIM 3
 //	A          A                 (2 alpha / N) sum g_out^2 = q-hat / 2                       AIM 3
 //	B          back              back-projection sum_mu X_mu^T C_mu X_mu - Tr C_mu I, /sqrt(D) AIM 3
-//	R          rMat              S-hat + B/(A D), the matrix the RIE denoises                AIM 3
-//	theta      Damping           damping of omega and V                                      AIM 3
+//	R_t        rMat              S-hat + B/(A D), the matrix the RIE denoises (not the rank R) AIM 3
+//	theta      Damping           damping: the weight on the old iterate, x <- (1-theta) G + theta x AIM 3
+//	                             (every Damping field of the engine; engine/fixedpoint)
 //	W          w                 the GD student's weights, R x D; S = W^T W / sqrt(R D)      AIM 4
 //	y-hat      yhat              the student's outputs row-softmax(beta h)                   AIM 4
 //	Gamma      gamma             dL/dh through the softmax Jacobian                          AIM 4
@@ -75,5 +96,19 @@
 //	F_l        SMIStability      E||Cov(z_l | y) V^{-1} - I_M||_F^2 / V^2: q-hat ~ alpha F Q SMI 2.3
 //	alpha_l    Stability         1/F_l at Q = 0: layer l's weak-recovery threshold           SMI 2.3
 //	C-hat      Chat              GAMP's posterior covariance of W, P x P                     SMI 3
-//	M_ll, C_l  M, Cos            overlap w-hat_l . w*_l / D and its cosine                   SMI 3, 4
+//	M_ll, C_l  M, Cos            overlap |w-hat_l . w*_l| / D and its cosine (smi.Data.Overlaps) SMI 3, 4
+//	rho_SMI    --damping         the authors' damping, the weight on the NEW iterate:        SMI 2.2, 3
+//	                             the CLI's smi --damping; the engine's theta = 1 - rho_SMI
+//
+// Clashes, and how the code resolves them:
+//
+//   - R is the rank of W (R = rho D, code R, Params.R) and, in the papers' GAMP-RIE, the
+//     matrix the RIE denoises: the code calls that one rMat and the glossary R_t.
+//   - M is the AIM's number of fields T(T+1)/2 (code Fields(T), a variable nf; engine/aim has
+//     no variable M), the SMI's tokens per sequence (code M, smi.Params.M), and the SMI overlap
+//     M_ll (the fields M of the SMI amp.Iteration and sgd.Point, with Q and Cos beside it).
+//   - T is the AIM's tokens per sequence (code T); the SMI authors' iteration cap T is MaxIter
+//     in the code, and a test-set size is n_test.
+//   - rho is the AIM's rank ratio R/D (code rho, Rho); the SMI authors' damping rho is the
+//     command line's smi --damping only, translated at the CLI's edge to theta = 1 - rho.
 package engine

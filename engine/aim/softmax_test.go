@@ -102,10 +102,10 @@ func TestSoftmaxGOut(t *testing.T) {
 	for _, T := range []int{2, 3, 5} {
 		for _, beta := range []float64{0.7, 1, 2.5} {
 			s, _ := NewSoftmax(T, beta)
-			M := Fields(T)
-			u, omega, g := make([]float64, M), make([]float64, M), make([]float64, M)
+			nf := Fields(T)
+			u, omega, g := make([]float64, nf), make([]float64, nf), make([]float64, nf)
 			h, y := make([]float64, T*T), make([]float64, T*T)
-			n := make([]float64, M)
+			n := make([]float64, nf)
 			for a := 0; a < T; a++ {
 				for b := a; b < T; b++ {
 					n[kernels.Index(T, a, b)] = 1

@@ -64,17 +64,17 @@ func GenError(ch aim.Channel, q, V float64, o GenErrorOptions) (mean, stderr flo
 // genWork holds one goroutine's buffers for GenError.
 type genWork struct {
 	ch             aim.Channel
-	T, M, K        int
+	T, nf, K       int
 	sq, sv         float64
 	omega, u, h, g []float64 // g holds K outputs of T*T entries
 }
 
 func (w *genWork) init(ch aim.Channel, q, V float64, inner int) {
 	w.ch, w.T, w.K = ch, ch.Tokens(), inner
-	w.M = aim.Fields(w.T)
+	w.nf = aim.Fields(w.T)
 	w.sq, w.sv = math.Sqrt(q), math.Sqrt(V)
-	w.omega = make([]float64, w.M)
-	w.u = make([]float64, w.M)
+	w.omega = make([]float64, w.nf)
+	w.u = make([]float64, w.nf)
 	w.h = make([]float64, w.T*w.T)
 	w.g = make([]float64, inner*w.T*w.T)
 }

@@ -57,15 +57,15 @@ func (o Options) validate() error {
 // matrix, row by row. The single-layer AIM has L = 1 and one m; a model of L attention layers
 // would iterate the L(L+1)/2 entries with the same solver.
 type Overlaps struct {
-	L int
-	M []float64 // m_ab, a <= b, packed
+	L    int
+	MMSE []float64 // m_ab = Q0_ab - q_ab, a <= b, packed
 }
 
-// NewOverlaps returns the L x L overlaps with every m_ab = m.
+// NewOverlaps returns the L x L overlaps with every m_ab = m (the field MMSE).
 func NewOverlaps(L int, m float64) Overlaps {
-	o := Overlaps{L: L, M: make([]float64, L*(L+1)/2)}
-	for i := range o.M {
-		o.M[i] = m
+	o := Overlaps{L: L, MMSE: make([]float64, L*(L+1)/2)}
+	for i := range o.MMSE {
+		o.MMSE[i] = m
 	}
 	return o
 }
@@ -93,7 +93,7 @@ func solveScalar(G func(m float64) (float64, error), m0 float64, o Options) (flo
 		g, err := G(m[0])
 		dst[0] = g
 		return err
-	}, x0.M, fixedpoint.Options{Damping: o.Damping, Tol: o.Tol, MaxIter: o.MaxIter, Accelerate: o.Accelerate, Lower: 0, Upper: 1})
+	}, x0.MMSE, fixedpoint.Options{Damping: o.Damping, Tol: o.Tol, MaxIter: o.MaxIter, Accelerate: o.Accelerate, Lower: 0, Upper: 1})
 	if err != nil && r.X == nil {
 		return math.NaN(), r.Evals, err
 	}

@@ -33,7 +33,7 @@ var ErrDiverged = errors.New("SMI GAMP diverged")
 
 // Options control one GAMP run on an SMI data set (docs/SMI.md 3).
 type Options struct {
-	MaxIter int // iteration cap T (50, as the authors)
+	MaxIter int // iteration cap (50, as the authors; their code calls it T)
 	// Damping theta in [0, 1) is the weight on the old iterate (engine/fixedpoint's convention):
 	// What <- (1 - theta) What_new + theta What, Chat likewise. The authors' rho = 1 - theta = 0.8.
 	Damping float64
@@ -147,13 +147,14 @@ type Result struct {
 // Bytes returns the host memory a Run with options o needs beyond the data
 // (smi.Params.Bytes): What, its proposal and B (3 P D), g and g_prev (2 N P M), the per-sample
 // sums of the Jacobian blocks (N P P), the per-sample flags (2 N bytes), and the test set of
-// T = o.TestSamples samples (its tokens, T M D, its outputs, T M M, and the per-sample errors).
+// n_test = o.TestSamples samples (its tokens, n_test M D, its outputs, n_test M M, and the
+// per-sample errors).
 // The per-worker work space (O(P M) numbers and the channel quadrature's regions) is not
 // counted.
 func Bytes(p smi.Params, o Options) uint64 {
 	D, N, M, P := uint64(p.D), uint64(p.N()), uint64(p.M), uint64(p.P())
-	T := uint64(max(o.TestSamples, 0))
-	return 8*(3*P*D+2*N*P*M+N*P*P+T*M*D+T*M*M+T) + 2*N
+	nTest := uint64(max(o.TestSamples, 0))
+	return 8*(3*P*D+2*N*P*M+N*P*P+nTest*M*D+nTest*M*M+nTest) + 2*N
 }
 
 // smiWorker is one goroutine's work space.

@@ -131,12 +131,13 @@ type Result struct {
 }
 
 // Bytes estimates the host memory of one Run with options o beyond the data (smi.Params.Bytes):
-// the labels (N M M), the test set of T = o.TestSamples samples (T (M D + M M)), and the weights
-// with their gradient and one partial gradient per chunk of smiChunk samples ((2 + chunks) P D).
+// the labels (N M M), the test set of n_test = o.TestSamples samples (n_test (M D + M M)), and
+// the weights with their gradient and one partial gradient per chunk of smiChunk samples
+// ((2 + chunks) P D).
 func Bytes(p smi.Params, o Options) uint64 {
-	N, M, D, P, T := uint64(p.N()), uint64(p.M), uint64(p.D), uint64(p.P()), uint64(max(o.TestSamples, 0))
+	N, M, D, P, nTest := uint64(p.N()), uint64(p.M), uint64(p.D), uint64(p.P()), uint64(max(o.TestSamples, 0))
 	chunks := uint64(par.Chunks(max(min(o.Batch, p.N()), o.TestSamples), smiChunk))
-	return 8 * (N*M*M + T*(M*D+M*M) + (2+chunks)*P*D)
+	return 8 * (N*M*M + nTest*(M*D+M*M) + (2+chunks)*P*D)
 }
 
 // smiChunk is the number of samples whose gradients one goroutine sums; fixed so that the
