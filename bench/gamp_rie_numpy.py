@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GAMP-RIE for the attention-indexed model in NumPy: the comparison point of aim's CPU backend.
 
-This is the same iteration as aim's engine/amp (docs/AIM.md section 3, z-coordinates, softmax
+This is the same iteration as aim's engine/aim/amp (docs/AIM.md section 3, z-coordinates, softmax
 channel, the state-evolution start S-hat = sqrt(rho) I, damping 0.5), written the way a careful
 NumPy user would write it: no N x D x D tensor, every O(N T D^2) step one BLAS call on the
 (N T) x D matrix of tokens, the per-sample T x T work vectorised, the eigendecomposition
@@ -271,7 +271,7 @@ def gamp_rie(X, y, S, rho, alpha, beta, iters, damping=0.5, tol=0.0, symmetric=F
 
 
 def draw(D, alpha, rho, T, beta, seed):
-    """A teacher and its data from numpy's generator (same model as engine/model)."""
+    """A teacher and its data from numpy's generator (same model as engine/aim)."""
     rng = np.random.default_rng(seed)
     R, N = int(math.floor(rho * D)), int(math.floor(alpha * D * D))
     W = rng.standard_normal((D, R))

@@ -1,4 +1,4 @@
-package cpu_test
+package amp
 
 import (
 	"math"
@@ -8,7 +8,6 @@ import (
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
-	"github.com/aimtheory/aim/engine/aim/amp"
 )
 
 // TestAMPGonumVsNative runs whole GAMP-RIE runs on the gonum path and on the native library
@@ -38,15 +37,15 @@ func TestAMPGonumVsNative(t *testing.T) {
 		{"softmax T=2 paper start", aim.Params{D: 70, Alpha: 0.12, Rho: 0.3, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 2}, Seed: 5}, true},
 		{"hardmax", aim.Params{D: 60, Alpha: 0.3, Rho: 0.5, Channel: device.Channel{Kind: device.Hardmax, T: 2}, Seed: 6}, false},
 	} {
-		o := amp.DefaultOptions()
+		o := DefaultOptions()
 		o.PaperInit = c.paper
-		var res [2]amp.Result
+		var res [2]Result
 		for i, dev := range []*cpu.Device{g, n} {
 			data, err := aim.Generate(dev, c.p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			res[i], err = amp.Run(dev, data, o)
+			res[i], err = Run(dev, data, o)
 			data.Free(dev)
 			if err != nil {
 				t.Fatalf("%s on %s: %v", c.name, dev.Info().Description, err)
@@ -89,11 +88,11 @@ func TestAMPIterationGarbage(t *testing.T) {
 			t.Fatal(err)
 		}
 		alloc := func(iters int) uint64 {
-			o := amp.DefaultOptions()
+			o := DefaultOptions()
 			o.MaxIter, o.Tol = iters, 1e-300
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			if _, err := amp.Run(dev, data, o); err != nil {
+			if _, err := Run(dev, data, o); err != nil {
 				t.Fatal(err)
 			}
 			runtime.ReadMemStats(&after)
