@@ -3,6 +3,7 @@ package amp
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/aimtheory/aim/cpu"
@@ -165,5 +166,45 @@ func TestAMPHardmaxExact(t *testing.T) {
 		if math.Abs(got-want) > 0.04 || math.Abs(got-published) < 0.1 {
 			t.Errorf("hardmax alpha = %g: AMP %.4f, exact SE %.4f, published SE %.4f", alpha, got, want, published)
 		}
+	}
+}
+
+// failingUpload is a device whose Upload fails after ok successful calls, and that counts the
+// operations called after the failure.
+type failingUpload struct {
+	device.Device
+	ok, uploads, after int
+}
+
+func (f *failingUpload) Upload(b device.Buffer, x []float64) error {
+	f.uploads++
+	if f.uploads > f.ok {
+		return errors.New("upload failed")
+	}
+	return f.Device.Upload(b, x)
+}
+
+func (f *failingUpload) Gemm(tA, tB bool, m, n, k int, alpha float64, a, b device.Buffer, beta float64, c device.Buffer) error {
+	if f.uploads > f.ok {
+		f.after++
+	}
+	return f.Device.Gemm(tA, tB, m, n, k, alpha, a, b, beta, c)
+}
+
+// TestAMPStopsAtFailedOperation: when an operation of a step fails, the operations after it in
+// the same step do not run (the first upload of tau fails: kappa's upload must not follow; in
+// the paper's start, a product on the failed draw must not either), and the error is returned.
+func TestAMPStopsAtFailedOperation(t *testing.T) {
+	c := cpu.New(0)
+	data, err := aim.Generate(c, softmaxParams(20, 2, 0.2, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := &failingUpload{Device: c, ok: 0}
+	if _, err := Run(dev, data, DefaultOptions()); err == nil || !strings.Contains(err.Error(), "upload failed") {
+		t.Fatalf("Run: %v, want the upload's error", err)
+	}
+	if dev.uploads != 1 || dev.after != 0 {
+		t.Errorf("%d uploads and %d products after the failure, want 1 and 0", dev.uploads, dev.after)
 	}
 }

@@ -72,6 +72,13 @@ func TestGenErrorDeterministic(t *testing.T) {
 	if a != b {
 		t.Errorf("GenError differs with GOMAXPROCS: %.17g vs %.17g", a, b)
 	}
+	for _, w := range []int{1, 3, 7} {
+		ow := o
+		ow.Workers = w
+		if c, _, _ := GenError(ch, 0.4, 0.8, ow); c != a {
+			t.Errorf("GenError with %d workers: %.17g, want %.17g", w, c, a)
+		}
+	}
 	o.Seed = 12
 	c, _, _ := GenError(ch, 0.4, 0.8, o)
 	if c == a {
