@@ -40,16 +40,10 @@ func DefaultOptions() Options {
 	return Options{Damping: 0.5, Tol: 1e-12, MaxIter: 20000, Accelerate: true}
 }
 
-func (o Options) validate() error {
-	switch {
-	case !(o.Damping >= 0 && o.Damping < 1):
-		return fmt.Errorf("se: damping %g outside [0, 1)", o.Damping)
-	case !(o.Tol > 0):
-		return fmt.Errorf("se: tolerance %g must be positive", o.Tol)
-	case o.MaxIter < 1:
-		return fmt.Errorf("se: iteration cap %d must be at least 1", o.MaxIter)
-	}
-	return nil
+// solver returns the fixed-point options of the SE on the estimation errors m in [0, 1]; the
+// solver validates them.
+func (o Options) solver() fixedpoint.Options {
+	return fixedpoint.Options{Damping: o.Damping, Tol: o.Tol, MaxIter: o.MaxIter, Accelerate: o.Accelerate, Lower: 0, Upper: 1}
 }
 
 // Overlaps are the order parameters of the AIM state evolution in the solver's variable: the
@@ -85,17 +79,14 @@ type Point struct {
 // returns the last iterate, the number of evaluations of G, and ErrNotConverged (wrapped)
 // when MaxIter is reached.
 func solveScalar(G func(m float64) (float64, error), m0 float64, o Options) (float64, int, error) {
-	if err := o.validate(); err != nil {
-		return math.NaN(), 0, err
-	}
 	x0 := NewOverlaps(1, m0)
 	r, err := fixedpoint.Solve(func(dst, m []float64) error {
 		g, err := G(m[0])
 		dst[0] = g
 		return err
-	}, x0.MMSE, fixedpoint.Options{Damping: o.Damping, Tol: o.Tol, MaxIter: o.MaxIter, Accelerate: o.Accelerate, Lower: 0, Upper: 1})
+	}, x0.MMSE, o.solver())
 	if err != nil && r.X == nil {
-		return math.NaN(), r.Evals, err
+		return math.NaN(), r.Evals, fmt.Errorf("se: %w", err)
 	}
 	if errors.Is(err, fixedpoint.ErrNotConverged) {
 		err = fmt.Errorf("%w: %v", ErrNotConverged, err)

@@ -80,20 +80,21 @@ func (o Options) validate(ch *smi.Deep) error {
 	switch {
 	case o.Samples < 1:
 		return fmt.Errorf("SMI SE: samples = %d: need >= 1", o.Samples)
-	case !(o.Damping >= 0 && o.Damping < 1):
-		return fmt.Errorf("SMI SE: damping theta = %g: need 0 <= theta < 1 (the weight on the old iterate)", o.Damping)
 	case !(o.Epsilon >= 0) || o.Epsilon >= 1:
 		return fmt.Errorf("SMI SE: epsilon = %g: need 0 <= epsilon < 1", o.Epsilon)
 	case !(o.Init > 0 && o.Init < 1):
 		return fmt.Errorf("SMI SE: init = %g: need 0 < init < 1", o.Init)
-	case o.MaxIter < 1:
-		return fmt.Errorf("SMI SE: max-iter = %d: need >= 1", o.MaxIter)
-	case !(o.Tol > 0):
-		return fmt.Errorf("SMI SE: tol = %g: need > 0", o.Tol)
-	case o.Frozen != nil && len(o.Frozen) != ch.P():
-		return fmt.Errorf("SMI SE: %d frozen flags for P = %d layers", len(o.Frozen), ch.P())
+	}
+	if err := o.solver().Validate(ch.P()); err != nil {
+		return fmt.Errorf("SMI SE: %w", err)
 	}
 	return nil
+}
+
+// solver returns the fixed-point options of the SE on the diagonal overlaps Q in [0, 1).
+func (o Options) solver() fixedpoint.Options {
+	return fixedpoint.Options{Damping: o.Damping, Tol: o.Tol, MaxIter: o.MaxIter,
+		Accelerate: true, Lower: 0, Upper: 1 - 1e-9, Frozen: o.Frozen}
 }
 
 // Point is a fixed point of the SMI state evolution.
@@ -165,8 +166,7 @@ func Solve(ch *smi.Deep, alpha float64, o Options) (Point, error) {
 		last[0], last[1] = last[1], eval{q: append([]float64(nil), Q...), qh: qh, inexact: inexact}
 		return nil
 	}
-	r, err := fixedpoint.Solve(G, Q, fixedpoint.Options{Damping: o.Damping, Tol: o.Tol, MaxIter: o.MaxIter,
-		Accelerate: true, Lower: 0, Upper: 1 - 1e-9, Frozen: o.Frozen})
+	r, err := fixedpoint.Solve(G, Q, o.solver())
 	switch {
 	case errors.Is(err, fixedpoint.ErrDiverged):
 		return pt, fmt.Errorf("%w at alpha = %g: %v", ErrDiverged, alpha, err)
