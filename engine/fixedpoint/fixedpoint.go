@@ -51,9 +51,6 @@ type Options struct {
 	Lower, Upper float64
 	// Frozen coordinates keep their starting value and are not tested (nil: none).
 	Frozen []bool
-	// Observe, when set, is called after each evaluation with the number of evaluations so far,
-	// the point x and G(x); it may record side results of the map at x.
-	Observe func(evals int, x, gx []float64)
 }
 
 // Validate reports the first option out of range.
@@ -110,9 +107,6 @@ func Solve(G Map, x0 []float64, o Options) (Result, error) {
 				return fmt.Errorf("%w: G(x)_%d = %g at evaluation %d", ErrDiverged, i, v, res.Evals)
 			}
 		}
-		if o.Observe != nil {
-			o.Observe(res.Evals, at, dst)
-		}
 		return nil
 	}
 	// distance returns the estimated distance to the fixed point at x with G(x) = g.
@@ -123,10 +117,9 @@ func Solve(G Map, x0 []float64, o Options) (Result, error) {
 				continue
 			}
 			di := math.Abs(g[i] - x[i])
-			if r := ratio[i]; theta < 1 {
-				if s := (r - theta) / (1 - theta); s > 0 && s < 1 {
-					di /= 1 - math.Min(s, 0.999)
-				}
+			// The slope s of G from the damped step ratio r = theta + (1 - theta) s.
+			if s := (ratio[i] - theta) / (1 - theta); s > 0 && s < 1 {
+				di /= 1 - math.Min(s, 0.999)
 			}
 			d = math.Max(d, di)
 		}

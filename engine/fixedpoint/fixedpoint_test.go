@@ -49,9 +49,8 @@ func TestLinear(t *testing.T) {
 // the first damped iterate is theta.
 func TestDampingConvention(t *testing.T) {
 	var seen []float64
-	o := Options{Damping: 0.25, Tol: 1e-3, MaxIter: 3, Lower: 0, Upper: 1,
-		Observe: func(_ int, x, _ []float64) { seen = append(seen, x[0]) }}
-	Solve(func(dst, x []float64) error { dst[0] = 0; return nil }, []float64{1}, o)
+	o := Options{Damping: 0.25, Tol: 1e-3, MaxIter: 3, Lower: 0, Upper: 1}
+	Solve(func(dst, x []float64) error { seen = append(seen, x[0]); dst[0] = 0; return nil }, []float64{1}, o)
 	if len(seen) < 2 || seen[0] != 1 || seen[1] != 0.25 {
 		t.Errorf("iterates %v, want 1, 0.25, ...", seen)
 	}
