@@ -22,7 +22,10 @@ func usagef(format string, args ...any) error { return job.Inputf(format, args..
 // listFlag collects a flag that may be repeated and may hold comma lists or ranges.
 type listFlag []string
 
-func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+// String returns the values given, space-separated.
+func (l *listFlag) String() string { return strings.Join(*l, " ") }
+
+// Set adds a value.
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // newFlags returns the flag set of a command whose -h prints usage and the flags' defaults.

@@ -62,10 +62,7 @@ func checkHostMemory(what string, need uint64) error {
 	return nil
 }
 
-// CUDAReport describes the CUDA driver and GPUs this process sees (or why CUDA is not
-// usable), for the manifests of jobs that can use a GPU.
-func CUDAReport() string { return auto.CUDAReport() }
-
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// where names a run in messages.
 func where(D int, alpha float64) string { return fmt.Sprintf("a run at D = %d, alpha = %g", D, alpha) }

@@ -28,6 +28,7 @@ import (
 // InputError marks bad input: the command exits with status 2 and writes nothing.
 type InputError struct{ Err error }
 
+// Error returns the message of the error InputError marks.
 func (e InputError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the error InputError marks.
@@ -73,7 +74,10 @@ func (e Env) notef(format string, args ...any) {
 
 type noProgress struct{}
 
+// Add counts nothing.
 func (noProgress) Add(int) {}
+
+// Finish does nothing.
 func (noProgress) Finish() {}
 
 func (e Env) progress(total int, what string) Progress {
@@ -129,7 +133,7 @@ func drawFigure(tables []*table.Table, o plot.Options) (*figure.Figure, error) {
 	return f, input(err)
 }
 
-// checkOut checks the results path of a command (it must be a CSV) and its plot's format.
+// checkPlot checks the format of a figure's path ("" for none); a bad one is bad input.
 func checkPlot(path string) error {
 	if path == "" {
 		return nil

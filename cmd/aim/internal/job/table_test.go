@@ -11,7 +11,9 @@ import (
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 )
 
-func readTable(r *strings.Reader, name string) (*table.Table, error) { return table.Read(r, name, Kinds()) }
+func readTable(r *strings.Reader, name string) (*table.Table, error) {
+	return table.Read(r, name, Kinds())
+}
 
 // TestReadTable checks kind detection (with the number of layers of the SMI kinds) and the
 // parsed values: empty cells and word columns are NaN, +Inf parses.
