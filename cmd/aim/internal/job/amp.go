@@ -192,7 +192,7 @@ func (j *ampJob) run(env Env) (*AMPResult, error) {
 		for _, a := range c.alphas {
 			mmse := seMMSE(j.ch, r, a)
 			for s := 0; s < c.Seeds; s++ {
-				seed := c.runSeed(s)
+				seed := runSeed(c.Seed, s)
 				p := c.params(r, a, seed)
 				o := c.options()
 				o.Progress = func(amp.Iteration) { bar.Add(1) }

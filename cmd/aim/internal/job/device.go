@@ -33,7 +33,8 @@ func (d *Device) Close() { auto.Close(d.dev) }
 
 // checkMemory refuses a grid of runs, before anything is allocated, when its largest run needs
 // more memory than the device has free. A run needs the larger of drawing its data
-// (aim.Params.Bytes) and holding the data while the algorithm's own buffers (algo) live.
+// (aim.Params.Bytes) and holding the data while the algorithm's own buffers (algo) live: the
+// engine gives the parts, and this sum of them is the CLI's.
 func checkMemory(dev device.Device, rhos, alphas []float64, params func(rho, alpha float64) aim.Params, algo func(aim.Params) uint64) error {
 	var need uint64
 	var at aim.Params

@@ -234,7 +234,7 @@ func (j *gdJob) run(env Env) (*GDResult, error) {
 		for _, a := range c.alphas {
 			mmse := seMMSE(j.ch, r, a)
 			for s := 0; s < c.Seeds; s++ {
-				seed := c.runSeed(s)
+				seed := runSeed(c.Seed, s)
 				p := c.params(r, a, seed)
 				o := c.options()
 				done := 0

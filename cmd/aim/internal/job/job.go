@@ -107,6 +107,11 @@ func (e Env) manifest(command, deviceNote string, params map[string]any, start t
 	}
 }
 
+// runSeed is the data seed of run s of a simulation's grid point: seed + s, the same at every
+// point, so that every alpha (and rho) of a seed shares its teacher. The CLI derives it; the
+// engine's stream registry (engine/stream) holds only the offsets within a seed's stream.
+func runSeed(seed uint64, s int) uint64 { return seed + uint64(s) }
+
 // Failures is the error of a job whose failed rows (unconverged or diverged) were written
 // without values: the command exits with status 1. what says what failed ("points did not
 // converge").

@@ -55,10 +55,6 @@ func (c *Sim) params(rho, alpha float64, seed uint64) aim.Params {
 	return aim.Params{D: c.D, Alpha: alpha, Rho: rho, Channel: c.deviceChannel(), Seed: seed}
 }
 
-// runSeed is the data seed of run s of a point: Seed + s, at every (rho, alpha), so that every
-// alpha of a seed shares its teacher. The CLI derives it.
-func (c *Sim) runSeed(s int) uint64 { return c.Seed + uint64(s) }
-
 // checkMemory refuses the grid when its largest run does not fit in dev's memory; algo is the
 // algorithm's own buffers beside the data.
 func (c *Sim) checkMemory(dev device.Device, algo func(aim.Params) uint64) error {

@@ -202,7 +202,7 @@ func (c *SMIAMPConfig) run(env Env) (*SMIAMPResult, error) {
 	defer bar.Finish()
 	for _, a := range c.alphas {
 		for s := 0; s < c.Seeds; s++ {
-			seed := c.Seed + uint64(s) // run s's data seed, at every alpha
+			seed := runSeed(c.Seed, s)
 			p := c.model(c.D, a, seed)
 			data, err := smi.Generate(p)
 			if err != nil {

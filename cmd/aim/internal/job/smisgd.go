@@ -162,7 +162,7 @@ func (c *SMISGDConfig) run(env Env) (*SMISGDResult, error) {
 	bar := env.progress(c.Seeds*perRun, "smi sgd")
 	defer bar.Finish()
 	for s := 0; s < c.Seeds; s++ {
-		seed := c.Seed + uint64(s) // run s's data seed
+		seed := runSeed(c.Seed, s)
 		data, err := smi.Generate(c.model(c.D, c.Alpha, seed))
 		if err != nil {
 			return nil, err
