@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
@@ -180,6 +179,9 @@ func RunAMP(c *AMPConfig, env Env) (*AMPResult, error) {
 		return nil, err
 	}
 	defer j.dev.Close()
+	if err := env.begin(); err != nil {
+		return nil, err
+	}
 	return j.run(env)
 }
 
@@ -230,24 +232,15 @@ func ampOnce(dev *Device, p aim.Params, o amp.Options) (amp.Result, error) {
 	return amp.Run(dev.dev, data, o)
 }
 
-// ExecuteAMP runs `aim amp` as the command does: the device is opened and the memory checked,
-// the outputs opened, every run made, and the CSV, the trace, the figure and the manifest
+// ExecuteAMP runs `aim amp` as the command does: RunAMP, with the outputs opened once the device
+// is open and the memory checked, then the CSV, the trace, the figure and the manifest
 // written. It returns the line to print; diverged runs give an error after everything is
 // written.
 func ExecuteAMP(c *AMPConfig, env Env) (string, error) {
-	j, err := c.prepare(env)
+	res, out, start, err := execute(env, func() (*outputs, error) { return openOutputs(c.Out, c.Plot, c.Trace, "") },
+		func(e Env) (*AMPResult, error) { return RunAMP(c, e) })
 	if err != nil {
 		return "", err
-	}
-	defer j.dev.Close()
-	out, err := openOutputs(c.Out, c.Plot, c.Trace, "")
-	if err != nil {
-		return "", err
-	}
-	start := time.Now()
-	res, err := j.run(env)
-	if err != nil {
-		return "", out.abort(err)
 	}
 	if err := AMPSchema.Write(out.res.csv.File(), 0, res.Rows); err != nil {
 		return "", out.abort(err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
@@ -221,6 +220,9 @@ func RunGD(c *GDConfig, env Env) (*GDResult, error) {
 		return nil, err
 	}
 	defer j.dev.Close()
+	if err := env.begin(); err != nil {
+		return nil, err
+	}
 	return j.run(env)
 }
 
@@ -290,22 +292,15 @@ func mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-// ExecuteGD runs `aim gd` as the command does (see ExecuteAMP); the trace's figure goes
-// beside the trace as .png.
+// ExecuteGD runs `aim gd` as the command does: RunGD with the outputs opened once the device
+// is open and the memory checked (as ExecuteAMP); the trace's figure goes beside the trace as
+// .png.
 func ExecuteGD(c *GDConfig, env Env) (string, error) {
-	j, err := c.prepare(env)
+	res, out, start, err := execute(env, func() (*outputs, error) {
+		return openOutputs(c.Out, c.Plot, c.Trace, strings.TrimSuffix(c.Trace, ".csv")+".png")
+	}, func(e Env) (*GDResult, error) { return RunGD(c, e) })
 	if err != nil {
 		return "", err
-	}
-	defer j.dev.Close()
-	out, err := openOutputs(c.Out, c.Plot, c.Trace, strings.TrimSuffix(c.Trace, ".csv")+".png")
-	if err != nil {
-		return "", err
-	}
-	start := time.Now()
-	res, err := j.run(env)
-	if err != nil {
-		return "", out.abort(err)
 	}
 	if err := GDSchema.Write(out.res.csv.File(), 0, res.Rows); err != nil {
 		return "", out.abort(err)

@@ -2,10 +2,11 @@
 // and sgd, and aim plot. Each job is a typed configuration with its validation (Validate), a
 // function that runs it and returns typed rows (Run...), and one definition of its row (a
 // table.Schema) from which its CSV columns and cells, the kind `aim plot` reads back, and its
-// figure all come. Execute... runs a job as its command does: outputs opened before any work,
-// then the CSV, the figure and the JSON manifest. The command line (package main) fills a
-// configuration from its flags and calls Execute...; the sweep runner fills the same
-// configuration from a grid point, through the same flags, and calls Run... for the row.
+// figure all come. Execute... is the job as its command runs it: Run..., with the outputs opened
+// once nothing can refuse the job any more, then the CSV, the figure and the JSON manifest.
+// The command line (package main) fills a configuration from its flags and calls Execute...;
+// the sweep runner fills the same configuration from a grid point, through the same flags,
+// and calls the same Run... for the row.
 //
 // The jobs reach the engine and the devices through this package only; the command line
 // imports none of them.
@@ -63,6 +64,18 @@ type Env struct {
 	Progress func(total int, what string) Progress // a meter over total units of work; nil: none
 	Version  string                                // the program version
 	Args     []string                              // the command line
+
+	ready func() error // Execute's: opens the outputs once nothing can refuse the job any more
+}
+
+// begin is called by a job's Run once it has checked everything that can refuse it (device,
+// memory) and before it computes: Execute opens the outputs there, so that bad input writes
+// nothing and an unwritable output fails before any work.
+func (e Env) begin() error {
+	if e.ready == nil {
+		return nil
+	}
+	return e.ready()
 }
 
 // notef writes a note line.

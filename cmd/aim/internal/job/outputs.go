@@ -120,6 +120,25 @@ func writeTrace[R any](o *outputs, s *table.Schema[R], L int, rows []R, params, 
 	return r.finish(fig, manifest)
 }
 
+// execute runs a job's Run with the outputs opened (by open) when the job is ready to compute,
+// and returns its result, the outputs and the time the computation started; on an error the
+// outputs are removed.
+func execute[R any](env Env, open func() (*outputs, error), run func(Env) (R, error)) (R, *outputs, time.Time, error) {
+	var out *outputs
+	var start time.Time
+	env.ready = func() error {
+		var err error
+		out, err = open()
+		start = time.Now()
+		return err
+	}
+	res, err := run(env)
+	if err != nil && out != nil {
+		out.abort(err)
+	}
+	return res, out, start, err
+}
+
 // complete writes the plot and the manifest and commits the outputs; it returns the line to
 // print and failed, the error of rows that failed (already written without values), which
 // makes the command exit with status 1.

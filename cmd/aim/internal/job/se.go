@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"runtime"
-	"time"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
@@ -170,6 +169,9 @@ func RunSE(c *SEConfig, env Env) (*SEResult, error) {
 	if err != nil {
 		return nil, InputError{err}
 	}
+	if err := env.begin(); err != nil {
+		return nil, err
+	}
 	return runSE(c, ch, env)
 }
 
@@ -252,22 +254,14 @@ func PointSeed(seed uint64, rho, alphaR float64) uint64 {
 	return z
 }
 
-// ExecuteSE runs `aim se` as the command does: the outputs are opened first, then every point
-// is solved, and the CSV, the figure and the manifest written. It returns the line to print;
+// ExecuteSE runs `aim se` as the command does: RunSE, with the outputs opened before it solves
+// anything, then the CSV, the figure and the manifest written. It returns the line to print;
 // unconverged points give an error after everything is written.
 func ExecuteSE(c *SEConfig, env Env) (string, error) {
-	ch, err := c.theoryChannel()
-	if err != nil {
-		return "", InputError{err}
-	}
-	out, err := openOutputs(c.Out, c.Plot, "", "")
+	res, out, start, err := execute(env, func() (*outputs, error) { return openOutputs(c.Out, c.Plot, "", "") },
+		func(e Env) (*SEResult, error) { return RunSE(c, e) })
 	if err != nil {
 		return "", err
-	}
-	start := time.Now()
-	res, err := runSE(c, ch, env)
-	if err != nil {
-		return "", out.abort(err)
 	}
 	if err := SESchema.Write(out.res.csv.File(), 0, res.Rows); err != nil {
 		return "", out.abort(err)

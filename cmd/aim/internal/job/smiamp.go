@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
@@ -192,6 +191,9 @@ func RunSMIAMP(c *SMIAMPConfig, env Env) (*SMIAMPResult, error) {
 	if err := c.CheckMemory(); err != nil {
 		return nil, err
 	}
+	if err := env.begin(); err != nil {
+		return nil, err
+	}
 	return c.run(env)
 }
 
@@ -255,26 +257,19 @@ func normalised(m, wn []float64) []float64 {
 	return out
 }
 
-// ExecuteSMIAMP runs `aim smi amp` as the command does: the memory is checked, the outputs
-// opened, every run made, and the CSV, the trace (with its figure beside it as .png when the
+// ExecuteSMIAMP runs `aim smi amp` as the command does: RunSMIAMP with the outputs opened once
+// the memory is checked, then the CSV, the trace (with its figure beside it as .png when the
 // command has a plot), the figure and the manifest written. It returns the line to print;
 // failed runs give an error after everything is written.
 func ExecuteSMIAMP(c *SMIAMPConfig, env Env) (string, error) {
-	if err := c.CheckMemory(); err != nil {
-		return "", err
-	}
 	tracePlot := ""
 	if c.Trace != "" && c.Plot != "" {
 		tracePlot = strings.TrimSuffix(c.Trace, c.Trace[len(c.Trace)-4:]) + ".png"
 	}
-	out, err := openOutputs(c.Out, c.Plot, c.Trace, tracePlot)
+	res, out, start, err := execute(env, func() (*outputs, error) { return openOutputs(c.Out, c.Plot, c.Trace, tracePlot) },
+		func(e Env) (*SMIAMPResult, error) { return RunSMIAMP(c, e) })
 	if err != nil {
 		return "", err
-	}
-	start := time.Now()
-	res, err := c.run(env)
-	if err != nil {
-		return "", out.abort(err)
 	}
 	if err := SMIAMPSchema.Write(out.res.csv.File(), c.L, res.Rows); err != nil {
 		return "", out.abort(err)

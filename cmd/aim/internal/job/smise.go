@@ -3,7 +3,6 @@ package job
 import (
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
@@ -89,6 +88,9 @@ func (r *SMISEResult) Err() error { return Failures(r.Failed, len(r.Rows), "poin
 
 // RunSMISE solves the curve of a validated configuration.
 func RunSMISE(c *SMISEConfig, env Env) (*SMISEResult, error) {
+	if err := env.begin(); err != nil {
+		return nil, err
+	}
 	opts := c.engine(c.L, c.Workers)
 	total := 1 + len(c.alphas)
 	if c.GenSamples > 0 {
@@ -164,18 +166,14 @@ func lastLayerOnly(Q []float64) []float64 {
 	return q
 }
 
-// ExecuteSMISE runs `aim smi se` as the command does: the outputs are opened first, then the
-// curve is solved, and the CSV, the figure and the manifest written. It returns the line to
+// ExecuteSMISE runs `aim smi se` as the command does: RunSMISE with the outputs opened first,
+// then the CSV, the figure and the manifest written. It returns the line to
 // print; unconverged points give an error after everything is written.
 func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
-	out, err := openOutputs(c.Out, c.Plot, "", "")
+	res, out, start, err := execute(env, func() (*outputs, error) { return openOutputs(c.Out, c.Plot, "", "") },
+		func(e Env) (*SMISEResult, error) { return RunSMISE(c, e) })
 	if err != nil {
 		return "", err
-	}
-	start := time.Now()
-	res, err := RunSMISE(c, env)
-	if err != nil {
-		return "", out.abort(err)
 	}
 	if err := SMISESchema.Write(out.res.csv.File(), c.L, res.Rows); err != nil {
 		return "", out.abort(err)

@@ -150,6 +150,9 @@ func RunSMISGD(c *SMISGDConfig, env Env) (*SMISGDResult, error) {
 	if err := c.CheckMemory(); err != nil {
 		return nil, err
 	}
+	if err := env.begin(); err != nil {
+		return nil, err
+	}
 	return c.run(env)
 }
 
@@ -188,22 +191,15 @@ func (c *SMISGDConfig) run(env Env) (*SMISGDResult, error) {
 	return res, nil
 }
 
-// ExecuteSMISGD runs `aim smi sgd` as the command does: the memory is checked, the outputs
-// opened, every run made, and the CSV (every record of every run), the figure and the
+// ExecuteSMISGD runs `aim smi sgd` as the command does: RunSMISGD with the outputs opened once
+// the memory is checked, then the CSV (every record of every run), the figure and the
 // manifest written. It returns the line to print; diverged runs give an error after
 // everything is written.
 func ExecuteSMISGD(c *SMISGDConfig, env Env) (string, error) {
-	if err := c.CheckMemory(); err != nil {
-		return "", err
-	}
-	out, err := openOutputs(c.Out, c.Plot, "", "")
+	res, out, start, err := execute(env, func() (*outputs, error) { return openOutputs(c.Out, c.Plot, "", "") },
+		func(e Env) (*SMISGDResult, error) { return RunSMISGD(c, e) })
 	if err != nil {
 		return "", err
-	}
-	start := time.Now()
-	res, err := c.run(env)
-	if err != nil {
-		return "", out.abort(err)
 	}
 	if err := SMISGDSchema.Write(out.res.csv.File(), c.L, res.Rows); err != nil {
 		return "", out.abort(err)

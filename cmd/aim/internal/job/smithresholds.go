@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/grid"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
@@ -86,6 +85,9 @@ type SMIThresholdsResult struct {
 
 // RunSMIThresholds computes the thresholds of every c of a validated configuration.
 func RunSMIThresholds(c *SMIThresholdsConfig, env Env) (*SMIThresholdsResult, error) {
+	if err := env.begin(); err != nil {
+		return nil, err
+	}
 	L := c.L
 	opts := c.engine(L, c.Workers)
 	bar := env.progress(len(c.cs)*L, "smi thresholds")
@@ -121,18 +123,14 @@ func RunSMIThresholds(c *SMIThresholdsConfig, env Env) (*SMIThresholdsResult, er
 	return res, nil
 }
 
-// ExecuteSMIThresholds runs `aim smi thresholds` as the command does: the outputs are opened
-// first, then the thresholds computed and the CSV, the figure and the manifest written. It
+// ExecuteSMIThresholds runs `aim smi thresholds` as the command does: RunSMIThresholds with
+// the outputs opened first, then the CSV, the figure and the manifest written. It
 // returns the result (for the table the command prints and its notes) and the line to print.
 func ExecuteSMIThresholds(c *SMIThresholdsConfig, env Env) (*SMIThresholdsResult, string, error) {
-	out, err := openOutputs(c.Out, c.Plot, "", "")
+	res, out, start, err := execute(env, func() (*outputs, error) { return openOutputs(c.Out, c.Plot, "", "") },
+		func(e Env) (*SMIThresholdsResult, error) { return RunSMIThresholds(c, e) })
 	if err != nil {
 		return nil, "", err
-	}
-	start := time.Now()
-	res, err := RunSMIThresholds(c, env)
-	if err != nil {
-		return nil, "", out.abort(err)
 	}
 	if err := SMIThresholdsSchema.Write(out.res.csv.File(), c.L, res.Rows); err != nil {
 		return nil, "", out.abort(err)
