@@ -12,7 +12,7 @@ import (
 // Device is a compute device opened for jobs, with the sentence that says which and why.
 type Device struct {
 	dev  device.Device
-	Note string
+	Note string // which device, and why (auto's choice)
 }
 
 // OpenDevice opens the device called name (auto, cpu or cuda) with workers goroutines and

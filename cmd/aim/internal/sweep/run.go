@@ -24,9 +24,9 @@ import (
 
 // Plan is a validated sweep ready to run: the file, and how to run one run of its job.
 type Plan struct {
-	Path    string
-	Src     []byte
-	Spec    *Spec
+	Path    string        // the sweep file
+	Src     []byte        // its text, for the manifest
+	Spec    *Spec         // the file, validated
 	Device  string        // what the device is, for the manifest
 	CUDA    func() string // the CUDA driver and GPUs seen, for jobs that can use a GPU; nil for the others
 	Version string        // the program version

@@ -18,10 +18,10 @@ import (
 
 // Table is a CSV of a known kind with every numeric cell parsed.
 type Table struct {
-	Path   string
-	Kind   Kind
-	L      int // layers (SMI kinds)
-	Header []string
+	Path   string   // the file (or the path a command writes), for messages and legends
+	Kind   Kind     // the command that writes it
+	L      int      // layers (SMI kinds; 0 for the others)
+	Header []string // the columns
 	col    map[string]int
 	words  map[string]bool
 	cells  [][]string
