@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/job"
+	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
@@ -81,7 +83,7 @@ func TestAMPReproducibleCSV(t *testing.T) {
 		}
 	}
 	a, b := readCSV(t, filepath.Join(dir, "a.csv")), readCSV(t, filepath.Join(dir, "b.csv"))
-	if strings.Join(a[0], ",") != strings.Join(ampColumns, ",") || len(a) != 5 {
+	if strings.Join(a[0], ",") != strings.Join(job.AMPSchema.Header(0), ",") || len(a) != 5 {
 		t.Fatalf("CSV header %v with %d rows", a[0], len(a))
 	}
 	col := map[string]int{}
@@ -107,8 +109,8 @@ func TestAMPReproducibleCSV(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := a[i][col["error"]]; got != num(res.Error) || a[i][col["iterations"]] != strconv.Itoa(res.Iterations) {
-			t.Errorf("row %d: error %s after %s iterations, the engine gives %s after %d", i, got, a[i][col["iterations"]], num(res.Error), res.Iterations)
+		if got := a[i][col["error"]]; got != table.FormatFloat(res.Error) || a[i][col["iterations"]] != strconv.Itoa(res.Iterations) {
+			t.Errorf("row %d: error %s after %s iterations, the engine gives %s after %d", i, got, a[i][col["iterations"]], table.FormatFloat(res.Error), res.Iterations)
 		}
 	}
 	trace := readCSV(t, filepath.Join(dir, "a_trace.csv"))

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/job"
+	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
@@ -52,7 +55,7 @@ func TestGDCSV(t *testing.T) {
 		t.Fatalf("status %d: %s", code, stderr)
 	}
 	rows := readCSV(t, out)
-	if strings.Join(rows[0], ",") != strings.Join(gdColumns, ",") || len(rows) != 5 {
+	if strings.Join(rows[0], ",") != strings.Join(job.GDSchema.Header(0), ",") || len(rows) != 5 {
 		t.Fatalf("CSV header %v with %d rows", rows[0], len(rows))
 	}
 	col := map[string]int{}
@@ -73,8 +76,8 @@ func TestGDCSV(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r[col["error"]] != num(res.Error) || r[col["error_single"]] != num(mean(res.SingleErrors)) {
-			t.Errorf("row %v: error %s / %s, engine %s / %s", r, r[col["error"]], r[col["error_single"]], num(res.Error), num(mean(res.SingleErrors)))
+		if r[col["error"]] != table.FormatFloat(res.Error) || r[col["error_single"]] != table.FormatFloat(mean(res.SingleErrors)) {
+			t.Errorf("row %v: error %s / %s, engine %s / %s", r, r[col["error"]], r[col["error_single"]], table.FormatFloat(res.Error), table.FormatFloat(mean(res.SingleErrors)))
 		}
 	}
 	if tr := readCSV(t, filepath.Join(dir, "tr.csv")); len(tr) != 1+4*4 { // steps 0, 10, 20, 30 per run
@@ -83,4 +86,16 @@ func TestGDCSV(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "tr.png")); err != nil {
 		t.Errorf("no trace plot: %v", err)
 	}
+}
+
+// mean is the mean of xs (NaN for none), as the CSV's error_single averages the students.
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
 }

@@ -1,6 +1,10 @@
 // Command aim computes and simulates Bayes-optimal learning of attention models: state
-// evolution curves and thresholds of the attention-indexed model (AIM) today, and finite-size
-// simulations and benchmarks as they land. Run `aim help` for the subcommands.
+// evolution curves, thresholds and finite-size simulations of the attention-indexed model
+// (AIM) and of deep tied attention (SMI), sweeps of them, and their figures. Run `aim help`
+// for the subcommands.
+//
+// The command is the command line only: it fills a job's configuration from the flags and
+// calls the job (package cmd/aim/internal/job), which reaches the engine and the devices.
 package main
 
 import (
@@ -10,6 +14,8 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/job"
 )
 
 // version is set at build time with -ldflags "-X main.version=$(git describe --always --dirty)";
@@ -38,16 +44,6 @@ func programVersion() string {
 		}
 	}
 	return "devel"
-}
-
-// usageError marks bad input: the command exits with status 2 and writes nothing.
-type usageError struct{ err error }
-
-func (u usageError) Error() string { return u.err.Error() }
-func (u usageError) Unwrap() error { return u.err }
-
-func usagef(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
 }
 
 const mainUsage = `aim: Bayes-optimal learning of attention models.
@@ -116,8 +112,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "aim %s: %s\n", args[0], strings.TrimSpace(err.Error()))
-	var u usageError
-	if errors.As(err, &u) {
+	if job.IsInput(err) {
 		return 2
 	}
 	return 1

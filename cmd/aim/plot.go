@@ -1,16 +1,10 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"path/filepath"
-	"strings"
 
-	"github.com/aimtheory/aim/cmd/aim/internal/figure"
-	"github.com/aimtheory/aim/cmd/aim/internal/output"
+	"github.com/aimtheory/aim/cmd/aim/internal/job"
 )
 
 const plotUsage = `Usage: aim plot [flags] file.csv [file.csv ...]
@@ -31,74 +25,26 @@ Flags:
 `
 
 func runPlot(args []string, stdout, stderr io.Writer) error {
-	flags := flag.NewFlagSet("aim plot", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	var o plotOptions
-	var out string
-	flags.StringVar(&out, "out", "", "the figure, .png or .svg (default: <first CSV>-plot.png beside the first CSV)")
-	flags.StringVar(&o.x, "x", "auto", "x axis for aim se/amp/gd CSVs: alpha (N/D^2), alpha-bar (alpha (T^2 + T - 2)) or alpha-rho (alpha/rho = N/(D R)); auto: the run command's")
-	flags.StringVar(&o.axes, "axes", "auto", "axes: auto (the run command's), lin, logx, logy or loglog")
-	flags.StringVar(&o.title, "title", "", "the title (default: the run command's)")
-	flags.Usage = func() {
-		fmt.Fprint(stderr, plotUsage)
-		flags.PrintDefaults()
+	fs := newFlags("aim plot", plotUsage, stderr)
+	var c job.PlotConfig
+	fs.StringVar(&c.Out, "out", "", "the figure, .png or .svg (default: <first CSV>-plot.png beside the first CSV)")
+	fs.StringVar(&c.X, "x", "auto", "x axis for aim se/amp/gd CSVs: alpha (N/D^2), alpha-bar (alpha (T^2 + T - 2)) or alpha-rho (alpha/rho = N/(D R)); auto: the run command's")
+	fs.StringVar(&c.Axes, "axes", "auto", "axes: auto (the run command's), lin, logx, logy or loglog")
+	fs.StringVar(&c.Title, "title", "", "the title (default: the run command's)")
+	var err error
+	if c.Files, err = parseWithFiles(fs, args); err != nil {
+		return err
 	}
-	files, err := parseWithFiles(flags, args)
+	if len(c.Files) == 0 {
+		fs.Usage()
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	summary, err := job.ExecutePlot(&c)
 	if err != nil {
 		return err
 	}
-	if len(files) == 0 {
-		flags.Usage()
-		return usagef("no CSV given")
-	}
-	switch o.x {
-	case "auto", "alpha", "alpha-bar", "alpha-rho":
-	default:
-		return usagef("--x %q: want alpha, alpha-bar, alpha-rho or auto", o.x)
-	}
-	switch o.axes {
-	case "auto", "lin", "logx", "logy", "loglog":
-	default:
-		return usagef("--axes %q: want auto, lin, logx, logy or loglog", o.axes)
-	}
-	if out == "" {
-		out = strings.TrimSuffix(files[0], filepath.Ext(files[0])) + "-plot.png"
-	}
-	format, err := figure.Format(out)
-	if err != nil {
-		return usageError{err}
-	}
-	var tables []*csvTable
-	for _, path := range files {
-		t, err := readTableFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return usagef("%s: no such file", path)
-		}
-		if err != nil {
-			return usageError{err}
-		}
-		tables = append(tables, t)
-	}
-	for _, path := range files {
-		if filepath.Clean(path) == filepath.Clean(out) {
-			return usagef("--out %s would overwrite an input", out)
-		}
-	}
-	f, err := buildFigure(tables, o)
-	if err != nil {
-		return err
-	}
-	p, err := output.Create(out)
-	if err != nil {
-		return usageError{err}
-	}
-	if err := f.Render(p.File(), format); err != nil {
-		p.Abort()
-		return err
-	}
-	if err := p.Commit(); err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, "wrote", out)
+	fmt.Fprintln(stdout, summary)
 	return nil
 }

@@ -5,9 +5,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/job"
+	"github.com/aimtheory/aim/cmd/aim/internal/plot"
+	"github.com/aimtheory/aim/cmd/aim/internal/table"
 )
 
 // runOK runs a command line and fails the test unless it exits 0.
@@ -74,17 +77,17 @@ func TestPlotRedrawsSEAndAMP(t *testing.T) {
 	}
 
 	// The figure's data: the AMP points are the mean error per alpha of the CSV's runs.
-	tabs := make([]*csvTable, 2)
+	tabs := make([]*table.Table, 2)
 	for i, name := range []string{"se.csv", "amp.csv"} {
 		var err error
-		if tabs[i], err = readTableFile(p(name)); err != nil {
+		if tabs[i], err = job.ReadTable(p(name)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if tabs[0].th == nil || math.Abs(tabs[0].th.alphaPR["0.5"]-0.1875) > 1e-6 || math.Abs(tabs[0].th.alphaPR["0.2"]-0.09) > 1e-6 {
-		t.Errorf("manifest thresholds %+v", tabs[0].th)
+	if tabs[0].Th == nil || math.Abs(tabs[0].Th.AlphaPR["0.5"]-0.1875) > 1e-6 || math.Abs(tabs[0].Th.AlphaPR["0.2"]-0.09) > 1e-6 {
+		t.Errorf("manifest thresholds %+v", tabs[0].Th)
 	}
-	f, err := buildFigure(tabs, plotOptions{})
+	f, err := plot.Build(tabs, plot.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,9 +97,9 @@ func TestPlotRedrawsSEAndAMP(t *testing.T) {
 	amp := tabs[1]
 	for k, a := range []float64{0.1, 0.2} {
 		var sum float64
-		for i := 0; i < amp.rows(); i++ {
-			if amp.v(i, "alpha") == a {
-				sum += amp.v(i, "error")
+		for i := 0; i < amp.Rows(); i++ {
+			if amp.V(i, "alpha") == a {
+				sum += amp.V(i, "error")
 			}
 		}
 		if f.Series[1].X[k] != a || math.Abs(f.Series[1].Y[k]-sum/2) > 1e-15 {
@@ -109,7 +112,7 @@ func TestPlotRedrawsSEAndAMP(t *testing.T) {
 		}
 	}
 	// --x alpha-bar puts the points at alpha (T^2 + T - 2) = 4 alpha.
-	if f, err = buildFigure(tabs, plotOptions{x: "alpha-bar"}); err != nil || f.Series[1].X[1] != 0.8 {
+	if f, err = plot.Build(tabs, plot.Options{X: "alpha-bar"}); err != nil || f.Series[1].X[1] != 0.8 {
 		t.Errorf("--x alpha-bar: %v, %v", f, err)
 	}
 }
@@ -152,13 +155,13 @@ func TestPlotBadInput(t *testing.T) {
 		}
 		return path
 	}
-	header := strings.Join(seColumns, ",")
+	header := strings.Join(job.SESchema.Header(0), ",")
 	good := write("good.csv", header+"\nsoftmax,2,0.5,1,0.1,0.4,0.2,0.5,0.4,1.2,,,10,true\n")
 	unknown := write("unknown.csv", "a,b,c\n1,2,3\n")
 	malformed := write("bad.csv", header+"\nsoftmax,2,0.5,1,0.1,0.4,0.2,0.5,0.4,1.2,,,10,true\nsoftmax,2,0.5,1,0.2,0.8,0.4,zero,0.3,1.5,,,10,true\n")
 	ragged := write("ragged.csv", header+"\nsoftmax,2,0.5\n")
 	empty := write("empty.csv", "")
-	smi := write("smi.csv", strings.Join(smiSEColumns(2), ",")+"\n2,2,1,1,1.2,0.8,0.99,,,,,,,10,true,0\n")
+	smi := write("smi.csv", strings.Join(job.SMISESchema.Header(2), ",")+"\n2,2,1,1,1.2,0.8,0.99,,,,,,,10,true,0\n")
 	badManifest := write("man.csv", header+"\n")
 	write("man.json", "{not json")
 	for _, tc := range []struct {
@@ -207,95 +210,15 @@ func TestPlotBadInput(t *testing.T) {
 	}
 }
 
-// TestReadTable checks kind detection (with the number of layers of the SMI kinds) and the
-// parsed values: empty cells and word columns are NaN, +Inf parses.
-func TestReadTable(t *testing.T) {
-	for _, tc := range []struct {
-		header []string
-		kind   csvKind
-		L      int
-	}{
-		{seColumns, kindSE, 0}, {ampColumns, kindAMP, 0}, {gdColumns, kindGD, 0},
-		{ampTraceColumns, kindAMPTrace, 0}, {gdTraceColumns, kindGDTrace, 0},
-		{smiSEColumns(3), kindSMISE, 3}, {smiAMPColumns(1), kindSMIAMP, 1}, {smiAMPTraceColumns(2), kindSMIAMPTrace, 2},
-		{smiSGDColumns(4), kindSMISGD, 4}, {smiThresholdColumns(3), kindSMIThresholds, 3}, {smiThresholdColumns(1), kindSMIThresholds, 1},
-	} {
-		tab, err := readTable(strings.NewReader(strings.Join(tc.header, ",")+"\n"), "x.csv")
-		if err != nil || tab.kind != tc.kind || tab.L != tc.L || tab.rows() != 0 {
-			t.Errorf("header %v: %+v, %v; want %s with L = %d", tc.header, tab, err, tc.kind, tc.L)
-		}
-	}
-	text := strings.Join(smiThresholdColumns(2), ",") + "\n2,2,1,0.5,+Inf,0.25,\n"
-	tab, err := readTable(strings.NewReader(text), "th.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !math.IsInf(tab.v(0, "alpha_stability_1"), 1) || tab.v(0, "alpha_stability_2") != 0.25 || !math.IsNaN(tab.v(0, "alpha_conditional_1")) || tab.v(0, "c") != 0.5 {
-		t.Errorf("values %v", tab.vals)
-	}
-	tab, err = readTable(strings.NewReader(strings.Join(seColumns, ",")+"\nhardmax-paper,2,0.5,,0.1,0.4,0.2,0.5,0.4,1.2,,,10,true\n"), "se.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if name, paper, T, beta := channelInfo(tab); name != "hardmax" || !paper || T != 2 || !math.IsNaN(beta) || !math.IsNaN(tab.v(0, "converged")) || tab.s(0, "converged") != "true" {
-		t.Errorf("channel info %q %v %g %g", name, paper, T, beta)
-	}
-}
-
-// FuzzReadTable checks that the reader never panics and either fails or returns a table whose
-// every numeric cell is the number written (NaN for an empty cell), of a recognised kind.
-func FuzzReadTable(f *testing.F) {
-	f.Add([]byte(strings.Join(seColumns, ",") + "\nsoftmax,2,0.5,1,0.1,0.4,0.2,0.5,0.4,1.2,,,10,true\n"))
-	f.Add([]byte(strings.Join(smiAMPColumns(2), ",") + "\n2,2,1,1,60,60,1,5,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,3,false,0.1\n"))
-	f.Add([]byte("a,b\n1,2\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		tab, err := readTable(bytes.NewReader(data), "fuzz.csv")
-		if err != nil {
-			if tab != nil {
-				t.Fatal("a table with an error")
-			}
-			return
-		}
-		if tab.kind == "" || len(tab.cells) != len(tab.vals) {
-			t.Fatalf("table %+v", tab)
-		}
-		for i, row := range tab.cells {
-			if len(row) != len(tab.header) || len(tab.vals[i]) != len(row) {
-				t.Fatalf("row %d has %d cells for %d columns", i, len(row), len(tab.header))
-			}
-			for j, cell := range row {
-				v := tab.vals[i][j]
-				if cell == "" || stringColumns[tab.header[j]] {
-					if !math.IsNaN(v) {
-						t.Fatalf("row %d column %s: %q read as %g, want NaN", i, tab.header[j], cell, v)
-					}
-					continue
-				}
-				want, err := strconv.ParseFloat(cell, 64)
-				if err != nil {
-					t.Fatalf("row %d column %s: %q accepted but is not a number", i, tab.header[j], cell)
-				}
-				if v != want && !(math.IsNaN(v) && math.IsNaN(want)) {
-					t.Fatalf("row %d column %s: %q read as %g", i, tab.header[j], cell, v)
-				}
-			}
-		}
-		// Whatever the table, drawing it must not panic.
-		if f, err := buildFigure([]*csvTable{tab}, plotOptions{}); err == nil && f == nil {
-			t.Fatal("no figure and no error")
-		}
-	})
-}
-
 // TestSEFlagBadInput checks `aim amp --se` and `aim gd --se`: the SE CSV must be an `aim se`
 // CSV with the command's channel, T and beta and a curve at every rho (exit status 2, nothing
 // written).
 func TestSEFlagBadInput(t *testing.T) {
 	src := t.TempDir()
 	se := filepath.Join(src, "se.csv")
-	os.WriteFile(se, []byte(strings.Join(seColumns, ",")+"\nsoftmax,2,0.5,1,0.1,0.4,0.2,0.5,0.4,1.2,,,10,true\n"), 0o644)
+	os.WriteFile(se, []byte(strings.Join(job.SESchema.Header(0), ",")+"\nsoftmax,2,0.5,1,0.1,0.4,0.2,0.5,0.4,1.2,,,10,true\n"), 0o644)
 	amp := filepath.Join(src, "amp.csv")
-	os.WriteFile(amp, []byte(strings.Join(ampColumns, ",")+"\n"), 0o644)
+	os.WriteFile(amp, []byte(strings.Join(job.AMPSchema.Header(0), ",")+"\n"), 0o644)
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -8,8 +8,8 @@ import (
 	"golang.org/x/term"
 )
 
-// progress is a progress bar that draws only when its writer is a terminal, so that logs and
-// CI stay quiet.
+// progress is a progress bar (a job.Progress) that draws only when its writer is a terminal,
+// so that logs and CI stay quiet.
 type progress struct{ bar *progressbar.ProgressBar }
 
 func newProgress(total int, what string, w io.Writer, quiet bool) progress {
@@ -27,12 +27,14 @@ func newProgress(total int, what string, w io.Writer, quiet bool) progress {
 	)}
 }
 
+// Add counts n units of work done.
 func (p progress) Add(n int) {
 	if p.bar != nil {
 		p.bar.Add(n)
 	}
 }
 
+// Finish clears the bar.
 func (p progress) Finish() {
 	if p.bar != nil {
 		p.bar.Finish()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/job"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/aim/se"
 )
@@ -90,7 +91,7 @@ func TestSEWritesResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(rows[0], ",") != strings.Join(seColumns, ",") || len(rows) != 7 {
+	if strings.Join(rows[0], ",") != strings.Join(job.SESchema.Header(0), ",") || len(rows) != 7 {
 		t.Fatalf("CSV header %v with %d rows", rows[0], len(rows))
 	}
 	col := map[string]int{}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/job"
+	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/engine/smi"
 	smiamp "github.com/aimtheory/aim/engine/smi/amp"
 	smise "github.com/aimtheory/aim/engine/smi/se"
@@ -176,7 +178,7 @@ func TestSMISE(t *testing.T) {
 		t.Fatalf("status %d: %s %s", code, stdout, stderr)
 	}
 	rows := readCSV(t, out)
-	if strings.Join(rows[0], ",") != strings.Join(smiSEColumns(2), ",") || len(rows) != 3 {
+	if strings.Join(rows[0], ",") != strings.Join(job.SMISESchema.Header(2), ",") || len(rows) != 3 {
 		t.Fatalf("CSV header %v with %d rows", rows[0], len(rows))
 	}
 	want := "L,M,c,beta,alpha,Q11,Q22,qhat11,qhat22,gen_error,gen_error_stderr,gen_error_last_layer,gen_error_last_layer_stderr,iterations,converged,inexact"
@@ -220,9 +222,9 @@ func TestSMISE(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r[col["gen_error"]] != num(g) || r[col["gen_error_stderr"]] != num(gs) || r[col["gen_error_last_layer"]] != num(gl) {
+		if r[col["gen_error"]] != table.FormatFloat(g) || r[col["gen_error_stderr"]] != table.FormatFloat(gs) || r[col["gen_error_last_layer"]] != table.FormatFloat(gl) {
 			t.Errorf("row %d: e_gen %s ± %s, last layer %s; engine %s ± %s, %s", i, r[col["gen_error"]], r[col["gen_error_stderr"]],
-				r[col["gen_error_last_layer"]], num(g), num(gs), num(gl))
+				r[col["gen_error_last_layer"]], table.FormatFloat(g), table.FormatFloat(gs), table.FormatFloat(gl))
 		}
 	}
 	o.Workers = 1
@@ -323,7 +325,7 @@ func TestSMIThresholds(t *testing.T) {
 func TestSMIAMP(t *testing.T) {
 	dir := t.TempDir()
 	seCSV := filepath.Join(dir, "se.csv")
-	os.WriteFile(seCSV, []byte(strings.Join(smiSEColumns(2), ",")+"\n"+
+	os.WriteFile(seCSV, []byte(strings.Join(job.SMISESchema.Header(2), ",")+"\n"+
 		"2,2,1,1,1.2,0.8,0.99,,,,,,,10,true,0\n2,2,1,1,0.5,,,,,,,,,200,false,0\n2,2,1,1,0.3,0,0.1,,,,,,,10,true,0\n"), 0o644)
 	out, trace := filepath.Join(dir, "amp.csv"), filepath.Join(dir, "trace.csv")
 	code, _, stderr := runArgs(t, "smi", "amp", "--quiet", "--D", "60", "--alpha", "1", "--seeds", "1", "--seed", "5", "--iters", "3",
@@ -357,15 +359,15 @@ func TestSMIAMP(t *testing.T) {
 		for _, c := range []struct {
 			name string
 			v    float64
-		}{{layerCols("Q", 2, true)[l], last.Q[l]}, {layerCols("absM", 2, true)[l], last.M[l]}, {layerCols("m", 2, true)[l], last.M[l] / wn},
-			{layerCols("cos", 2, false)[l], last.Cos[l]}} {
-			if r[col[c.name]] != num(c.v) {
-				t.Errorf("%s = %s, engine %s", c.name, r[col[c.name]], num(c.v))
+		}{{table.LayerNames("Q", 2, true)[l], last.Q[l]}, {table.LayerNames("absM", 2, true)[l], last.M[l]}, {table.LayerNames("m", 2, true)[l], last.M[l] / wn},
+			{table.LayerNames("cos", 2, false)[l], last.Cos[l]}} {
+			if r[col[c.name]] != table.FormatFloat(c.v) {
+				t.Errorf("%s = %s, engine %s", c.name, r[col[c.name]], table.FormatFloat(c.v))
 			}
 		}
 	}
-	if r[col["e_gen"]] != num(last.EGen) || r[col["iterations"]] != "3" || r[col["N"]] != "60" || r[col["seed"]] != "5" {
-		t.Errorf("row %v; engine e_gen %s after %d iterations", r, num(last.EGen), res.Iterations)
+	if r[col["e_gen"]] != table.FormatFloat(last.EGen) || r[col["iterations"]] != "3" || r[col["N"]] != "60" || r[col["seed"]] != "5" {
+		t.Errorf("row %v; engine e_gen %s after %d iterations", r, table.FormatFloat(last.EGen), res.Iterations)
 	}
 	tr := readCSV(t, trace)
 	if len(tr) != 4 || tr[0][2] != "iteration" {
@@ -373,13 +375,9 @@ func TestSMIAMP(t *testing.T) {
 	}
 	tcol := csvColumns(tr[0])
 	for i, it := range res.Trace {
-		if tr[i+1][tcol["cos2"]] != num(it.Cos[1]) || tr[i+1][tcol["e_gen"]] != num(it.EGen) || tr[i+1][tcol["quad_failed"]] != strconv.Itoa(it.Failed) {
+		if tr[i+1][tcol["cos2"]] != table.FormatFloat(it.Cos[1]) || tr[i+1][tcol["e_gen"]] != table.FormatFloat(it.EGen) || tr[i+1][tcol["quad_failed"]] != strconv.Itoa(it.Failed) {
 			t.Errorf("trace row %v, engine %+v", tr[i+1], it)
 		}
-	}
-	cv, err := readSMISECurve(seCSV, &smiFlags{L: 2, M: 2, beta: 1}, 1)
-	if err != nil || len(cv.alpha) != 2 || cv.alpha[0] != 0.3 || cv.q[1][1] != 0.99 {
-		t.Errorf("SE curve %+v, %v", cv, err)
 	}
 	checkPNG(t, filepath.Join(dir, "amp.png"))
 	checkPNG(t, filepath.Join(dir, "trace.png"))
@@ -426,12 +424,12 @@ func TestSMISGD(t *testing.T) {
 				t.Errorf("row %v, engine update %d epoch %d", r, pt.Update, pt.Epoch)
 			}
 			for l := 0; l < 2; l++ {
-				if r[col[layerCols("M", 2, true)[l]]] != num(pt.M[l]) || r[col[layerCols("Q", 2, true)[l]]] != num(pt.Q[l]) ||
-					r[col[layerCols("cos", 2, false)[l]]] != num(pt.Cos[l]) {
+				if r[col[table.LayerNames("M", 2, true)[l]]] != table.FormatFloat(pt.M[l]) || r[col[table.LayerNames("Q", 2, true)[l]]] != table.FormatFloat(pt.Q[l]) ||
+					r[col[table.LayerNames("cos", 2, false)[l]]] != table.FormatFloat(pt.Cos[l]) {
 					t.Errorf("row %v layer %d, engine M %g Q %g cos %g", r, l+1, pt.M[l], pt.Q[l], pt.Cos[l])
 				}
 			}
-			if r[col["loss"]] != num(pt.Loss) || r[col["test_error"]] != num(pt.TestError) {
+			if r[col["loss"]] != table.FormatFloat(pt.Loss) || r[col["test_error"]] != table.FormatFloat(pt.TestError) {
 				t.Errorf("row %v, engine loss %g test %g", r, pt.Loss, pt.TestError)
 			}
 		}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/sweep"
 )
 
 // TestMain lets a test run the aim command in a real subprocess: the test binary started
@@ -143,7 +145,7 @@ func TestSweepResumeAndShards(t *testing.T) {
 		if n := journalLines(journal) - 1; n != 36 {
 			t.Errorf("journal holds %d runs, want 36 (no run twice)", n)
 		}
-		man, err := readSweepManifest(filepath.Join(out, "results.json"))
+		man, err := sweep.ReadManifest(filepath.Join(out, "results.json"))
 		if err != nil || !man.Complete || len(man.Sessions) != 4 || man.Done != 36 || len(man.Rerun) != 36 {
 			t.Errorf("manifest %+v (%v), want complete, 4 sessions, 36 runs", man, err)
 		}

@@ -1,0 +1,285 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/figure"
+	"github.com/aimtheory/aim/cmd/aim/internal/plot"
+	"github.com/aimtheory/aim/cmd/aim/internal/table"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/amp"
+)
+
+// AMPConfig is the configuration of `aim amp`: GAMP-RIE runs at dimension D, one per (rho,
+// alpha, seed), beside the state evolution.
+type AMPConfig struct {
+	Sim
+	MaxIter   int     // iteration cap; 0: 100 for softmax, 500 for hardmax (Validate sets it)
+	Damping   float64 // damping theta in [0, 1)
+	Tol       float64 // stop when ||S-hat_new - S-hat||^2/D < Tol
+	PaperInit bool    // start as the authors' code does
+	SE        string  // an `aim se` CSV whose lines the figure draws ("": solved on a dense grid)
+
+	seTable *table.Table
+}
+
+// NewAMPConfig returns the configuration of `aim amp` with no flag set.
+func NewAMPConfig() *AMPConfig {
+	o := amp.DefaultOptions()
+	c := &AMPConfig{Sim: defaultSim("amp", 200, 8), Damping: o.Damping, Tol: o.Tol}
+	c.Alpha = "0.05,0.1,0.15"
+	return c
+}
+
+// Validate checks the configuration, parses its grids, sets the iteration cap and reads the
+// SE CSV of c.SE; every problem is bad input.
+func (c *AMPConfig) Validate() error {
+	if err := c.validate([]string{"0.5"}, "0.05,0.1,0.15"); err != nil {
+		return err
+	}
+	if c.MaxIter == 0 {
+		c.MaxIter = 100
+		if c.Channel == "hardmax" {
+			c.MaxIter = 500
+		}
+	}
+	switch {
+	case c.MaxIter < 1:
+		return Inputf("--max-iter %d: need at least 1", c.MaxIter)
+	case !(c.Damping >= 0 && c.Damping < 1):
+		return Inputf("--damping %g: need 0 <= damping < 1", c.Damping)
+	case !(c.Tol > 0):
+		return Inputf("--tol %g: need a positive tolerance", c.Tol)
+	}
+	if err := c.validateSim(); err != nil {
+		return err
+	}
+	c.seTable = nil
+	if c.SE != "" {
+		var err error
+		if c.seTable, err = c.readSETable(c.SE); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *AMPConfig) options() amp.Options {
+	o := amp.DefaultOptions()
+	o.MaxIter, o.Damping, o.Tol, o.PaperInit = c.MaxIter, c.Damping, c.Tol, c.PaperInit
+	return o
+}
+
+// CheckMemory refuses the configuration when its largest run does not fit in d's memory.
+func (c *AMPConfig) CheckMemory(d *Device) error { return c.checkMemory(d.dev, amp.Bytes) }
+
+// AMPRow is one GAMP-RIE run: a row of the `aim amp` CSV.
+type AMPRow struct {
+	Channel         string
+	T               int
+	Rho, Beta       float64 // Beta NaN (empty) for hardmax
+	D, N, R         int
+	Alpha, AlphaBar float64
+	Seed            uint64
+	Error           float64 // the final ||S-hat - S||_F^2 / D; NaN for a diverged run
+	SEMMSE          float64 // the state evolution at (rho, alpha)
+	Iterations      int
+	Converged       bool
+	Seconds         float64
+	Device          string
+}
+
+// AMPSchema is the one definition of an `aim amp` row.
+var AMPSchema = &table.Schema[AMPRow]{Kind: table.AMP, Columns: []table.Column[AMPRow]{
+	table.Word("channel", func(r *AMPRow) string { return r.Channel }),
+	table.Int("T", func(r *AMPRow) int { return r.T }),
+	table.Float("rho", func(r *AMPRow) float64 { return r.Rho }),
+	table.Float("beta", func(r *AMPRow) float64 { return r.Beta }),
+	table.Int("D", func(r *AMPRow) int { return r.D }),
+	table.Int("N", func(r *AMPRow) int { return r.N }),
+	table.Int("R", func(r *AMPRow) int { return r.R }),
+	table.Float("alpha", func(r *AMPRow) float64 { return r.Alpha }),
+	table.Float("alpha_bar", func(r *AMPRow) float64 { return r.AlphaBar }),
+	table.Uint("seed", func(r *AMPRow) uint64 { return r.Seed }),
+	table.Float("error", func(r *AMPRow) float64 { return r.Error }),
+	table.Float("se_mmse", func(r *AMPRow) float64 { return r.SEMMSE }),
+	table.Int("iterations", func(r *AMPRow) int { return r.Iterations }),
+	table.Bool("converged", func(r *AMPRow) bool { return r.Converged }),
+	table.Seconds("seconds", func(r *AMPRow) float64 { return r.Seconds }),
+	table.Word("device", func(r *AMPRow) string { return r.Device }),
+}}
+
+// AMPTraceRow is one iteration of one run: a row of the --trace CSV of `aim amp`.
+type AMPTraceRow struct {
+	Rho, Alpha float64
+	Seed       uint64
+	Iter       int
+	Error      float64 // ||S-hat - S||_F^2 / D after the iteration
+	Step       float64 // ||S-hat_new - S-hat_old||_F^2 / D
+	Delta      float64 // the denoiser's noise variance
+	Seconds    float64 // since the run started
+}
+
+// AMPTraceSchema is the one definition of an `aim amp --trace` row.
+var AMPTraceSchema = &table.Schema[AMPTraceRow]{Kind: table.AMPTrace, Columns: []table.Column[AMPTraceRow]{
+	table.Float("rho", func(r *AMPTraceRow) float64 { return r.Rho }),
+	table.Float("alpha", func(r *AMPTraceRow) float64 { return r.Alpha }),
+	table.Uint("seed", func(r *AMPTraceRow) uint64 { return r.Seed }),
+	table.Int("iter", func(r *AMPTraceRow) int { return r.Iter }),
+	table.Float("error", func(r *AMPTraceRow) float64 { return r.Error }),
+	table.Float("step", func(r *AMPTraceRow) float64 { return r.Step }),
+	table.Float("delta", func(r *AMPTraceRow) float64 { return r.Delta }),
+	table.Float("seconds", func(r *AMPTraceRow) float64 { return r.Seconds }),
+}}
+
+// AMPResult is what RunAMP computed.
+type AMPResult struct {
+	Rows   []AMPRow      // per rho, per alpha, per seed
+	Trace  []AMPTraceRow // every iteration of every run
+	Failed []string      // the diverged runs (their rows have no error)
+	Note   string        // the device chosen, and why
+}
+
+// Err is the error of the result when runs diverged (their rows written without values).
+func (r *AMPResult) Err() error { return Failures(r.Failed, len(r.Rows), "runs diverged") }
+
+// ampJob is a validated `aim amp` with its device open.
+type ampJob struct {
+	c   *AMPConfig
+	dev *Device
+	ch  aim.Channel
+}
+
+// prepare opens the device (and says which), refuses runs that do not fit, and makes the SE
+// channel: everything that can refuse the job before it writes or computes anything.
+func (c *AMPConfig) prepare(env Env) (*ampJob, error) {
+	dev, err := OpenDevice(c.Device, c.Workers, c.Threads)
+	if err != nil {
+		return nil, err
+	}
+	env.notef("%s", dev.Note)
+	if err := c.CheckMemory(dev); err != nil {
+		dev.Close()
+		return nil, err
+	}
+	ch, err := c.theoryChannel()
+	if err != nil {
+		dev.Close()
+		return nil, InputError{err}
+	}
+	return &ampJob{c: c, dev: dev, ch: ch}, nil
+}
+
+// RunAMP runs every (rho, alpha, seed) of a validated configuration on its device.
+func RunAMP(c *AMPConfig, env Env) (*AMPResult, error) {
+	j, err := c.prepare(env)
+	if err != nil {
+		return nil, err
+	}
+	defer j.dev.Close()
+	if err := env.begin(); err != nil {
+		return nil, err
+	}
+	return j.run(env)
+}
+
+func (j *ampJob) run(env Env) (*AMPResult, error) {
+	c := j.c
+	res := &AMPResult{Note: j.dev.Note}
+	bar := env.progress(len(c.rhos)*len(c.alphas)*c.Seeds*c.MaxIter, "amp "+c.csvChannel())
+	defer bar.Finish()
+	for _, r := range c.rhos {
+		for _, a := range c.alphas {
+			mmse := seMMSE(j.ch, r, a)
+			for s := 0; s < c.Seeds; s++ {
+				seed := runSeed(c.Seed, s)
+				p := c.params(r, a, seed)
+				o := c.options()
+				o.Progress = func(amp.Iteration) { bar.Add(1) }
+				out, err := ampOnce(j.dev, p, o)
+				bar.Add(c.MaxIter - out.Iterations)
+				if err != nil {
+					if !errors.Is(err, amp.ErrDiverged) {
+						return nil, err
+					}
+					res.Failed = append(res.Failed, fmt.Sprintf("rho %g alpha %g seed %d: %v", r, a, seed, err))
+				}
+				for _, it := range out.Trace {
+					res.Trace = append(res.Trace, AMPTraceRow{Rho: r, Alpha: a, Seed: seed, Iter: it.Iter, Error: it.Error, Step: it.Step, Delta: it.Delta, Seconds: it.Seconds})
+				}
+				row := AMPRow{Channel: c.csvChannel(), T: c.T, Rho: r, Beta: c.csvBeta(), D: c.D, N: p.N(), R: p.R(), Alpha: a,
+					AlphaBar: a * c.directions(), Seed: seed, Error: out.Error, SEMMSE: mmse, Iterations: out.Iterations,
+					Converged: err == nil && out.Converged, Seconds: out.Seconds, Device: j.dev.Name()}
+				if err != nil {
+					row.Error = math.NaN()
+				}
+				res.Rows = append(res.Rows, row)
+			}
+		}
+	}
+	return res, nil
+}
+
+// ampOnce draws the data of one run, runs GAMP-RIE and frees everything.
+func ampOnce(dev *Device, p aim.Params, o amp.Options) (amp.Result, error) {
+	data, err := aim.Generate(dev.dev, p)
+	if err != nil {
+		return amp.Result{}, err
+	}
+	defer data.Free(dev.dev)
+	return amp.Run(dev.dev, data, o)
+}
+
+// ExecuteAMP runs `aim amp` as the command does: RunAMP, with the outputs opened once the device
+// is open and the memory checked, then the CSV, the trace, the figure and the manifest
+// written. It returns the line to print; diverged runs give an error after everything is
+// written.
+func ExecuteAMP(c *AMPConfig, env Env) (string, error) {
+	res, out, start, err := execute(env, func() (*outputs, error) { return openOutputs(c.Out, c.Plot, c.Trace, "") },
+		func(e Env) (*AMPResult, error) { return RunAMP(c, e) })
+	if err != nil {
+		return "", err
+	}
+	if err := AMPSchema.Write(out.res.csv.File(), 0, res.Rows); err != nil {
+		return "", out.abort(err)
+	}
+	params := c.simParams()
+	for k, v := range map[string]any{"max_iter": c.MaxIter, "damping": c.Damping, "tol": c.Tol, "paper_init": c.PaperInit} {
+		params[k] = v
+	}
+	man := env.manifest("amp", res.Note, params, start)
+	man["runs"] = len(res.Rows)
+	man["diverged"] = len(res.Failed)
+	if out.trace != nil {
+		if err := writeTrace(out, AMPTraceSchema, 0, res.Trace, params, env.manifest("amp trace", res.Note, params, start)); err != nil {
+			return "", out.abort(err)
+		}
+	}
+	fig, err := c.figure(res.Rows)
+	if err != nil {
+		return "", out.abort(err)
+	}
+	return out.complete(fig, man, len(res.Rows), start, res.Err())
+}
+
+// figure draws the figure of `aim amp` from the rows of its CSV, as `aim plot` draws it from
+// the file beside the SE CSV of --se: per rho, the SE line (from --se, or solved on a dense
+// grid over [0, 1.1 max alpha]) and the mean final error of the runs that did not diverge,
+// with its standard error, per alpha.
+func (c *AMPConfig) figure(rows []AMPRow) (*figure.Figure, error) {
+	t, err := AMPSchema.Table(c.Out, 0, rows)
+	if err != nil {
+		return nil, err
+	}
+	lines := c.seTable
+	if lines == nil {
+		amin, amax := c.alphaRange()
+		logx, _ := c.logAxes()
+		if lines, err = denseSE(&c.Model, amin/2, 1.1*amax, 0, 96, logx); err != nil {
+			return nil, err
+		}
+	}
+	return drawFigure([]*table.Table{lines, t}, plot.Options{Axes: c.Axes})
+}

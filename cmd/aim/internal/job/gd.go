@@ -1,0 +1,348 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/figure"
+	"github.com/aimtheory/aim/cmd/aim/internal/plot"
+	"github.com/aimtheory/aim/cmd/aim/internal/table"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/gd"
+)
+
+// GDConfig is the configuration of `aim gd`: gradient-descent students of the softmax model,
+// one training per (rho, alpha, seed), single or averaged over restarts.
+type GDConfig struct {
+	Sim
+	Restarts   int     // students averaged per data set
+	Steps      int     // full-batch steps per student
+	LR         float64 // learning rate
+	Optimizer  string  // adam or gd
+	R          int     // student width (0: the teacher's)
+	TraceEvery int     // steps between traced points (with Trace)
+	AMP        string  // an `aim amp` CSV whose points the figure draws
+	SE         string  // an `aim se` CSV whose lines the figure draws ("": solved on a dense grid)
+
+	ampTable, seTable *table.Table
+}
+
+// NewGDConfig returns the configuration of `aim gd` with no flag set.
+func NewGDConfig() *GDConfig {
+	o := gd.DefaultOptions()
+	c := &GDConfig{Sim: defaultSim("gd", 100, 4), Restarts: 1, Steps: o.Steps, LR: o.LR, Optimizer: "adam", TraceEvery: 10}
+	c.Alpha = "0.0025,0.0125,0.025,0.075,0.25"
+	return c
+}
+
+// Validate checks the configuration, parses its grids and reads the CSVs of c.AMP and c.SE;
+// every problem is bad input.
+func (c *GDConfig) Validate() error {
+	if c.Channel == "hardmax" {
+		return Inputf("hardmax students are not offered: the hardmax output has no useful gradient (use --channel softmax)")
+	}
+	if err := c.validate([]string{"0.5"}, ""); err != nil {
+		return err
+	}
+	switch c.Optimizer {
+	case "adam", "gd":
+	default:
+		return Inputf("--optimizer %q: want adam or gd", c.Optimizer)
+	}
+	switch {
+	case c.Restarts < 1:
+		return Inputf("--restarts %d: need at least 1", c.Restarts)
+	case c.Steps < 1:
+		return Inputf("--steps %d: need at least 1", c.Steps)
+	case !(c.LR > 0) || math.IsInf(c.LR, 0):
+		return Inputf("--lr %g: need a positive learning rate", c.LR)
+	case c.R < 0:
+		return Inputf("--R %d: need 0 (the teacher's width) or more", c.R)
+	case c.TraceEvery < 1:
+		return Inputf("--trace-every %d: need at least 1", c.TraceEvery)
+	}
+	if err := c.validateSim(); err != nil {
+		return err
+	}
+	c.ampTable, c.seTable = nil, nil
+	if c.AMP != "" {
+		t, err := ReadTable(c.AMP)
+		if err != nil {
+			return Inputf("--amp: %v", err)
+		}
+		if t.Kind != table.AMP {
+			return Inputf("--amp %s: an %s CSV, want one written by aim amp", c.AMP, t.Kind)
+		}
+		c.ampTable = t
+	}
+	if c.SE != "" {
+		var err error
+		if c.seTable, err = c.readSETable(c.SE); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *GDConfig) options() gd.Options {
+	o := gd.DefaultOptions()
+	o.Restarts, o.Steps, o.LR, o.R, o.Adam = c.Restarts, c.Steps, c.LR, c.R, c.Optimizer == "adam"
+	if c.Trace != "" {
+		o.TraceEvery = c.TraceEvery
+	}
+	return o
+}
+
+// CheckMemory refuses the configuration when its largest training does not fit in d's memory.
+func (c *GDConfig) CheckMemory(d *Device) error {
+	o := c.options()
+	return c.checkMemory(d.dev, func(p aim.Params) uint64 { return gd.Bytes(p, o) })
+}
+
+// GDRow is one training: a row of the `aim gd` CSV.
+type GDRow struct {
+	Channel           string
+	T                 int
+	Rho, Beta         float64
+	D, N, R, RStudent int
+	Alpha, AlphaBar   float64
+	Seed              uint64
+	Restarts, Steps   int
+	LR                float64
+	Optimizer         string
+	Error             float64 // the averaged estimate's ||S-bar - S||_F^2 / D; NaN for a diverged run
+	ErrorSingle       float64 // the mean error of the single students
+	FinalLoss         float64 // the mean final loss of the students
+	SEMMSE            float64
+	Finished          bool
+	Seconds           float64
+	Device            string
+}
+
+// GDSchema is the one definition of an `aim gd` row.
+var GDSchema = &table.Schema[GDRow]{Kind: table.GD, Columns: []table.Column[GDRow]{
+	table.Word("channel", func(r *GDRow) string { return r.Channel }),
+	table.Int("T", func(r *GDRow) int { return r.T }),
+	table.Float("rho", func(r *GDRow) float64 { return r.Rho }),
+	table.Float("beta", func(r *GDRow) float64 { return r.Beta }),
+	table.Int("D", func(r *GDRow) int { return r.D }),
+	table.Int("N", func(r *GDRow) int { return r.N }),
+	table.Int("R", func(r *GDRow) int { return r.R }),
+	table.Int("R_student", func(r *GDRow) int { return r.RStudent }),
+	table.Float("alpha", func(r *GDRow) float64 { return r.Alpha }),
+	table.Float("alpha_bar", func(r *GDRow) float64 { return r.AlphaBar }),
+	table.Uint("seed", func(r *GDRow) uint64 { return r.Seed }),
+	table.Int("restarts", func(r *GDRow) int { return r.Restarts }),
+	table.Int("steps", func(r *GDRow) int { return r.Steps }),
+	table.Float("lr", func(r *GDRow) float64 { return r.LR }),
+	table.Word("optimizer", func(r *GDRow) string { return r.Optimizer }),
+	table.Float("error", func(r *GDRow) float64 { return r.Error }),
+	table.Float("error_single", func(r *GDRow) float64 { return r.ErrorSingle }),
+	table.Float("final_loss", func(r *GDRow) float64 { return r.FinalLoss }),
+	table.Float("se_mmse", func(r *GDRow) float64 { return r.SEMMSE }),
+	table.Bool("finished", func(r *GDRow) bool { return r.Finished }),
+	table.Seconds("seconds", func(r *GDRow) float64 { return r.Seconds }),
+	table.Word("device", func(r *GDRow) string { return r.Device }),
+}}
+
+// GDTraceRow is one traced step of the first student of a run: a row of `aim gd --trace`.
+type GDTraceRow struct {
+	Rho, Alpha  float64
+	Seed        uint64
+	Step        int
+	Loss, Error float64
+}
+
+// GDTraceSchema is the one definition of an `aim gd --trace` row.
+var GDTraceSchema = &table.Schema[GDTraceRow]{Kind: table.GDTrace, Columns: []table.Column[GDTraceRow]{
+	table.Float("rho", func(r *GDTraceRow) float64 { return r.Rho }),
+	table.Float("alpha", func(r *GDTraceRow) float64 { return r.Alpha }),
+	table.Uint("seed", func(r *GDTraceRow) uint64 { return r.Seed }),
+	table.Int("step", func(r *GDTraceRow) int { return r.Step }),
+	table.Float("loss", func(r *GDTraceRow) float64 { return r.Loss }),
+	table.Float("error", func(r *GDTraceRow) float64 { return r.Error }),
+}}
+
+// GDResult is what RunGD computed.
+type GDResult struct {
+	Rows   []GDRow      // per rho, per alpha, per seed
+	Trace  []GDTraceRow // the first student of every run, every TraceEvery steps
+	Failed []string     // the diverged runs (their rows have no values)
+	Note   string       // the device chosen, and why
+}
+
+// Err is the error of the result when runs diverged (their rows written without values).
+func (r *GDResult) Err() error { return Failures(r.Failed, len(r.Rows), "runs diverged") }
+
+type gdJob struct {
+	c   *GDConfig
+	dev *Device
+	ch  aim.Channel
+}
+
+// prepare opens a device with the training operations (the capability device.Caps.Trainer;
+// auto falls back to the CPU on a device without it), refuses runs that do not fit, and makes
+// the SE channel.
+func (c *GDConfig) prepare(env Env) (*gdJob, error) {
+	dev, err := OpenDevice(c.Device, c.Workers, c.Threads)
+	if err != nil {
+		return nil, err
+	}
+	if dev.dev.Capabilities().Trainer == nil {
+		dev.Close()
+		if c.Device != "auto" {
+			return nil, Inputf("device %s has no training operations (use --device cpu)", dev.Name())
+		}
+		if dev, err = OpenDevice("cpu", c.Workers, c.Threads); err != nil {
+			return nil, err
+		}
+		dev.Note = "auto: using the CPU (" + dev.Note + "): the device it found has no training operations"
+	}
+	env.notef("%s", dev.Note)
+	if err := c.CheckMemory(dev); err != nil {
+		dev.Close()
+		return nil, err
+	}
+	ch, err := c.theoryChannel()
+	if err != nil {
+		dev.Close()
+		return nil, InputError{err}
+	}
+	return &gdJob{c: c, dev: dev, ch: ch}, nil
+}
+
+// RunGD trains every (rho, alpha, seed) of a validated configuration on its device.
+func RunGD(c *GDConfig, env Env) (*GDResult, error) {
+	j, err := c.prepare(env)
+	if err != nil {
+		return nil, err
+	}
+	defer j.dev.Close()
+	if err := env.begin(); err != nil {
+		return nil, err
+	}
+	return j.run(env)
+}
+
+func (j *gdJob) run(env Env) (*GDResult, error) {
+	c := j.c
+	res := &GDResult{Note: j.dev.Note}
+	steps := c.Steps * c.Restarts
+	bar := env.progress(len(c.rhos)*len(c.alphas)*c.Seeds*steps, "gd")
+	defer bar.Finish()
+	for _, r := range c.rhos {
+		for _, a := range c.alphas {
+			mmse := seMMSE(j.ch, r, a)
+			for s := 0; s < c.Seeds; s++ {
+				seed := runSeed(c.Seed, s)
+				p := c.params(r, a, seed)
+				o := c.options()
+				done := 0
+				o.Progress = func() { done++; bar.Add(1) }
+				data, err := aim.Generate(j.dev.dev, p)
+				if err != nil {
+					return nil, err
+				}
+				out, err := gd.Run(j.dev.dev, data, o)
+				data.Free(j.dev.dev)
+				bar.Add(steps - done)
+				if err != nil {
+					if !errors.Is(err, gd.ErrDiverged) {
+						return nil, err
+					}
+					res.Failed = append(res.Failed, fmt.Sprintf("rho %g alpha %g seed %d: %v", r, a, seed, err))
+				}
+				for _, pt := range out.Trace {
+					res.Trace = append(res.Trace, GDTraceRow{Rho: r, Alpha: a, Seed: seed, Step: pt.Step, Loss: pt.Loss, Error: pt.Error})
+				}
+				res.Rows = append(res.Rows, c.row(r, a, seed, p, out, err, mmse, j.dev.Name()))
+			}
+		}
+	}
+	return res, nil
+}
+
+// row is the CSV row of one training; the error of the single students and the final loss are
+// their means over the restarts (computed here, not by the engine).
+func (c *GDConfig) row(rho, alpha float64, seed uint64, p aim.Params, out gd.Result, err error, mmse float64, dev string) GDRow {
+	errAvg, errSingle, loss := math.NaN(), math.NaN(), math.NaN()
+	if err == nil {
+		errAvg, errSingle, loss = out.Error, mean(out.SingleErrors), mean(out.FinalLoss)
+	}
+	width := c.R
+	if width == 0 {
+		width = p.R()
+	}
+	return GDRow{Channel: c.csvChannel(), T: c.T, Rho: rho, Beta: c.csvBeta(), D: c.D, N: p.N(), R: p.R(), RStudent: width,
+		Alpha: alpha, AlphaBar: alpha * c.directions(), Seed: seed, Restarts: c.Restarts, Steps: c.Steps, LR: c.LR,
+		Optimizer: c.Optimizer, Error: errAvg, ErrorSingle: errSingle, FinalLoss: loss, SEMMSE: mmse, Finished: err == nil,
+		Seconds: out.Seconds, Device: dev}
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// ExecuteGD runs `aim gd` as the command does: RunGD with the outputs opened once the device
+// is open and the memory checked (as ExecuteAMP); the trace's figure goes beside the trace as
+// .png.
+func ExecuteGD(c *GDConfig, env Env) (string, error) {
+	res, out, start, err := execute(env, func() (*outputs, error) {
+		return openOutputs(c.Out, c.Plot, c.Trace, strings.TrimSuffix(c.Trace, ".csv")+".png")
+	}, func(e Env) (*GDResult, error) { return RunGD(c, e) })
+	if err != nil {
+		return "", err
+	}
+	if err := GDSchema.Write(out.res.csv.File(), 0, res.Rows); err != nil {
+		return "", out.abort(err)
+	}
+	fig, err := c.figure(res.Rows)
+	if err != nil {
+		return "", out.abort(err)
+	}
+	params := c.simParams()
+	for k, v := range map[string]any{"restarts": c.Restarts, "steps": c.Steps, "lr": c.LR, "optimizer": c.Optimizer,
+		"R_student": c.R, "amp": c.AMP} {
+		params[k] = v
+	}
+	man := env.manifest("gd", res.Note, params, start)
+	man["runs"] = len(res.Rows)
+	man["diverged"] = len(res.Failed)
+	if out.trace != nil {
+		if err := writeTrace(out, GDTraceSchema, 0, res.Trace, params, env.manifest("gd trace", res.Note, params, start)); err != nil {
+			return "", out.abort(err)
+		}
+	}
+	return out.complete(fig, man, len(res.Rows), start, res.Err())
+}
+
+// figure draws the figure of `aim gd` from the rows of its CSV, as `aim plot` draws it from the
+// file beside the CSVs of --se and --amp: per rho, the SE line (from --se, or solved on a dense
+// grid), GD single, GD averaged and the AMP points against alpha-bar = alpha (T^2 + T - 2).
+func (c *GDConfig) figure(rows []GDRow) (*figure.Figure, error) {
+	t, err := GDSchema.Table(c.Out, 0, rows)
+	if err != nil {
+		return nil, err
+	}
+	lines := c.seTable
+	if lines == nil {
+		_, amax := c.alphaRange()
+		if lines, err = denseSE(&c.Model, 0, 1.1*amax, 1, 96, false); err != nil {
+			return nil, err
+		}
+	}
+	tables := []*table.Table{t, lines}
+	if c.ampTable != nil {
+		tables = append(tables, c.ampTable)
+	}
+	return drawFigure(tables, plot.Options{Axes: c.Axes})
+}

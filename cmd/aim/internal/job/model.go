@@ -1,0 +1,191 @@
+package job
+
+import (
+	"math"
+	"strings"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/grid"
+	"github.com/aimtheory/aim/cmd/aim/internal/table"
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/aim"
+)
+
+// Model is the configuration every AIM job (se, amp, gd) shares: the channel, T, beta, the rho
+// and alpha grids, and the outputs. Validate parses the grids.
+type Model struct {
+	Channel     string   // softmax or hardmax
+	PaperCompat bool     // hardmax: the published channel formula
+	T           int      // tokens per sequence
+	Beta        float64  // softmax inverse temperature
+	Rho         []string // rank ratios, each a value, list or range; none: the job's default
+	Alpha       string   // the sample-complexity grid; "": the job's default (unless AlphaGiven)
+	AlphaGiven  bool     // Alpha was given explicitly: an empty one is an error, not the default
+	Out, Plot   string   // the CSV (its manifest goes beside it) and the figure ("" for none)
+	Axes        string   // plot axes: auto, lin, logx, logy or loglog
+
+	rhos, alphas []float64
+}
+
+// defaultModel is the Model of the flags' defaults, with its outputs under results/.
+func defaultModel(command string) Model {
+	return Model{Channel: "softmax", T: 2, Beta: 1, Out: "results/" + command + ".csv", Plot: "results/" + command + ".png", Axes: "auto"}
+}
+
+// Rhos returns the rho grid (after Validate).
+func (m *Model) Rhos() []float64 { return m.rhos }
+
+// Alphas returns the alpha grid (after Validate).
+func (m *Model) Alphas() []float64 { return m.alphas }
+
+// validate checks the shared fields: defaultRho is used when Rho is empty, and defaultAlpha
+// when Alpha is empty and was not given (an explicitly empty Alpha is an error).
+func (m *Model) validate(defaultRho []string, defaultAlpha string) error {
+	m.rhos, m.alphas = nil, nil
+	switch m.Channel {
+	case "softmax":
+		if m.PaperCompat {
+			return Inputf("--paper-compat applies to the hardmax channel only")
+		}
+	case "hardmax":
+		if m.T != 2 {
+			return Inputf("hardmax is implemented for T = 2 only (got --T %d): for T > 2 its channel is a Gaussian orthant probability of dimension T(T-1)", m.T)
+		}
+	default:
+		return Inputf("unknown channel %q (want softmax or hardmax)", m.Channel)
+	}
+	if m.T < 2 {
+		return Inputf("--T %d: need T >= 2", m.T)
+	}
+	if !(m.Beta > 0) || math.IsInf(m.Beta, 0) {
+		return Inputf("--beta %g: need 0 < beta < inf", m.Beta)
+	}
+	specs := m.Rho
+	if len(specs) == 0 {
+		specs = defaultRho
+	}
+	for _, spec := range specs {
+		v, err := grid.Parse(spec)
+		if err != nil {
+			return Inputf("--rho: %v", err)
+		}
+		m.rhos = append(m.rhos, v...)
+	}
+	for _, r := range m.rhos {
+		if !(r > 0) {
+			return Inputf("--rho %g: need rho > 0", r)
+		}
+	}
+	alpha := m.Alpha
+	if m.AlphaGiven && strings.TrimSpace(alpha) == "" {
+		return Inputf("--alpha: empty grid")
+	}
+	if alpha == "" {
+		alpha = defaultAlpha
+	}
+	alphas, err := grid.Parse(alpha)
+	if err != nil {
+		return Inputf("--alpha: %v", err)
+	}
+	for _, a := range alphas {
+		if !(a > 0) {
+			return Inputf("--alpha %s: every alpha must be > 0, got %g", alpha, a)
+		}
+	}
+	m.Alpha, m.alphas = alpha, alphas
+	switch m.Axes {
+	case "auto", "lin", "logx", "logy", "loglog":
+	default:
+		return Inputf("--axes %q: want auto, lin, logx, logy or loglog", m.Axes)
+	}
+	if err := checkPlot(m.Plot); err != nil {
+		return err
+	}
+	if !strings.EqualFold(strings.TrimSpace(m.Out[max(0, len(m.Out)-4):]), ".csv") {
+		return Inputf("--out %q: the results file must end in .csv", m.Out)
+	}
+	return nil
+}
+
+// logAxes returns which axes of the plot are logarithmic.
+func (m *Model) logAxes() (logx, logy bool) {
+	axes := m.Axes
+	if axes == "auto" {
+		axes = "lin"
+		if m.Channel == "hardmax" {
+			axes = "loglog"
+		}
+	}
+	return axes == "logx" || axes == "loglog", axes == "logy" || axes == "loglog"
+}
+
+// theoryChannel returns the channel for state evolution.
+func (m *Model) theoryChannel() (aim.Channel, error) {
+	if m.Channel == "hardmax" {
+		return aim.NewHardmax(m.T, m.PaperCompat)
+	}
+	return aim.NewSoftmax(m.T, m.Beta)
+}
+
+// deviceChannel returns the channel for the device operations.
+func (m *Model) deviceChannel() device.Channel {
+	kind := device.Softmax
+	if m.Channel == "hardmax" {
+		kind = device.Hardmax
+	}
+	return device.Channel{Kind: kind, T: m.T, Beta: m.Beta, PaperCompat: m.PaperCompat}
+}
+
+// csvChannel is the channel column of the CSVs.
+func (m *Model) csvChannel() string {
+	if m.PaperCompat {
+		return m.Channel + "-paper"
+	}
+	return m.Channel
+}
+
+// csvBeta is the beta column: the value for softmax, none (NaN, an empty cell) for hardmax.
+func (m *Model) csvBeta() float64 {
+	if m.Channel == "softmax" {
+		return m.Beta
+	}
+	return math.NaN()
+}
+
+// directions is K = T^2 + T - 2, the factor of alpha-bar = alpha K.
+func (m *Model) directions() float64 { return float64(m.T*m.T + m.T - 2) }
+
+// params returns the shared fields for a manifest.
+func (m *Model) params() map[string]any {
+	p := map[string]any{"channel": m.Channel, "paper_compat": m.PaperCompat, "T": m.T, "rho": m.rhos, "alpha": m.Alpha}
+	if m.Channel == "softmax" {
+		p["beta"] = m.Beta
+	}
+	return p
+}
+
+// readSETable reads the `aim se` CSV of a simulation's --se: it must have the job's channel, T
+// and beta, and a curve at each of its rho.
+func (m *Model) readSETable(path string) (*table.Table, error) {
+	t, err := ReadTable(path)
+	if err != nil {
+		return nil, Inputf("--se: %v", err)
+	}
+	if t.Kind != table.SE {
+		return nil, Inputf("--se %s: an %s CSV, want one written by aim se", path, t.Kind)
+	}
+	beta := table.FormatFloat(m.csvBeta())
+	have := map[string]bool{}
+	for i := 0; i < t.Rows(); i++ {
+		if t.S(i, "channel") != m.csvChannel() || t.S(i, "T") != itoa(m.T) || t.S(i, "beta") != beta {
+			return nil, Inputf("--se %s line %d: channel %s, T = %s, beta = %s; the command has %s, %d, %s",
+				path, i+2, t.S(i, "channel"), t.S(i, "T"), t.S(i, "beta"), m.csvChannel(), m.T, beta)
+		}
+		have[t.S(i, "rho")] = true
+	}
+	for _, r := range m.rhos {
+		if !have[table.FormatFloat(r)] {
+			return nil, Inputf("--se %s: no curve at rho = %g", path, r)
+		}
+	}
+	return t, nil
+}

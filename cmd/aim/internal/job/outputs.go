@@ -1,0 +1,150 @@
+package job
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/figure"
+	"github.com/aimtheory/aim/cmd/aim/internal/output"
+	"github.com/aimtheory/aim/cmd/aim/internal/plot"
+	"github.com/aimtheory/aim/cmd/aim/internal/table"
+)
+
+// results are the pending output files of a command: the CSV, its manifest and the plot.
+type results struct {
+	files               output.Set
+	csv, manifest, plot *output.Pending
+}
+
+// openResults opens the outputs before any work starts, so that an unwritable path fails at
+// once as bad input and nothing is computed.
+func openResults(csvPath, plotPath string) (*results, error) {
+	r := &results{}
+	var err error
+	if r.csv, err = r.files.Add(csvPath); err != nil {
+		return nil, InputError{err}
+	}
+	if r.manifest, err = r.files.Add(output.ManifestPath(csvPath)); err != nil {
+		r.files.Abort()
+		return nil, InputError{err}
+	}
+	if plotPath != "" {
+		if r.plot, err = r.files.Add(plotPath); err != nil {
+			r.files.Abort()
+			return nil, InputError{err}
+		}
+	}
+	return r, nil
+}
+
+// finish writes the plot (if any) and the manifest, then commits every file; on an error it
+// removes them all.
+func (r *results) finish(f *figure.Figure, manifest map[string]any) error {
+	if r.plot != nil && f != nil {
+		format, _ := figure.Format(r.plot.Path())
+		if err := f.Render(r.plot.File(), format); err != nil {
+			r.files.Abort()
+			return err
+		}
+	}
+	outputs := make([]string, len(r.files))
+	for i, p := range r.files {
+		outputs[i] = p.Path()
+	}
+	manifest["outputs"] = outputs
+	if err := output.WriteJSON(r.manifest, manifest); err != nil {
+		r.files.Abort()
+		return err
+	}
+	return r.files.Commit()
+}
+
+// summary is the line a command prints when its files are written.
+func (r *results) summary(rows int, wall time.Duration) string {
+	s := fmt.Sprintf("wrote %s (%d rows)", r.csv.Path(), rows)
+	if r.plot != nil {
+		s += ", " + r.plot.Path()
+	}
+	return s + fmt.Sprintf(", %s in %.2f s", r.manifest.Path(), wall.Seconds())
+}
+
+// outputs are a command's results and, when it writes one, its trace.
+type outputs struct {
+	res, trace *results
+}
+
+// openOutputs opens the results and the trace (none when tracePath is empty, its plot none
+// when tracePlot is empty).
+func openOutputs(csvPath, plotPath, tracePath, tracePlot string) (*outputs, error) {
+	res, err := openResults(csvPath, plotPath)
+	if err != nil {
+		return nil, err
+	}
+	o := &outputs{res: res}
+	if tracePath != "" {
+		if o.trace, err = openResults(tracePath, tracePlot); err != nil {
+			res.files.Abort()
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// abort removes every pending file and returns err.
+func (o *outputs) abort(err error) error {
+	o.res.files.Abort()
+	if o.trace != nil {
+		o.trace.files.Abort()
+	}
+	return err
+}
+
+// writeTrace writes the trace CSV, its figure when the trace has a plot (drawn from the rows
+// as aim plot draws the file, with the manifest's parameters), and its manifest.
+func writeTrace[R any](o *outputs, s *table.Schema[R], L int, rows []R, params, manifest map[string]any) error {
+	r := o.trace
+	if err := s.Write(r.csv.File(), L, rows); err != nil {
+		return err
+	}
+	var fig *figure.Figure
+	if r.plot != nil {
+		t, err := s.Table(r.csv.Path(), L, rows)
+		if err != nil {
+			return err
+		}
+		t.Params = params
+		if fig, err = drawFigure([]*table.Table{t}, plot.Options{}); err != nil {
+			return err
+		}
+	}
+	return r.finish(fig, manifest)
+}
+
+// execute runs a job's Run with the outputs opened (by open) when the job is ready to compute,
+// and returns its result, the outputs and the time the computation started; on an error the
+// outputs are removed.
+func execute[R any](env Env, open func() (*outputs, error), run func(Env) (R, error)) (R, *outputs, time.Time, error) {
+	var out *outputs
+	var start time.Time
+	env.ready = func() error {
+		var err error
+		out, err = open()
+		start = time.Now()
+		return err
+	}
+	res, err := run(env)
+	if err != nil && out != nil {
+		out.abort(err)
+	}
+	return res, out, start, err
+}
+
+// complete writes the plot and the manifest and commits the outputs; it returns the line to
+// print and failed, the error of rows that failed (already written without values), which
+// makes the command exit with status 1.
+func (o *outputs) complete(f *figure.Figure, manifest map[string]any, rows int, start time.Time, failed error) (string, error) {
+	if err := o.res.finish(f, manifest); err != nil {
+		return "", err
+	}
+	return o.res.summary(rows, time.Since(start)), failed
+}

@@ -1,0 +1,359 @@
+package job
+
+import (
+	"errors"
+	"math"
+	"runtime"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/plot"
+	"github.com/aimtheory/aim/cmd/aim/internal/table"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/se"
+	"github.com/aimtheory/aim/internal/par"
+)
+
+// SEConfig is the configuration of `aim se`: state evolution curves of the attention-indexed
+// model, one per rho, and their thresholds.
+type SEConfig struct {
+	Model
+	Rescaled   bool    // add the rho -> 0 limit; Alpha is then alpha-bar_r = alpha/rho
+	Threshold  bool    // print the thresholds only (SEThresholdsOf), write no file
+	GenSamples int     // Monte Carlo samples of the generalisation error per point; 0 skips it
+	GenInner   int     // inner samples per Monte Carlo sample
+	Seed       uint64  // seed of the generalisation error (mixed with each point, PointSeed)
+	Tol        float64 // SE convergence tolerance
+	MaxIter    int     // SE iteration cap
+	Damping    float64 // SE damping theta in [0, 1)
+	Accelerate bool    // the solver's Aitken jumps (no flag: the engine's default)
+	Workers    int     // points solved in parallel
+}
+
+// NewSEConfig returns the configuration of `aim se` with no flag set.
+func NewSEConfig() *SEConfig {
+	o := se.DefaultOptions()
+	return &SEConfig{Model: defaultModel("se"), GenSamples: 20000, GenInner: 8, Seed: 1,
+		Tol: o.Tol, MaxIter: o.MaxIter, Damping: o.Damping, Accelerate: o.Accelerate, Workers: runtime.GOMAXPROCS(0)}
+}
+
+// Validate checks the configuration and parses its grids; every problem is bad input.
+func (c *SEConfig) Validate() error {
+	defaultRho := []string{"0.5"}
+	if c.Rescaled {
+		defaultRho = nil
+	}
+	defaultAlpha := "0.001:0.25:128"
+	switch {
+	case c.Rescaled:
+		defaultAlpha = "0.1:20:128:log"
+	case c.Channel == "hardmax":
+		defaultAlpha = "0.01:10:128:log"
+	}
+	if err := c.validate(defaultRho, defaultAlpha); err != nil {
+		return err
+	}
+	switch {
+	case c.GenSamples < 0 || c.GenSamples == 1:
+		return Inputf("--gen-samples %d: need 0 (skip) or at least 2", c.GenSamples)
+	case c.GenInner < 2:
+		return Inputf("--gen-inner %d: need at least 2", c.GenInner)
+	case !(c.Tol > 0):
+		return Inputf("--tol %g: need a positive tolerance", c.Tol)
+	case c.MaxIter < 1:
+		return Inputf("--max-iter %d: need at least 1", c.MaxIter)
+	case !(c.Damping >= 0 && c.Damping < 1):
+		return Inputf("--damping %g: need 0 <= damping < 1", c.Damping)
+	case c.Workers < 1:
+		return Inputf("--workers %d: need at least 1", c.Workers)
+	}
+	return nil
+}
+
+func (c *SEConfig) options() se.Options {
+	return se.Options{Damping: c.Damping, Tol: c.Tol, MaxIter: c.MaxIter, Accelerate: c.Accelerate}
+}
+
+// SERow is one point of an `aim se` curve: a row of its CSV.
+type SERow struct {
+	Channel        string  // softmax, hardmax or hardmax-paper
+	T              int     // tokens
+	Rho            float64 // 0: the rescaled rho -> 0 limit
+	Beta           float64 // NaN (empty) for hardmax
+	Alpha          float64 // N/D^2; NaN in the rescaled limit
+	AlphaBar       float64 // alpha (T^2 + T - 2); NaN in the rescaled limit
+	AlphaR         float64 // alpha/rho = N/(D R)
+	MMSE, Q, QHat  float64 // the fixed point; NaN when it did not converge
+	GenError       float64 // Bayes-optimal generalisation error; NaN when skipped
+	GenErrorStderr float64
+	Iterations     int
+	Converged      bool
+}
+
+// SESchema is the one definition of an `aim se` row.
+var SESchema = &table.Schema[SERow]{Kind: table.SE, Columns: []table.Column[SERow]{
+	table.Word("channel", func(r *SERow) string { return r.Channel }),
+	table.Int("T", func(r *SERow) int { return r.T }),
+	table.Float("rho", func(r *SERow) float64 { return r.Rho }),
+	table.Float("beta", func(r *SERow) float64 { return r.Beta }),
+	table.Float("alpha", func(r *SERow) float64 { return r.Alpha }),
+	table.Float("alpha_bar", func(r *SERow) float64 { return r.AlphaBar }),
+	table.Float("alpha_r", func(r *SERow) float64 { return r.AlphaR }),
+	table.Float("mmse", func(r *SERow) float64 { return r.MMSE }),
+	table.Float("q", func(r *SERow) float64 { return r.Q }),
+	table.Float("qhat", func(r *SERow) float64 { return r.QHat }),
+	table.Float("gen_error", func(r *SERow) float64 { return r.GenError }),
+	table.Float("gen_error_stderr", func(r *SERow) float64 { return r.GenErrorStderr }),
+	table.Int("iterations", func(r *SERow) int { return r.Iterations }),
+	table.Bool("converged", func(r *SERow) bool { return r.Converged }),
+}}
+
+// seRow is the row of a solved point of model m.
+func seRow(m *Model, rho, alphaR float64, p se.Point) SERow {
+	alpha, alphaBar := math.NaN(), math.NaN()
+	if rho > 0 {
+		alpha = alphaR * rho // the rescaled grid's alpha
+		alphaBar = alpha * m.directions()
+	}
+	return SERow{Channel: m.csvChannel(), T: m.T, Rho: rho, Beta: m.csvBeta(), Alpha: alpha, AlphaBar: alphaBar, AlphaR: alphaR,
+		MMSE: p.MMSE, Q: p.Q, QHat: p.QHat, GenError: math.NaN(), GenErrorStderr: math.NaN(), Iterations: p.Iterations, Converged: p.Converged}
+}
+
+// SEThresholds are the thresholds of `aim se`, drawn on its figure and written to its manifest.
+type SEThresholds struct {
+	AlphaPR         map[string]float64 // per rho (table.RhoKey), from the SE solver; +Inf: none
+	AlphaPRCounting map[string]float64 // per rho, the counting formula (softmax)
+	AlphaBarC       float64            // rho -> 0 weak recovery, in N/(D R)
+}
+
+// SEThresholdsOf computes the thresholds of every rho of a validated configuration.
+func SEThresholdsOf(c *SEConfig) (SEThresholds, error) {
+	ch, err := c.theoryChannel()
+	if err != nil {
+		return SEThresholds{}, InputError{err}
+	}
+	return seThresholds(c, ch)
+}
+
+func seThresholds(c *SEConfig, ch aim.Channel) (SEThresholds, error) {
+	th := SEThresholds{AlphaPR: map[string]float64{}, AlphaPRCounting: map[string]float64{}}
+	var err error
+	if th.AlphaBarC, err = se.AlphaBarC(ch); err != nil {
+		return th, err
+	}
+	for _, r := range c.rhos {
+		a, err := se.AlphaPR(ch, r, 1e-9, c.options())
+		if err != nil {
+			return th, err
+		}
+		th.AlphaPR[table.RhoKey(r)] = a
+		if sm, ok := ch.(*aim.Softmax); ok {
+			th.AlphaPRCounting[table.RhoKey(r)] = se.AlphaPRCounting(r, sm.Directions())
+		}
+	}
+	return th, nil
+}
+
+// SEResult is what RunSE computed.
+type SEResult struct {
+	Rows       []SERow // in grid order: per curve (the rescaled limit first), per alpha
+	Thresholds SEThresholds
+	Failed     []string // the points that did not converge (their rows have no values)
+}
+
+// Err is the error of the result when points did not converge (their rows written without
+// values): the command exits with status 1.
+func (r *SEResult) Err() error { return Failures(r.Failed, len(r.Rows), "points did not converge") }
+
+// RunSE solves every point of a validated configuration, in parallel on c.Workers goroutines.
+func RunSE(c *SEConfig, env Env) (*SEResult, error) {
+	ch, err := c.theoryChannel()
+	if err != nil {
+		return nil, InputError{err}
+	}
+	if err := env.begin(); err != nil {
+		return nil, err
+	}
+	return runSE(c, ch, env)
+}
+
+func runSE(c *SEConfig, ch aim.Channel, env Env) (*SEResult, error) {
+	type point struct{ rho, alphaR float64 }
+	var points []point
+	curves := c.rhos
+	if c.Rescaled {
+		curves = append([]float64{0}, c.rhos...)
+	}
+	for _, r := range curves {
+		for _, a := range c.alphas {
+			if c.Rescaled || r == 0 {
+				points = append(points, point{r, a})
+			} else {
+				points = append(points, point{r, a / r})
+			}
+		}
+	}
+	th, err := seThresholds(c, ch)
+	if err != nil {
+		return nil, err
+	}
+	res := &SEResult{Rows: make([]SERow, len(points)), Thresholds: th}
+	errs := make([]error, len(points))
+	bar := env.progress(len(points), "se "+ch.Name())
+	// Points run in parallel on c.Workers goroutines; each point's Monte Carlo takes an equal
+	// share of the cores, and its draws depend on the point, not on the grid or the schedule.
+	genWorkers := max(1, par.Workers(0)/max(1, min(c.Workers, len(points))))
+	if err := par.For(c.Workers, len(points), par.NoState, func(_ struct{}, i int) error {
+		res.Rows[i], errs[i] = solvePoint(c, ch, points[i].rho, points[i].alphaR, genWorkers)
+		bar.Add(1)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	bar.Finish()
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, se.ErrNotConverged) {
+			return nil, err
+		}
+		if err != nil {
+			res.Failed = append(res.Failed, err.Error())
+		}
+	}
+	return res, nil
+}
+
+// solvePoint solves one point (rho = 0: the rescaled limit at alpha-bar_r) and estimates its
+// generalisation error.
+func solvePoint(c *SEConfig, ch aim.Channel, rho, alphaR float64, genWorkers int) (SERow, error) {
+	var p se.Point
+	var err error
+	if rho == 0 {
+		p, err = se.SolveRescaled(ch, alphaR, c.options())
+	} else {
+		p, err = se.Solve(ch, rho, alphaR*rho, c.options())
+	}
+	row := seRow(&c.Model, rho, alphaR, p)
+	if err != nil || c.GenSamples == 0 {
+		return row, err
+	}
+	o := se.GenErrorOptions{Samples: c.GenSamples, Inner: c.GenInner, Seed: PointSeed(c.Seed, rho, alphaR), Workers: genWorkers}
+	row.GenError, row.GenErrorStderr, err = se.GenError(ch, p.Q, p.MMSE, o)
+	return row, err
+}
+
+// PointSeed returns the seed of the Monte Carlo generalisation error at one point of `aim se`:
+// the user's seed mixed (SplitMix64's finaliser) with the bits of rho and alpha-bar_r =
+// alpha/rho, so that a point gets the same draws in any grid, sweep or order. The CLI derives
+// it; it belongs with the engine's stream registry (engine/stream).
+func PointSeed(seed uint64, rho, alphaR float64) uint64 {
+	z := seed
+	for _, v := range []float64{rho, alphaR} {
+		z += 0x9E3779B97F4A7C15 ^ math.Float64bits(v)
+		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+		z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+		z ^= z >> 31
+	}
+	return z
+}
+
+// ExecuteSE runs `aim se` as the command does: RunSE, with the outputs opened before it solves
+// anything, then the CSV, the figure and the manifest written. It returns the line to print;
+// unconverged points give an error after everything is written.
+func ExecuteSE(c *SEConfig, env Env) (string, error) {
+	res, out, start, err := execute(env, func() (*outputs, error) { return openOutputs(c.Out, c.Plot, "", "") },
+		func(e Env) (*SEResult, error) { return RunSE(c, e) })
+	if err != nil {
+		return "", err
+	}
+	if err := SESchema.Write(out.res.csv.File(), 0, res.Rows); err != nil {
+		return "", out.abort(err)
+	}
+	t, err := SESchema.Table(c.Out, 0, res.Rows)
+	if err != nil {
+		return "", out.abort(err)
+	}
+	t.Th = figureThresholds(res.Thresholds)
+	fig, err := drawFigure([]*table.Table{t}, plot.Options{Axes: c.Axes})
+	if err != nil {
+		return "", out.abort(err)
+	}
+	params := c.params()
+	for k, v := range map[string]any{"rescaled": c.Rescaled, "damping": c.Damping, "tol": c.Tol, "max_iter": c.MaxIter,
+		"accelerate": c.Accelerate, "gen_samples": c.GenSamples, "gen_inner": c.GenInner, "seed": c.Seed} {
+		params[k] = v
+	}
+	man := env.manifest("se", "cpu (theory: scalar state evolution)", params, start)
+	man["thresholds"] = jsonThresholds(res.Thresholds)
+	man["points"] = len(res.Rows)
+	man["unconverged"] = len(res.Failed)
+	return out.complete(fig, man, len(res.Rows), start, res.Err())
+}
+
+// figureThresholds keeps the thresholds the manifest records as numbers (no infinities).
+func figureThresholds(th SEThresholds) *table.Thresholds {
+	out := &table.Thresholds{AlphaPR: map[string]float64{}, AlphaBarC: th.AlphaBarC}
+	for k, v := range th.AlphaPR {
+		if !math.IsInf(v, 0) && !math.IsNaN(v) {
+			out.AlphaPR[k] = v
+		}
+	}
+	return out
+}
+
+// jsonThresholds replaces infinite thresholds (no perfect recovery) by nil, which JSON can hold.
+func jsonThresholds(th SEThresholds) map[string]any {
+	clean := func(m map[string]float64) map[string]any {
+		out := map[string]any{}
+		for k, v := range m {
+			if math.IsInf(v, 0) || math.IsNaN(v) {
+				out[k] = nil
+			} else {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	return map[string]any{"alpha_PR": clean(th.AlphaPR), "alpha_PR_counting": clean(th.AlphaPRCounting), "alpha_bar_c": th.AlphaBarC}
+}
+
+// denseSE solves the SE on a dense grid for the lines of a simulation's figure, at every rho
+// of m: alpha = a1 k / n for k = from..n (when logx, the geometric grid a0 (a1/a0)^(k/n)).
+func denseSE(m *Model, a0, a1 float64, from, n int, logx bool) (*table.Table, error) {
+	ch, err := m.theoryChannel()
+	if err != nil {
+		return nil, err
+	}
+	var rows []SERow
+	seen := map[float64]bool{}
+	for _, r := range m.rhos {
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		for k := from; k <= n; k++ {
+			a := a1 * float64(k) / float64(n)
+			if logx {
+				a = a0 * math.Pow(a1/a0, float64(k)/float64(n))
+			}
+			if a <= 0 {
+				continue
+			}
+			p, err := se.Solve(ch, r, a, se.DefaultOptions())
+			if err != nil {
+				continue
+			}
+			row := seRow(m, r, a/r, p)
+			row.Alpha, row.AlphaBar = a, a*m.directions()
+			rows = append(rows, row)
+		}
+	}
+	return SESchema.Table("se", 0, rows)
+}
+
+// seMMSE is the state evolution's mmse at (rho, alpha) beside a simulation (NaN where it does
+// not converge).
+func seMMSE(ch aim.Channel, rho, alpha float64) float64 {
+	p, err := se.Solve(ch, rho, alpha, se.DefaultOptions())
+	if err != nil {
+		return math.NaN()
+	}
+	return p.MMSE
+}

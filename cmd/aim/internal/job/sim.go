@@ -1,0 +1,78 @@
+package job
+
+import (
+	"math"
+	"strings"
+
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/aim"
+)
+
+// Sim is the configuration the AIM simulations (amp, gd) share beside Model: the dimension,
+// the seeds, the device and the trace.
+type Sim struct {
+	Model
+	D       int    // token dimension
+	Seeds   int    // teachers and data sets per (rho, alpha)
+	Seed    uint64 // run s uses seed Seed + s
+	Device  string // auto, cpu or cuda
+	Workers int    // CPU goroutines (0: all cores)
+	Threads int    // threads of the CPU backend's BLAS library (0: all cores)
+	Trace   string // a CSV of every iteration or step ("" for none)
+}
+
+func defaultSim(command string, D, seeds int) Sim {
+	return Sim{Model: defaultModel(command), D: D, Seeds: seeds, Seed: 1, Device: "auto"}
+}
+
+// validateSim checks the shared simulation fields and every (rho, alpha) point's sizes.
+func (c *Sim) validateSim() error {
+	switch {
+	case c.D < 2:
+		return Inputf("--D %d: need D >= 2", c.D)
+	case c.Seeds < 1:
+		return Inputf("--seeds %d: need at least 1", c.Seeds)
+	case c.Workers < 0:
+		return Inputf("--workers %d: need 0 (all cores) or more", c.Workers)
+	case c.Threads < 0:
+		return Inputf("--threads %d: need 0 (all cores) or more", c.Threads)
+	}
+	if c.Trace != "" && !strings.HasSuffix(strings.ToLower(c.Trace), ".csv") {
+		return Inputf("--trace %q: the trace file must end in .csv", c.Trace)
+	}
+	for _, r := range c.rhos {
+		for _, a := range c.alphas {
+			if err := c.params(r, a, 0).Validate(); err != nil {
+				return Inputf("%v", err)
+			}
+		}
+	}
+	return nil
+}
+
+// params returns the model of one run.
+func (c *Sim) params(rho, alpha float64, seed uint64) aim.Params {
+	return aim.Params{D: c.D, Alpha: alpha, Rho: rho, Channel: c.deviceChannel(), Seed: seed}
+}
+
+// checkMemory refuses the grid when its largest run does not fit in dev's memory; algo is the
+// algorithm's own buffers beside the data.
+func (c *Sim) checkMemory(dev device.Device, algo func(aim.Params) uint64) error {
+	return checkMemory(dev, c.rhos, c.alphas, func(r, a float64) aim.Params { return c.params(r, a, 0) }, algo)
+}
+
+// simParams returns the shared fields for a manifest.
+func (c *Sim) simParams() map[string]any {
+	p := c.Model.params()
+	p["D"], p["seeds"], p["seed"] = c.D, c.Seeds, c.Seed
+	return p
+}
+
+// alphaRange returns the smallest and the largest alpha of the grid.
+func (c *Sim) alphaRange() (amin, amax float64) {
+	amin, amax = math.Inf(1), 0.0
+	for _, a := range c.alphas {
+		amax, amin = math.Max(amax, a), math.Min(amin, a)
+	}
+	return amin, amax
+}

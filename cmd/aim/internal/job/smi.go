@@ -1,0 +1,186 @@
+package job
+
+import (
+	"math"
+	"runtime"
+	"strings"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/grid"
+	"github.com/aimtheory/aim/engine/smi"
+	smise "github.com/aimtheory/aim/engine/smi/se"
+)
+
+// SMI is the configuration every `aim smi` job shares: the architecture (L tied rank-1
+// layers on M tokens, skip c, inverse temperature beta), the outputs and the goroutines.
+type SMI struct {
+	L, M      int
+	C         float64 // skip strength (aim smi thresholds takes a grid of them instead)
+	Beta      float64
+	Out, Plot string // the CSV (its manifest goes beside it) and the figure ("" for none)
+	Workers   int    // goroutines (0: all cores); the results do not depend on it
+}
+
+func defaultSMI(sub string) SMI {
+	return SMI{L: 2, M: 2, C: 1, Beta: 1, Out: "results/smi-" + sub + ".csv", Plot: "results/smi-" + sub + ".png"}
+}
+
+// check validates the output paths and the worker count.
+func (f *SMI) check() error {
+	if f.Workers < 0 {
+		return Inputf("--workers %d: need 0 (all cores) or more", f.Workers)
+	}
+	if err := checkPlot(f.Plot); err != nil {
+		return err
+	}
+	if !strings.HasSuffix(strings.ToLower(f.Out), ".csv") {
+		return Inputf("--out %q: the results file must end in .csv", f.Out)
+	}
+	return nil
+}
+
+// channel returns the deep attention channel at skip c; with posterior it also checks that the
+// channel's posterior can be integrated (M = 2, L <= 3). Every problem is bad input.
+func (f *SMI) channel(c float64, posterior bool) (*smi.Deep, error) {
+	ch, err := smi.NewDeep(f.L, f.M, c, f.Beta)
+	if err != nil {
+		return nil, InputError{err}
+	}
+	if posterior {
+		if err := ch.CheckInvertible(); err != nil {
+			return nil, InputError{err}
+		}
+	}
+	return ch, nil
+}
+
+// theory checks the shared fields for the state evolution and GAMP (an invertible channel)
+// and parses the alpha grid.
+func (f *SMI) theory(alphaSpec string) (*smi.Deep, []float64, error) {
+	ch, err := f.channel(f.C, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := f.check(); err != nil {
+		return nil, nil, err
+	}
+	alphas, err := parseAlphas(alphaSpec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ch, alphas, nil
+}
+
+// params returns the shared fields for a manifest.
+func (f *SMI) params() map[string]any {
+	return map[string]any{"L": f.L, "M": f.M, "beta": f.Beta, "workers": f.Workers}
+}
+
+// workers is the number of goroutines Workers asks for.
+func (f *SMI) workers() int {
+	if f.Workers > 0 {
+		return f.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// model returns the SMI teacher of one run.
+func (f *SMI) model(D int, alpha float64, seed uint64) smi.Params {
+	return smi.Params{D: D, Alpha: alpha, M: f.M, L: f.L, C: f.C, Beta: f.Beta, Seed: seed}
+}
+
+// parseAlphas parses a grid of sample complexities, all > 0.
+func parseAlphas(spec string) ([]float64, error) {
+	alphas, err := grid.Parse(spec)
+	if err != nil {
+		return nil, Inputf("--alpha: %v", err)
+	}
+	for _, a := range alphas {
+		if !(a > 0) {
+			return nil, Inputf("--alpha %s: every alpha must be > 0, got %g", spec, a)
+		}
+	}
+	return alphas, nil
+}
+
+// SMISEOptions are the options of the SMI state evolution that `aim smi se` and
+// `aim smi thresholds` share.
+type SMISEOptions struct {
+	Samples    int     // Monte Carlo (xi, eta) draws of the channel average per iteration
+	Seed       uint64  // seed of those draws
+	MonteCarlo bool    // plain pseudo-random draws instead of randomised quasi-Monte Carlo
+	Epsilon    float64 // ridge of the channel variance
+	Damping    float64 // rho in (0, 1], the weight on the new iterate; 0: the authors' value
+	MaxIter    int
+	Tol        float64
+}
+
+func defaultSMISEOptions() SMISEOptions {
+	o := smise.DefaultOptions(2)
+	return SMISEOptions{Samples: o.Samples, Seed: o.Seed, Epsilon: o.Epsilon, MaxIter: o.MaxIter, Tol: o.Tol}
+}
+
+// check validates the options.
+func (o *SMISEOptions) check() error {
+	switch {
+	case o.Samples < 1:
+		return Inputf("--samples %d: need at least 1", o.Samples)
+	case !(o.Damping >= 0 && o.Damping <= 1):
+		return Inputf("--damping %g: need 0 < damping <= 1 (0: the authors' value)", o.Damping)
+	case !(o.Epsilon >= 0 && o.Epsilon < 1):
+		return Inputf("--epsilon %g: need 0 <= epsilon < 1", o.Epsilon)
+	case o.MaxIter < 1:
+		return Inputf("--max-iter %d: need at least 1", o.MaxIter)
+	case !(o.Tol > 0) || math.IsInf(o.Tol, 0):
+		return Inputf("--tol %g: need a positive tolerance", o.Tol)
+	}
+	return nil
+}
+
+// engine returns the engine's options for L layers on workers goroutines: the damping rho
+// (the weight on the new iterate, 0 for the authors') becomes the engine's theta = 1 - rho
+// (the weight on the old one).
+func (o *SMISEOptions) engine(L, workers int) smise.Options {
+	e := smise.DefaultOptions(2)
+	e.Samples, e.Seed, e.MonteCarlo, e.Epsilon, e.MaxIter, e.Tol = o.Samples, o.Seed, o.MonteCarlo, o.Epsilon, o.MaxIter, o.Tol
+	e.Damping = smise.AuthorsDamping(L)
+	if o.Damping > 0 {
+		e.Damping = 1 - o.Damping
+	}
+	e.Workers = workers
+	return e
+}
+
+// addParams adds the options to a manifest's parameters.
+func (o *SMISEOptions) addParams(p map[string]any) {
+	for k, v := range map[string]any{"samples": o.Samples, "seed": o.Seed, "monte_carlo": o.MonteCarlo,
+		"epsilon": o.Epsilon, "damping": o.Damping, "damping_note": "0: the authors' 0.8 (L = 2) or 0.6 (L = 3)",
+		"init": smise.DefaultOptions(2).Init, "max_iter": o.MaxIter, "tol": o.Tol} {
+		p[k] = v
+	}
+}
+
+// jsonFloats turns NaN and infinities (no threshold) into null.
+func jsonFloats(xs []float64) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			out[i] = nil
+		} else {
+			out[i] = x
+		}
+	}
+	return out
+}
+
+// stabilityAlphas returns the stability thresholds alpha_l = 1/F_l (+Inf where F_l <= 0),
+// computed here from the engine's F.
+func stabilityAlphas(F []float64) []float64 {
+	out := make([]float64, len(F))
+	for l, f := range F {
+		out[l] = math.Inf(1)
+		if f > 0 {
+			out[l] = 1 / f
+		}
+	}
+	return out
+}

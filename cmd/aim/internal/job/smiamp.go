@@ -1,0 +1,367 @@
+package job
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/plot"
+	"github.com/aimtheory/aim/cmd/aim/internal/table"
+	"github.com/aimtheory/aim/engine/smi"
+	smiamp "github.com/aimtheory/aim/engine/smi/amp"
+)
+
+// SMIAMPConfig is the configuration of `aim smi amp`: GAMP on SMI teachers at dimension D, one
+// run per (alpha, seed).
+type SMIAMPConfig struct {
+	SMI
+	D           int
+	Alpha       string // the alpha grid
+	Seeds       int
+	Seed        uint64  // run s uses seed Seed + s
+	Iters       int     // GAMP iterations (at most)
+	Damping     float64 // rho in (0, 1], the weight on the new iterate
+	Epsilon     float64 // ridge of the channel variance
+	Tol         float64 // stop early below this step (0: never)
+	TestSamples int     // fresh samples of e_gen at each iteration (0: none)
+	Trace       string  // a CSV of every iteration of every run ("" for none)
+	SE          string  // an `aim smi se` CSV whose Q_ll the figure draws
+
+	alphas  []float64
+	seTable *table.Table
+}
+
+// NewSMIAMPConfig returns the configuration of `aim smi amp` with no flag set.
+func NewSMIAMPConfig() *SMIAMPConfig {
+	o := smiamp.DefaultOptions()
+	return &SMIAMPConfig{SMI: defaultSMI("amp"), D: 1000, Alpha: "0.2,0.5,0.9,1.2,1.5", Seeds: 4, Seed: 1, Iters: o.MaxIter,
+		Damping: 1 - o.Damping, Epsilon: o.Epsilon, Tol: o.Tol, TestSamples: o.TestSamples, Trace: "results/smi-amp-trace.csv"}
+}
+
+// Validate checks the configuration, parses its grid and reads the SE CSV of c.SE; every
+// problem is bad input.
+func (c *SMIAMPConfig) Validate() error {
+	var err error
+	if _, c.alphas, err = c.theory(c.Alpha); err != nil {
+		return err
+	}
+	switch {
+	case c.D < 2:
+		return Inputf("--D %d: need D >= 2", c.D)
+	case c.Seeds < 1:
+		return Inputf("--seeds %d: need at least 1", c.Seeds)
+	case c.Iters < 1:
+		return Inputf("--iters %d: need at least 1", c.Iters)
+	case !(c.Damping > 0 && c.Damping <= 1):
+		return Inputf("--damping %g: need 0 < damping <= 1", c.Damping)
+	case !(c.Epsilon >= 0) || math.IsInf(c.Epsilon, 0):
+		return Inputf("--epsilon %g: need 0 <= epsilon < inf", c.Epsilon)
+	case !(c.Tol >= 0) || math.IsInf(c.Tol, 0):
+		return Inputf("--tol %g: need 0 <= tol < inf", c.Tol)
+	case c.TestSamples < 0:
+		return Inputf("--test-samples %d: need 0 (none) or more", c.TestSamples)
+	}
+	if c.Trace != "" && !strings.HasSuffix(strings.ToLower(c.Trace), ".csv") {
+		return Inputf("--trace %q: the trace file must end in .csv", c.Trace)
+	}
+	for _, a := range c.alphas {
+		if err := c.model(c.D, a, 0).Validate(); err != nil {
+			return Inputf("%v", err)
+		}
+	}
+	c.seTable = nil
+	if c.SE != "" {
+		if _, err = readSMISECurve(c.SE, &c.SMI); err != nil {
+			return Inputf("--se: %v", err)
+		}
+		if c.seTable, err = ReadTable(c.SE); err != nil {
+			return Inputf("--se: %v", err)
+		}
+		if c.seTable.Kind != table.SMISE {
+			return Inputf("--se %s: an %s CSV, want one written by aim smi se", c.SE, c.seTable.Kind)
+		}
+	}
+	return nil
+}
+
+func (c *SMIAMPConfig) options() smiamp.Options {
+	o := smiamp.DefaultOptions()
+	o.MaxIter, o.Epsilon, o.Tol, o.TestSamples, o.Workers = c.Iters, c.Epsilon, c.Tol, c.TestSamples, c.Workers
+	o.Damping = 1 - c.Damping // the engine's theta, the weight on the old iterate
+	return o
+}
+
+// CheckMemory refuses the configuration when a run needs more memory than the host has
+// available: its data and beside it the algorithm's buffers (the sum is the CLI's).
+func (c *SMIAMPConfig) CheckMemory() error {
+	var need uint64
+	var at float64
+	for _, a := range c.alphas {
+		if n := smiAMPBytes(c.model(c.D, a, 0), c.options()); n > need {
+			need, at = n, a
+		}
+	}
+	return checkHostMemory(where(c.D, at), need)
+}
+
+// smiAMPBytes is the memory of one GAMP run: the data, and beside it the algorithm's buffers.
+func smiAMPBytes(p smi.Params, o smiamp.Options) uint64 { return p.Bytes() + smiamp.Bytes(p, o) }
+
+// SMIAMPRow is the final state of one GAMP run: a row of the `aim smi amp` CSV.
+type SMIAMPRow struct {
+	L, M       int
+	C, Beta    float64
+	D, N       int
+	Alpha      float64
+	Seed       uint64
+	Q, AbsM    []float64 // per layer: Q_ll and |M_ll|; NaN for a failed run
+	MNorm, Cos []float64 // the teacher-normalised m_ll = |M_ll|/(||w*_l||^2/D) and the cosines
+	EGen       float64
+	Iterations int
+	Converged  bool
+	Seconds    float64
+}
+
+// SMIAMPSchema is the one definition of an `aim smi amp` row.
+var SMIAMPSchema = &table.Schema[SMIAMPRow]{Kind: table.SMIAMP, Columns: []table.Column[SMIAMPRow]{
+	table.Int("L", func(r *SMIAMPRow) int { return r.L }),
+	table.Int("M", func(r *SMIAMPRow) int { return r.M }),
+	table.Float("c", func(r *SMIAMPRow) float64 { return r.C }),
+	table.Float("beta", func(r *SMIAMPRow) float64 { return r.Beta }),
+	table.Int("D", func(r *SMIAMPRow) int { return r.D }),
+	table.Int("N", func(r *SMIAMPRow) int { return r.N }),
+	table.Float("alpha", func(r *SMIAMPRow) float64 { return r.Alpha }),
+	table.Uint("seed", func(r *SMIAMPRow) uint64 { return r.Seed }),
+	table.Layers("Q", true, 0, func(r *SMIAMPRow) []float64 { return r.Q }),
+	table.Layers("absM", true, 0, func(r *SMIAMPRow) []float64 { return r.AbsM }),
+	table.Layers("m", true, 0, func(r *SMIAMPRow) []float64 { return r.MNorm }),
+	table.Layers("cos", false, 0, func(r *SMIAMPRow) []float64 { return r.Cos }),
+	table.Float("e_gen", func(r *SMIAMPRow) float64 { return r.EGen }),
+	table.Int("iterations", func(r *SMIAMPRow) int { return r.Iterations }),
+	table.Bool("converged", func(r *SMIAMPRow) bool { return r.Converged }),
+	table.Seconds("seconds", func(r *SMIAMPRow) float64 { return r.Seconds }),
+}}
+
+// SMIAMPTraceRow is one iteration of one run: a row of `aim smi amp --trace`.
+type SMIAMPTraceRow struct {
+	Alpha       float64
+	Seed        uint64
+	Iteration   int
+	Q, AbsM     []float64
+	MNorm, Cos  []float64
+	EGen, Step  float64
+	QuadInexact int
+	QuadFailed  int
+	QuadSeconds float64
+	Seconds     float64
+}
+
+// SMIAMPTraceSchema is the one definition of an `aim smi amp --trace` row.
+var SMIAMPTraceSchema = &table.Schema[SMIAMPTraceRow]{Kind: table.SMIAMPTrace, Columns: []table.Column[SMIAMPTraceRow]{
+	table.Float("alpha", func(r *SMIAMPTraceRow) float64 { return r.Alpha }),
+	table.Uint("seed", func(r *SMIAMPTraceRow) uint64 { return r.Seed }),
+	table.Int("iteration", func(r *SMIAMPTraceRow) int { return r.Iteration }),
+	table.Layers("Q", true, 0, func(r *SMIAMPTraceRow) []float64 { return r.Q }),
+	table.Layers("absM", true, 0, func(r *SMIAMPTraceRow) []float64 { return r.AbsM }),
+	table.Layers("m", true, 0, func(r *SMIAMPTraceRow) []float64 { return r.MNorm }),
+	table.Layers("cos", false, 0, func(r *SMIAMPTraceRow) []float64 { return r.Cos }),
+	table.Float("e_gen", func(r *SMIAMPTraceRow) float64 { return r.EGen }),
+	table.Float("step", func(r *SMIAMPTraceRow) float64 { return r.Step }),
+	table.Int("quad_inexact", func(r *SMIAMPTraceRow) int { return r.QuadInexact }),
+	table.Int("quad_failed", func(r *SMIAMPTraceRow) int { return r.QuadFailed }),
+	table.Seconds("quad_seconds", func(r *SMIAMPTraceRow) float64 { return r.QuadSeconds }),
+	table.Seconds("seconds", func(r *SMIAMPTraceRow) float64 { return r.Seconds }),
+}}
+
+// SMIAMPResult is what RunSMIAMP computed.
+type SMIAMPResult struct {
+	Rows   []SMIAMPRow      // per alpha, per seed
+	Trace  []SMIAMPTraceRow // every iteration of every run
+	Failed []string         // the runs that failed (their rows have no values)
+	Note   string           // where the runs ran
+}
+
+// Err is the error of the result when runs failed (their rows written without values).
+func (r *SMIAMPResult) Err() error { return Failures(r.Failed, len(r.Rows), "runs failed") }
+
+// RunSMIAMP runs every (alpha, seed) of a validated configuration.
+func RunSMIAMP(c *SMIAMPConfig, env Env) (*SMIAMPResult, error) {
+	if err := c.CheckMemory(); err != nil {
+		return nil, err
+	}
+	if err := env.begin(); err != nil {
+		return nil, err
+	}
+	return c.run(env)
+}
+
+func (c *SMIAMPConfig) run(env Env) (*SMIAMPResult, error) {
+	res := &SMIAMPResult{Note: fmt.Sprintf("cpu (host GAMP, %d goroutines)", c.workers())}
+	env.notef("%s", res.Note)
+	bar := env.progress(len(c.alphas)*c.Seeds*c.Iters, "smi amp")
+	defer bar.Finish()
+	for _, a := range c.alphas {
+		for s := 0; s < c.Seeds; s++ {
+			seed := runSeed(c.Seed, s)
+			p := c.model(c.D, a, seed)
+			data, err := smi.Generate(p)
+			if err != nil {
+				return nil, err
+			}
+			wn := teacherNorms(data.W, c.L, c.D)
+			o := c.options()
+			o.Progress = func(smiamp.Iteration) { bar.Add(1) }
+			out, err := smiamp.Run(data, o)
+			bar.Add(c.Iters - len(out.Trace))
+			if err != nil {
+				res.Failed = append(res.Failed, fmt.Sprintf("alpha %g seed %d: %v", a, seed, err))
+			}
+			for _, it := range out.Trace {
+				res.Trace = append(res.Trace, SMIAMPTraceRow{Alpha: a, Seed: seed, Iteration: it.Iter, Q: it.Q, AbsM: it.M, MNorm: normalised(it.M, wn),
+					Cos: it.Cos, EGen: it.EGen, Step: it.Step, QuadInexact: it.Inexact, QuadFailed: it.Failed, QuadSeconds: it.QuadSeconds, Seconds: it.Seconds})
+			}
+			row := SMIAMPRow{L: c.L, M: c.M, C: c.C, Beta: c.Beta, D: c.D, N: p.N(), Alpha: a, Seed: seed,
+				Q: table.NaNs(c.L), AbsM: table.NaNs(c.L), MNorm: table.NaNs(c.L), Cos: table.NaNs(c.L), EGen: math.NaN(),
+				Iterations: out.Iterations, Converged: err == nil && out.Converged, Seconds: out.Seconds}
+			if err == nil && len(out.Trace) > 0 {
+				last := out.Trace[len(out.Trace)-1]
+				row.Q, row.AbsM, row.MNorm, row.Cos, row.EGen = last.Q, last.M, normalised(last.M, wn), last.Cos, last.EGen
+			}
+			res.Rows = append(res.Rows, row)
+		}
+	}
+	return res, nil
+}
+
+// teacherNorms returns ||w*_l||^2 / D per layer of the P x D teacher W (computed here, beside
+// the engine's overlaps).
+func teacherNorms(W []float64, L, D int) []float64 {
+	wn := make([]float64, L)
+	for l := range wn {
+		for _, v := range W[l*D : (l+1)*D] {
+			wn[l] += v * v / float64(D)
+		}
+	}
+	return wn
+}
+
+// normalised returns the teacher-normalised overlaps |M_ll| / (||w*_l||^2 / D), the quantity
+// the SE's Q_ll predicts (at finite D the teacher's norm is 1 only to O(1/sqrt(D))).
+func normalised(m, wn []float64) []float64 {
+	out := make([]float64, len(m))
+	for l := range m {
+		out[l] = m[l] / wn[l]
+	}
+	return out
+}
+
+// ExecuteSMIAMP runs `aim smi amp` as the command does: RunSMIAMP with the outputs opened once
+// the memory is checked, then the CSV, the trace (with its figure beside it as .png when the
+// command has a plot), the figure and the manifest written. It returns the line to print;
+// failed runs give an error after everything is written.
+func ExecuteSMIAMP(c *SMIAMPConfig, env Env) (string, error) {
+	tracePlot := ""
+	if c.Trace != "" && c.Plot != "" {
+		tracePlot = strings.TrimSuffix(c.Trace, c.Trace[len(c.Trace)-4:]) + ".png"
+	}
+	res, out, start, err := execute(env, func() (*outputs, error) { return openOutputs(c.Out, c.Plot, c.Trace, tracePlot) },
+		func(e Env) (*SMIAMPResult, error) { return RunSMIAMP(c, e) })
+	if err != nil {
+		return "", err
+	}
+	if err := SMIAMPSchema.Write(out.res.csv.File(), c.L, res.Rows); err != nil {
+		return "", out.abort(err)
+	}
+	params := c.params()
+	for k, v := range map[string]any{"c": c.C, "D": c.D, "alpha": c.Alpha, "alphas": c.alphas, "seeds": c.Seeds, "seed": c.Seed,
+		"iters": c.Iters, "damping": c.Damping, "epsilon": c.Epsilon, "tol": c.Tol, "init": c.options().Init,
+		"init_scale": c.options().InitScale, "test_samples": c.TestSamples, "se": c.SE, "trace": c.Trace} {
+		params[k] = v
+	}
+	man := env.manifest("smi amp", res.Note, params, start)
+	man["runs"] = len(res.Rows)
+	man["failed"] = len(res.Failed)
+	if out.trace != nil {
+		if err := writeTrace(out, SMIAMPTraceSchema, c.L, res.Trace, params, env.manifest("smi amp trace", res.Note, params, start)); err != nil {
+			return "", out.abort(err)
+		}
+	}
+	t, err := SMIAMPSchema.Table(c.Out, c.L, res.Rows)
+	if err != nil {
+		return "", out.abort(err)
+	}
+	tables := []*table.Table{t}
+	if c.seTable != nil {
+		tables = append(tables, c.seTable)
+	}
+	fig, err := drawFigure(tables, plot.Options{})
+	if err != nil {
+		return "", out.abort(err)
+	}
+	return out.complete(fig, man, len(res.Rows), start, res.Err())
+}
+
+// smiSECurve is the SE Q_ll read back from an `aim smi se` CSV, sorted by alpha.
+type smiSECurve struct {
+	alpha []float64
+	q     [][]float64 // per layer
+}
+
+// readSMISECurve reads the converged points of an `aim smi se` CSV; its L, M, c and beta must
+// be those of f.
+func readSMISECurve(path string, f *SMI) (*smiSECurve, error) {
+	rows, err := readCSVFile(path)
+	if err != nil {
+		return nil, err
+	}
+	col := map[string]int{}
+	for i, name := range rows[0] {
+		col[name] = i
+	}
+	need := append([]string{"L", "M", "c", "beta", "alpha"}, table.LayerNames("Q", f.L, true)...)
+	for _, n := range need {
+		if _, ok := col[n]; !ok {
+			return nil, fmt.Errorf("%s: no column %q (is it an `aim smi se` CSV with L = %d?)", path, n, f.L)
+		}
+	}
+	type pt struct {
+		a float64
+		q []float64
+	}
+	var pts []pt
+	for i, r := range rows[1:] {
+		if len(r) != len(rows[0]) {
+			return nil, fmt.Errorf("%s line %d: %d fields for %d columns", path, i+2, len(r), len(rows[0]))
+		}
+		for name, want := range map[string]float64{"L": float64(f.L), "M": float64(f.M), "c": f.C, "beta": f.Beta} {
+			v, err := strconv.ParseFloat(r[col[name]], 64)
+			if err != nil || v != want {
+				return nil, fmt.Errorf("%s line %d: %s = %s, the command has %s = %g", path, i+2, name, r[col[name]], name, want)
+			}
+		}
+		if r[col["Q11"]] == "" {
+			continue // an unconverged point
+		}
+		p := pt{q: make([]float64, f.L)}
+		if p.a, err = strconv.ParseFloat(r[col["alpha"]], 64); err != nil {
+			return nil, fmt.Errorf("%s line %d: alpha: %v", path, i+2, err)
+		}
+		for l, name := range table.LayerNames("Q", f.L, true) {
+			if p.q[l], err = strconv.ParseFloat(r[col[name]], 64); err != nil {
+				return nil, fmt.Errorf("%s line %d: %s: %v", path, i+2, name, err)
+			}
+		}
+		pts = append(pts, p)
+	}
+	sort.SliceStable(pts, func(i, j int) bool { return pts[i].a < pts[j].a })
+	cv := &smiSECurve{q: make([][]float64, f.L)}
+	for _, p := range pts {
+		cv.alpha = append(cv.alpha, p.a)
+		for l := range p.q {
+			cv.q[l] = append(cv.q[l], p.q[l])
+		}
+	}
+	return cv, nil
+}

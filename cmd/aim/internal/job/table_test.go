@@ -1,0 +1,118 @@
+package job
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/plot"
+	"github.com/aimtheory/aim/cmd/aim/internal/table"
+)
+
+func readTable(r *strings.Reader, name string) (*table.Table, error) {
+	return table.Read(r, name, Kinds())
+}
+
+// TestReadTable checks kind detection (with the number of layers of the SMI kinds) and the
+// parsed values: empty cells and word columns are NaN, +Inf parses.
+func TestReadTable(t *testing.T) {
+	for _, tc := range []struct {
+		header []string
+		kind   table.Kind
+		L      int
+	}{
+		{SESchema.Header(0), table.SE, 0}, {AMPSchema.Header(0), table.AMP, 0}, {GDSchema.Header(0), table.GD, 0},
+		{AMPTraceSchema.Header(0), table.AMPTrace, 0}, {GDTraceSchema.Header(0), table.GDTrace, 0},
+		{SMISESchema.Header(3), table.SMISE, 3}, {SMIAMPSchema.Header(1), table.SMIAMP, 1}, {SMIAMPTraceSchema.Header(2), table.SMIAMPTrace, 2},
+		{SMISGDSchema.Header(4), table.SMISGD, 4}, {SMIThresholdsSchema.Header(3), table.SMIThresholds, 3}, {SMIThresholdsSchema.Header(1), table.SMIThresholds, 1},
+	} {
+		tab, err := readTable(strings.NewReader(strings.Join(tc.header, ",")+"\n"), "x.csv")
+		if err != nil || tab.Kind != tc.kind || tab.L != tc.L || tab.Rows() != 0 {
+			t.Errorf("header %v: %+v, %v; want %s with L = %d", tc.header, tab, err, tc.kind, tc.L)
+		}
+	}
+	text := strings.Join(SMIThresholdsSchema.Header(2), ",") + "\n2,2,1,0.5,+Inf,0.25,\n"
+	tab, err := readTable(strings.NewReader(text), "th.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsInf(tab.V(0, "alpha_stability_1"), 1) || tab.V(0, "alpha_stability_2") != 0.25 || !math.IsNaN(tab.V(0, "alpha_conditional_1")) || tab.V(0, "c") != 0.5 {
+		t.Errorf("values %v", tab.Values(0))
+	}
+	tab, err = readTable(strings.NewReader(strings.Join(SESchema.Header(0), ",")+"\nhardmax-paper,2,0.5,,0.1,0.4,0.2,0.5,0.4,1.2,,,10,true\n"), "se.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The channel as the figure reads it: hardmax in the paper-compat form, T = 2, no beta.
+	f, err := plot.Build([]*table.Table{tab}, plot.Options{})
+	if err != nil || f.Title != "State evolution: hardmax, paper-compat, T = 2" || tab.V(0, "T") != 2 || !math.IsNaN(tab.V(0, "beta")) ||
+		!math.IsNaN(tab.V(0, "converged")) || tab.S(0, "converged") != "true" {
+		t.Errorf("channel info: title %q (%v), T %g, beta %g, converged %q", f.Title, err, tab.V(0, "T"), tab.V(0, "beta"), tab.S(0, "converged"))
+	}
+}
+
+// FuzzReadTable checks that the reader never panics and either fails or returns a table whose
+// every numeric cell is the number written (NaN for an empty cell), of a recognised kind.
+func FuzzReadTable(f *testing.F) {
+	f.Add([]byte(strings.Join(SESchema.Header(0), ",") + "\nsoftmax,2,0.5,1,0.1,0.4,0.2,0.5,0.4,1.2,,,10,true\n"))
+	f.Add([]byte(strings.Join(SMIAMPSchema.Header(2), ",") + "\n2,2,1,1,60,60,1,5,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,3,false,0.1\n"))
+	f.Add([]byte("a,b\n1,2\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tab, err := table.Read(bytes.NewReader(data), "fuzz.csv", Kinds())
+		if err != nil {
+			if tab != nil {
+				t.Fatal("a table with an error")
+			}
+			return
+		}
+		if tab.Kind == "" {
+			t.Fatalf("table %+v", tab)
+		}
+		for i := 0; i < tab.Rows(); i++ {
+			row, vals := tab.Cells(i), tab.Values(i)
+			if len(row) != len(tab.Header) || len(vals) != len(row) {
+				t.Fatalf("row %d has %d cells for %d columns", i, len(row), len(tab.Header))
+			}
+			for j, cell := range row {
+				v := vals[j]
+				if cell == "" || tab.Word(j) {
+					if !math.IsNaN(v) {
+						t.Fatalf("row %d column %s: %q read as %g, want NaN", i, tab.Header[j], cell, v)
+					}
+					continue
+				}
+				want, err := strconv.ParseFloat(cell, 64)
+				if err != nil {
+					t.Fatalf("row %d column %s: %q accepted but is not a number", i, tab.Header[j], cell)
+				}
+				if v != want && !(math.IsNaN(v) && math.IsNaN(want)) {
+					t.Fatalf("row %d column %s: %q read as %g", i, tab.Header[j], cell, v)
+				}
+			}
+		}
+		// Whatever the table, drawing it must not panic.
+		if f, err := plot.Build([]*table.Table{tab}, plot.Options{}); err == nil && f == nil {
+			t.Fatal("no figure and no error")
+		}
+	})
+}
+
+// TestWordColumns checks that the columns a reader keeps as words are exactly those the old
+// reader listed by name (channel, converged, device, optimizer, finished), in every kind.
+func TestWordColumns(t *testing.T) {
+	want := map[string]bool{"channel": true, "converged": true, "device": true, "optimizer": true, "finished": true}
+	for _, d := range Kinds() {
+		h := d.Header(2)
+		tab, err := table.Read(strings.NewReader(strings.Join(h, ",")+"\n"), "x.csv", []table.Def{d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, name := range h {
+			if tab.Word(j) != want[name] {
+				t.Errorf("%s: column %s is a word column: %v, want %v", d.Kind, name, tab.Word(j), want[name])
+			}
+		}
+	}
+}

@@ -1,0 +1,409 @@
+package plot
+
+// aim.go: the figures of aim se, amp and gd and their traces.
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/figure"
+	"github.com/aimtheory/aim/cmd/aim/internal/table"
+)
+
+// aimXLabel is the x label of each x variable of the AIM figures.
+var aimXLabel = map[string]string{
+	"alpha":     "Sample complexity alpha = N/D^2",
+	"alpha-rho": "Sample complexity alpha-bar = N/(D R) = alpha/rho",
+	"alpha-bar": "alpha-bar = alpha (T^2 + T - 2)",
+}
+
+// aimX is the x value of a row: alpha, alpha-bar = alpha (T^2 + T - 2) or alpha/rho.
+func aimX(t *table.Table, i int, mode string) float64 {
+	switch mode {
+	case "alpha-bar":
+		return t.V(i, "alpha_bar")
+	case "alpha-rho":
+		if t.Kind == table.SE {
+			return t.V(i, "alpha_r")
+		}
+		return t.V(i, "alpha") / t.V(i, "rho")
+	}
+	return t.V(i, "alpha")
+}
+
+// channelInfo returns the first row's channel (without the -paper mark), whether it is the
+// paper-compat form, T and beta.
+func channelInfo(t *table.Table) (name string, paper bool, T, beta float64) {
+	if t.Rows() == 0 {
+		return "", false, math.NaN(), math.NaN()
+	}
+	name = t.S(0, "channel")
+	paper = strings.HasSuffix(name, "-paper")
+	return strings.TrimSuffix(name, "-paper"), paper, t.V(0, "T"), t.V(0, "beta")
+}
+
+// aimAutoAxes: log-log for hardmax, linear for softmax.
+func aimAutoAxes(tables ...[]*table.Table) bool {
+	for _, ts := range tables {
+		for _, t := range ts {
+			if name, _, _, _ := channelInfo(t); name == "hardmax" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// wholeNum formats a whole number (a dimension, a count, a seed) as the run commands' %d does.
+func wholeNum(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// distinctValues returns the values of a column in the order they first appear (NaN skipped).
+func distinctValues(t *table.Table, name string) []float64 {
+	var out []float64
+	seen := map[float64]bool{}
+	for i := 0; i < t.Rows(); i++ {
+		v := t.V(i, name)
+		if !math.IsNaN(v) && !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// seFigure draws `aim se` tables: one line per rho (rho = 0, the rescaled limit, in black),
+// and each table's thresholds: alpha_PR per rho in the rho's colour, or alpha-bar_c for a
+// rescaled table.
+func seFigure(ses []*table.Table, o Options) *figure.Figure {
+	rescaled := false
+	for _, t := range ses {
+		for i := 0; i < t.Rows(); i++ {
+			rescaled = rescaled || t.V(i, "rho") == 0
+		}
+	}
+	auto := "alpha"
+	if rescaled {
+		auto = "alpha-rho"
+	}
+	mode := o.xMode(auto)
+	f := &figure.Figure{YLabel: "Estimation error (MMSE on S)", XLabel: aimXLabel[mode], Title: "State evolution"}
+	if name, paper, T, beta := channelInfo(ses[0]); name != "" {
+		m := ""
+		if paper {
+			m = ", paper-compat"
+		}
+		f.Title = fmt.Sprintf("State evolution: %s%s, T = %s", name, m, wholeNum(T))
+		if name == "softmax" {
+			f.Title += fmt.Sprintf(", beta = %g", beta)
+		}
+	}
+	o.applyAxes(f, aimAutoAxes(ses), aimAutoAxes(ses))
+	if !f.LogY {
+		f.YMin, f.YMax = 0, 1.05 // the estimation error runs from 1 (alpha = 0) to 0
+	}
+	for k, t := range ses {
+		suffix := ""
+		if len(ses) > 1 {
+			suffix = " (" + t.Name() + ")"
+		}
+		var rhos []float64 // the positive rhos, whose index is the colour
+		byRho := map[float64]*figure.Series{}
+		var order []float64
+		for i := 0; i < t.Rows(); i++ {
+			r := t.V(i, "rho")
+			if math.IsNaN(r) {
+				continue
+			}
+			s, ok := byRho[r]
+			if !ok {
+				s = &figure.Series{Label: "rho -> 0" + suffix, Group: -1, Dashed: k > 0}
+				if r != 0 {
+					s.Group = len(rhos)
+					s.Label = fmt.Sprintf("rho = %g", r) + suffix
+					rhos = append(rhos, r)
+				}
+				byRho[r] = s
+				order = append(order, r)
+			}
+			s.X = append(s.X, aimX(t, i, mode))
+			s.Y = append(s.Y, t.V(i, "mmse"))
+		}
+		for _, r := range order {
+			f.Series = append(f.Series, *byRho[r])
+		}
+		if t.Th == nil {
+			continue
+		}
+		tRescaled := len(order) > len(rhos)
+		if tRescaled {
+			if mode == "alpha-rho" && !math.IsNaN(t.Th.AlphaBarC) {
+				f.VLines = append(f.VLines, figure.VLine{X: t.Th.AlphaBarC, Group: -1, Label: fmt.Sprintf("alpha-bar_c = %.4f", t.Th.AlphaBarC)})
+			}
+			continue
+		}
+		_, _, T, _ := channelInfo(t)
+		for gi, r := range rhos {
+			a, ok := t.Th.AlphaPRAt(r)
+			if !ok || math.IsInf(a, 0) || math.IsNaN(a) {
+				continue
+			}
+			x := a
+			switch mode {
+			case "alpha-bar":
+				x = a * (T*T + T - 2)
+			case "alpha-rho":
+				x = a / r
+			}
+			f.VLines = append(f.VLines, figure.VLine{X: x, Group: gi, Label: fmt.Sprintf("alpha_PR(rho = %g) = %.4g", r, a)})
+		}
+	}
+	return f
+}
+
+// simWindow returns the x range of the SE lines beside simulation points: up to 1.1 times the
+// largest x (from half the smallest x on a log axis).
+func simWindow(sims []*table.Table, mode string, logx bool) func(x float64) bool {
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	for _, t := range sims {
+		for i := 0; i < t.Rows(); i++ {
+			x := aimX(t, i, mode)
+			if x > 0 && !math.IsInf(x, 0) {
+				xmin, xmax = math.Min(xmin, x), math.Max(xmax, x)
+			}
+		}
+	}
+	if !(xmin <= xmax) {
+		return func(x float64) bool { return x > 0 }
+	}
+	const tol = 1e-9
+	if logx {
+		return func(x float64) bool { return x >= xmin/2*(1-tol) && x <= 1.1*xmax*(1+tol) }
+	}
+	return func(x float64) bool { return x > 0 && x <= 1.1*xmax*(1+tol) }
+}
+
+// seLine returns the SE line at rho from the first of the tables that has it, inside the window.
+func seLine(ses []*table.Table, rho float64, mode string, in func(float64) bool, label string, group int) (figure.Series, bool) {
+	s := figure.Series{Label: label, Group: group}
+	for _, t := range ses {
+		found := false
+		for i := 0; i < t.Rows(); i++ {
+			if t.V(i, "rho") != rho {
+				continue
+			}
+			found = true
+			if x := aimX(t, i, mode); in(x) {
+				s.X, s.Y = append(s.X, x), append(s.Y, t.V(i, "mmse"))
+			}
+		}
+		if found {
+			return s, true
+		}
+	}
+	return s, false
+}
+
+// groupRows returns the rows of t at rho, grouped by alpha in the order the alphas first
+// appear.
+func groupRows(t *table.Table, rho float64) (alphas []float64, rows map[float64][]int) {
+	rows = map[float64][]int{}
+	for i := 0; i < t.Rows(); i++ {
+		if t.V(i, "rho") != rho {
+			continue
+		}
+		a := t.V(i, "alpha")
+		if math.IsNaN(a) {
+			continue
+		}
+		if _, ok := rows[a]; !ok {
+			alphas = append(alphas, a)
+		}
+		rows[a] = append(rows[a], i)
+	}
+	return alphas, rows
+}
+
+// ampFigure draws, per rho of the `aim amp` tables, the SE line of the `aim se` tables and
+// the mean final error of the runs that did not diverge, with its standard error, per alpha.
+func ampFigure(amps, ses []*table.Table, o Options) *figure.Figure {
+	mode := o.xMode("alpha")
+	f := &figure.Figure{XLabel: aimXLabel[mode], YLabel: "Estimation error ||S_hat - S||^2 / D", Title: "GAMP-RIE beside state evolution"}
+	if t := amps[0]; t.Rows() > 0 {
+		f.Title = fmt.Sprintf("GAMP-RIE at D = %s beside state evolution: %s, T = %s", wholeNum(t.V(0, "D")), t.S(0, "channel"), wholeNum(t.V(0, "T")))
+	}
+	o.applyAxes(f, aimAutoAxes(amps, ses), aimAutoAxes(amps, ses))
+	if !f.LogY {
+		f.YMin, f.YMax = 0, 1.05
+	}
+	in := simWindow(amps, mode, f.LogX)
+	for _, t := range amps {
+		for gi, r := range distinctValues(t, "rho") {
+			alphas, rows := groupRows(t, r)
+			if line, ok := seLine(ses, r, mode, in, fmt.Sprintf("SE rho = %g", r), gi); ok {
+				f.Series = append(f.Series, line)
+			}
+			pts := figure.Series{Label: fmt.Sprintf("AMP D = %s rho = %g", wholeNum(t.V(0, "D")), r), Group: gi, Points: true}
+			for _, a := range alphas {
+				var s, s2, n float64
+				for _, i := range rows[a] {
+					if e := t.V(i, "error"); !math.IsNaN(e) {
+						s += e
+						s2 += e * e
+						n++
+					}
+				}
+				if n == 0 {
+					continue
+				}
+				mean := s / n
+				stderr := 0.0
+				if n > 1 {
+					stderr = math.Sqrt(math.Max(0, s2/n-mean*mean) * n / (n - 1) / n)
+				}
+				pts.X, pts.Y, pts.YErr = append(pts.X, aimX(t, rows[a][0], mode)), append(pts.Y, mean), append(pts.YErr, stderr)
+			}
+			f.Series = append(f.Series, pts)
+		}
+	}
+	return f
+}
+
+// meanOf returns the mean and standard error over rows of a column, skipping empty cells.
+func meanOf(t *table.Table, rows []int, name string) (float64, float64, bool) {
+	var xs []float64
+	for _, i := range rows {
+		if v := t.V(i, name); !math.IsNaN(v) {
+			xs = append(xs, v)
+		}
+	}
+	if len(xs) == 0 {
+		return 0, 0, false
+	}
+	m, s := meanStderr(xs)
+	return m, s, true
+}
+
+// gdFigure draws, per rho of the `aim gd` tables, the SE line, GD single (the mean over seeds
+// of each run's mean student error), GD averaged, and the AMP points of `aim amp` tables,
+// against alpha-bar = alpha (T^2 + T - 2) unless o says otherwise.
+func gdFigure(gds, ses, amps []*table.Table, o Options) *figure.Figure {
+	mode := o.xMode("alpha-bar")
+	f := &figure.Figure{XLabel: aimXLabel[mode], YLabel: "Estimation error ||S_hat - S||^2 / D", Title: "Gradient descent"}
+	if t := gds[0]; t.Rows() > 0 {
+		f.Title = fmt.Sprintf("Gradient descent at D = %s (%s steps, lr %g): %s, T = %s", wholeNum(t.V(0, "D")), wholeNum(t.V(0, "steps")), t.V(0, "lr"), t.S(0, "channel"), wholeNum(t.V(0, "T")))
+	}
+	o.applyAxes(f, false, false)
+	if !f.LogY {
+		f.YMin, f.YMax = 0, 1.05
+	}
+	in := simWindow(gds, mode, f.LogX)
+	for _, t := range gds {
+		for gi, r := range distinctValues(t, "rho") {
+			alphas, rows := groupRows(t, r)
+			if line, ok := seLine(ses, r, mode, in, fmt.Sprintf("SE rho = %g", r), gi); ok {
+				f.Series = append(f.Series, line)
+			}
+			restarts := t.V(0, "restarts")
+			single := figure.Series{Label: fmt.Sprintf("GD single rho = %g", r), Group: gi + 3, Points: true}
+			avg := figure.Series{Label: fmt.Sprintf("GD averaged (%s) rho = %g", wholeNum(restarts), r), Group: gi + 5, Points: true}
+			for _, a := range alphas {
+				m, s, ok := meanOf(t, rows[a], "error_single")
+				if !ok {
+					continue
+				}
+				x := aimX(t, rows[a][0], mode)
+				single.X, single.Y, single.YErr = append(single.X, x), append(single.Y, m), append(single.YErr, s)
+				m, s, _ = meanOf(t, rows[a], "error")
+				avg.X, avg.Y, avg.YErr = append(avg.X, x), append(avg.Y, m), append(avg.YErr, s)
+			}
+			f.Series = append(f.Series, single)
+			if restarts > 1 {
+				f.Series = append(f.Series, avg)
+			}
+			ampS := figure.Series{Label: fmt.Sprintf("AMP rho = %g", r), Group: -1, Points: true}
+			for _, at := range amps {
+				aAlphas, aRows := groupRows(at, r)
+				for _, a := range aAlphas {
+					if m, s, ok := meanOf(at, aRows[a], "error"); ok {
+						ampS.X, ampS.Y, ampS.YErr = append(ampS.X, aimX(at, aRows[a][0], mode)), append(ampS.Y, m), append(ampS.YErr, s)
+					}
+				}
+			}
+			if len(ampS.X) > 0 {
+				f.Series = append(f.Series, ampS)
+			}
+		}
+	}
+	return f
+}
+
+// gdTraceFigure draws the training error of the first student of every run against the step.
+func gdTraceFigure(t *table.Table, o Options) *figure.Figure {
+	f := &figure.Figure{Title: "Training curves: error of the first student", XLabel: "step", YLabel: "||S - S*||^2 / D"}
+	if D, ok := t.Param("D"); ok {
+		f.Title = fmt.Sprintf("Training curves at D = %s: error of the first student", wholeNum(D))
+	}
+	o.applyAxes(f, false, true)
+	traceRuns(t, "step", "error", func(run int, first bool, i int) figure.Series {
+		s := figure.Series{Group: run}
+		if first {
+			s.Label = fmt.Sprintf("rho = %g, alpha = %g", t.V(i, "rho"), t.V(i, "alpha"))
+		}
+		return s
+	}, f)
+	return f
+}
+
+// ampTraceFigure draws the error of every GAMP-RIE run against the iteration, one colour per
+// (rho, alpha).
+func ampTraceFigure(t *table.Table, o Options) *figure.Figure {
+	f := &figure.Figure{Title: "GAMP-RIE iterations", XLabel: "iteration", YLabel: "Estimation error ||S_hat - S||^2 / D"}
+	if D, ok := t.Param("D"); ok {
+		f.Title = fmt.Sprintf("GAMP-RIE iterations at D = %s", wholeNum(D))
+	}
+	o.applyAxes(f, false, true)
+	points := map[[2]float64]int{}
+	traceRuns(t, "iter", "error", func(_ int, first bool, i int) figure.Series {
+		key := [2]float64{t.V(i, "rho"), t.V(i, "alpha")}
+		g, ok := points[key]
+		if !ok {
+			g = len(points)
+			points[key] = g
+		}
+		s := figure.Series{Group: g}
+		if first {
+			s.Label = fmt.Sprintf("rho = %g, alpha = %g", key[0], key[1])
+		}
+		return s
+	}, f)
+	return f
+}
+
+// traceRuns adds one series per run (rows of the same rho, alpha and seed, in the order they
+// first appear) of y against x; series makes the series of a run from its index, whether it
+// has the first row's seed, and its first row.
+func traceRuns(t *table.Table, x, y string, series func(run int, first bool, i int) figure.Series, f *figure.Figure) {
+	if t.Rows() == 0 {
+		return
+	}
+	seed0 := t.V(0, "seed")
+	index := map[[3]float64]int{}
+	for i := 0; i < t.Rows(); i++ {
+		key := [3]float64{t.V(i, "rho"), t.V(i, "alpha"), t.V(i, "seed")}
+		k, ok := index[key]
+		if !ok {
+			k = len(f.Series)
+			index[key] = k
+			f.Series = append(f.Series, series(len(index)-1, key[2] == seed0, i))
+		}
+		s := &f.Series[k]
+		s.X, s.Y = append(s.X, t.V(i, x)), append(s.Y, t.V(i, y))
+	}
+}

@@ -1,0 +1,96 @@
+package sweep
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/job"
+)
+
+// testPlan is a plan of a 3 x 2 grid with 2 seeds whose run k writes the row (x, y, seed,
+// x y + seed); run failAt fails without a row while failing is set, and the runs at y = 20
+// finish without a value.
+func testPlan(t *testing.T, out string, parallel int, failAt int, failing *atomic.Bool) *Plan {
+	t.Helper()
+	src := []byte("job = \"test\"\nout = \"" + out + "\"\nseeds = 2\nseed = 5\nparallel = " + strconv.Itoa(parallel) + "\n[grid]\nx = [1, 2, 3]\ny = [10, 20]\n")
+	spec, err := ParseSpec(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := []string{"x", "y", "seed", "value"}
+	return &Plan{Path: "test.toml", Src: src, Spec: spec, Device: "none", Version: "test",
+		Rerun: func(r Run) string { return "run " + strconv.Itoa(r.Index) },
+		Run: func(r Run) ([]string, []string, error) {
+			if r.Index == failAt && failing.Load() {
+				return nil, nil, errors.New("boom")
+			}
+			p := spec.Point(r.Point)
+			x, _ := strconv.Atoi(p[0])
+			y, _ := strconv.Atoi(p[1])
+			row := []string{p[0], p[1], strconv.FormatUint(r.Seed, 10), strconv.Itoa(x*y + int(r.Seed))}
+			if y == 20 {
+				return cols, row, errors.New("no value\nsecond line")
+			}
+			return cols, row, nil
+		}}
+}
+
+// TestExecute checks a sweep through the plan's Run: a run that fails without a row stops the
+// sweep with the runs done kept; the same command resumes and ends with every row in run
+// order, the failed runs listed; four merged shards equal it.
+func TestExecute(t *testing.T) {
+	dir := t.TempDir()
+	var failing atomic.Bool
+	failing.Store(true)
+	p := testPlan(t, filepath.Join(dir, "whole"), 2, 7, &failing)
+	err := p.Execute(Shard{}, nil, true, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "run 7 (x = 2, y = 20, seed 6): boom") || !strings.Contains(err.Error(), "run the same command again to resume") {
+		t.Fatalf("first session: %v", err)
+	}
+	failing.Store(false)
+	var stdout bytes.Buffer
+	err = p.Execute(Shard{}, nil, true, &stdout, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "6 of 12 runs failed and were written without their values") || job.IsInput(err) {
+		t.Fatalf("second session: %v", err)
+	}
+	want := "x,y,seed,value\n"
+	for k := 0; k < 12; k++ {
+		x, y, seed := 1+k/4, 10*(1+k/2%2), 5+k%2
+		want += strconv.Itoa(x) + "," + strconv.Itoa(y) + "," + strconv.Itoa(seed) + "," + strconv.Itoa(x*y+seed) + "\n"
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "whole", "results.csv"))
+	if string(got) != want {
+		t.Errorf("results.csv\n%s\nwant\n%s", got, want)
+	}
+	man, err := ReadManifest(filepath.Join(dir, "whole", "results.json"))
+	if err != nil || !man.Complete || man.Done != 12 || len(man.Sessions) != 2 || len(man.Failed) != 6 ||
+		man.Failed[0] != "run 2 (point 1, seed 5): no value" || man.Rerun[11] != "run 11" {
+		t.Errorf("manifest %+v, %v", man, err)
+	}
+	// Four shards, merged, give the same table.
+	sp := testPlan(t, filepath.Join(dir, "sharded"), 1, -1, &failing)
+	for i := 0; i < 4; i++ { // shards 2 and 3 hold the runs at y = 20
+		if err := sp.Execute(Shard{I: i, N: 4}, nil, true, io.Discard, io.Discard); (err != nil) != (i >= 2) || err != nil && !strings.Contains(err.Error(), "3 of 3 runs failed") {
+			t.Fatalf("shard %d: %v", i, err)
+		}
+	}
+	if err := sp.Merge(nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "6 of 12 runs failed") {
+		t.Fatalf("merge: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "sharded", "results.csv")); string(got) != want {
+		t.Errorf("merged results.csv\n%s\nwant\n%s", got, want)
+	}
+	// A folder of another sweep is refused as bad input.
+	other := testPlan(t, filepath.Join(dir, "whole"), 1, -1, &failing)
+	other.Spec.Seed = 6
+	if err := other.Execute(Shard{}, nil, true, io.Discard, io.Discard); !job.IsInput(err) || !strings.Contains(err.Error(), "holds the results of another sweep") {
+		t.Errorf("another sweep's folder: %v", err)
+	}
+}

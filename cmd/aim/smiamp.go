@@ -1,0 +1,115 @@
+package main
+
+import (
+	"flag"
+	"io"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/job"
+)
+
+const smiAMPUsage = `Usage: aim smi amp [flags]
+
+GAMP for the SMI model (docs/SMI.md 3, the paper's Algorithm 1) on teachers and data drawn at
+dimension D, N = floor(alpha D): one run per (alpha, seed), written as CSV (final overlaps per
+layer: Q_ll, |M_ll|, the teacher-normalised m_ll = |M_ll|/(||w*_l||^2/D), the cosine
+|M_ll|/sqrt(Q_ll ||w*_l||^2/D), e_gen on fresh samples), a trace CSV with every iteration, a
+JSON manifest and two plots: the mean final m_ll per layer against alpha with its standard
+error over seeds (beside the SE Q_ll of --se, which m_ll estimates), and beside the trace, the
+cosines against the iteration for the first seed at each alpha.
+
+  aim smi se --out results/smi-se.csv
+  aim smi amp --D 1000 --alpha 0.2,0.5,0.9,1.2,1.5 --seeds 4 --se results/smi-se.csv
+
+Seeds: run s uses seed --seed + s for its teacher, data, start and test set, at every alpha.
+
+Flags:
+`
+
+// smiAMPFlags registers the flags of `aim smi amp` into c.
+func smiAMPFlags(fs *flag.FlagSet, c *job.SMIAMPConfig, quiet *bool) {
+	smiFlags(fs, &c.SMI, true, quiet)
+	fs.IntVar(&c.D, "D", c.D, "token dimension")
+	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexities alpha = N/D: a list or range")
+	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "teachers and data sets per alpha")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "first seed: run s uses seed + s")
+	fs.IntVar(&c.Iters, "iters", c.Iters, "GAMP iterations (at most)")
+	fs.Float64Var(&c.Damping, "damping", c.Damping, "damping rho in (0, 1], the weight on the new iterate: What <- rho What_new + (1 - rho) What")
+	fs.Float64Var(&c.Epsilon, "epsilon", c.Epsilon, "ridge of the channel variance V = C-hat + epsilon I")
+	fs.Float64Var(&c.Tol, "tol", c.Tol, "stop early when ||W-hat new - W-hat||^2/(L D) < tol (0: never)")
+	fs.IntVar(&c.TestSamples, "test-samples", c.TestSamples, "fresh samples of the generalisation error at each iteration (0: none)")
+	fs.StringVar(&c.Trace, "trace", c.Trace, "CSV of every iteration of every run (its plot goes beside it as .png); empty for none")
+	fs.StringVar(&c.SE, "se", c.SE, "a CSV written by aim smi se (same L, M, c, beta) whose Q_ll to draw as lines on the plot")
+}
+
+// parseSMIAMP fills the configuration of `aim smi amp` from its flags and validates it.
+func parseSMIAMP(args []string, stderr io.Writer) (*job.SMIAMPConfig, bool, error) {
+	c, quiet := job.NewSMIAMPConfig(), false
+	fs := newFlags("aim smi amp", smiAMPUsage, stderr)
+	smiAMPFlags(fs, c, &quiet)
+	if err := parseFlags(fs, args); err != nil {
+		return nil, false, err
+	}
+	return c, quiet, c.Validate()
+}
+
+func runSMIAMP(args []string, stdout, stderr io.Writer) error {
+	c, quiet, err := parseSMIAMP(args, stderr)
+	if err != nil {
+		return err
+	}
+	return report(stdout)(job.ExecuteSMIAMP(c, env(stderr, quiet)))
+}
+
+const smiSGDUsage = `Usage: aim smi sgd [flags]
+
+Mini-batch SGD of a deep tied attention student with the teacher's architecture
+(docs/SMI.md 4, the paper's Fig. 2 bottom): loss sum_batch ||y-hat - y||_F^2 / D, learning
+rate --lr, weight decay --wd / D, --steps-per-batch consecutive updates on each mini-batch
+of --batch samples, --epochs passes. One run per seed (teacher, data and test set from
+seed --seed + s). The CSV holds one row per (seed, record): per layer the overlap
+M_ll = w-hat_l . w*_l / D (signed), Q_ll = ||w-hat_l||^2/D and the cosine
+|M_ll| / sqrt(Q_ll ||w*_l||^2/D), the mini-batch loss and the test error; the plot draws the
+cosines against the update.
+
+  aim smi sgd --D 500 --alpha 15 --seeds 8 --student-seed 42
+
+Flags:
+`
+
+// smiSGDFlags registers the flags of `aim smi sgd` into c.
+func smiSGDFlags(fs *flag.FlagSet, c *job.SMISGDConfig, quiet *bool) {
+	smiFlags(fs, &c.SMI, true, quiet)
+	fs.IntVar(&c.D, "D", c.D, "token dimension")
+	fs.Float64Var(&c.Alpha, "alpha", c.Alpha, "sample complexity alpha = N/D")
+	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "teachers and data sets")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "first seed: run s uses seed + s")
+	fs.Int64Var(&c.StudentSeed, "student-seed", c.StudentSeed, "seed of the student's start (and shuffling) for every run; -1: each run's data seed")
+	fs.Float64Var(&c.LR, "lr", c.LR, "learning rate")
+	fs.Float64Var(&c.WeightDecay, "wd", c.WeightDecay, "weight decay lambda; the decay applied is lambda / D")
+	fs.IntVar(&c.Batch, "batch", c.Batch, "mini-batch size")
+	fs.IntVar(&c.StepsPerBatch, "steps-per-batch", c.StepsPerBatch, "consecutive updates on each mini-batch")
+	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "passes over the training set")
+	fs.Float64Var(&c.InitScale, "init-scale", c.InitScale, "the student starts at init-scale N(0, 1) entrywise")
+	fs.IntVar(&c.Every, "every", c.Every, "record every this many updates (0: once per epoch); the start and the last update are always recorded")
+	fs.IntVar(&c.TestSamples, "test-samples", c.TestSamples, "fresh samples of the test error (0: none)")
+	fs.BoolVar(&c.Shuffle, "shuffle", c.Shuffle, "reshuffle the samples each epoch (default: the notebook's fixed order)")
+}
+
+// parseSMISGD fills the configuration of `aim smi sgd` from its flags and validates it.
+func parseSMISGD(args []string, stderr io.Writer) (*job.SMISGDConfig, bool, error) {
+	c, quiet := job.NewSMISGDConfig(), false
+	fs := newFlags("aim smi sgd", smiSGDUsage, stderr)
+	smiSGDFlags(fs, c, &quiet)
+	if err := parseFlags(fs, args); err != nil {
+		return nil, false, err
+	}
+	return c, quiet, c.Validate()
+}
+
+func runSMISGD(args []string, stdout, stderr io.Writer) error {
+	c, quiet, err := parseSMISGD(args, stderr)
+	if err != nil {
+		return err
+	}
+	return report(stdout)(job.ExecuteSMISGD(c, env(stderr, quiet)))
+}
