@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
@@ -281,15 +283,12 @@ func (c *GDConfig) row(rho, alpha float64, seed uint64, p aim.Params, out gd.Res
 		Seconds: out.Seconds, Device: dev}
 }
 
+// mean returns the mean of xs (gonum's stat), NaN for none.
 func mean(xs []float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
-	var s float64
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
+	return stat.Mean(xs, nil)
 }
 
 // ExecuteGD runs `aim gd` as the command does: RunGD with the outputs opened once the device

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 )
@@ -140,21 +142,14 @@ func Build(tables []*table.Table, o Options) (*figure.Figure, error) {
 	return f, nil
 }
 
-// meanStderr returns the mean and the standard error of xs.
+// meanStderr returns the mean and the standard error sd/sqrt(n) of xs (gonum's stat; 0 for a
+// single value).
 func meanStderr(xs []float64) (float64, float64) {
-	var m float64
-	for _, x := range xs {
-		m += x
-	}
-	m /= float64(len(xs))
 	if len(xs) < 2 {
-		return m, 0
+		return stat.Mean(xs, nil), 0
 	}
-	var s2 float64
-	for _, x := range xs {
-		s2 += (x - m) * (x - m)
-	}
-	return m, math.Sqrt(s2 / float64(len(xs)-1) / float64(len(xs)))
+	m, sd := stat.MeanStdDev(xs, nil)
+	return m, stat.StdErr(sd, float64(len(xs)))
 }
 
 // legendRoom returns the top of a y axis whose data reach top, so that a legend of n entries
