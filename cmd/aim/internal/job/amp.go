@@ -2,7 +2,6 @@ package job
 
 import (
 	"errors"
-	"fmt"
 	"math"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
@@ -159,15 +158,9 @@ func (c *AMPConfig) prepare(env Env) (*ampJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	env.notef("%s", dev.Note)
-	if err := c.CheckMemory(dev); err != nil {
-		dev.Close()
-		return nil, err
-	}
-	ch, err := c.theoryChannel()
+	ch, err := c.prepareSim(env, dev, c.CheckMemory)
 	if err != nil {
-		dev.Close()
-		return nil, InputError{err}
+		return nil, err
 	}
 	return &ampJob{c: c, dev: dev, ch: ch}, nil
 }
@@ -190,34 +183,28 @@ func (j *ampJob) run(env Env) (*AMPResult, error) {
 	res := &AMPResult{Note: j.dev.Note}
 	bar := env.progress(len(c.rhos)*len(c.alphas)*c.Seeds*c.MaxIter, "amp "+c.csvChannel())
 	defer bar.Finish()
-	for _, r := range c.rhos {
-		for _, a := range c.alphas {
-			mmse := seMMSE(j.ch, r, a)
-			for s := 0; s < c.Seeds; s++ {
-				seed := runSeed(c.Seed, s)
-				p := c.params(r, a, seed)
-				o := c.options()
-				o.Progress = func(amp.Iteration) { bar.Add(1) }
-				out, err := ampOnce(j.dev, p, o)
-				bar.Add(c.MaxIter - out.Iterations)
-				if err != nil {
-					if !errors.Is(err, amp.ErrDiverged) {
-						return nil, err
-					}
-					res.Failed = append(res.Failed, fmt.Sprintf("rho %g alpha %g seed %d: %v", r, a, seed, err))
-				}
-				for _, it := range out.Trace {
-					res.Trace = append(res.Trace, AMPTraceRow{Rho: r, Alpha: a, Seed: seed, Iter: it.Iter, Error: it.Error, Step: it.Step, Delta: it.Delta, Seconds: it.Seconds})
-				}
-				row := AMPRow{Channel: c.csvChannel(), T: c.T, Rho: r, Beta: c.csvBeta(), D: c.D, N: p.N(), R: p.R(), Alpha: a,
-					AlphaBar: a * c.directions(), Seed: seed, Error: out.Error, SEMMSE: mmse, Iterations: out.Iterations,
-					Converged: err == nil && out.Converged, Seconds: out.Seconds, Device: j.dev.Name()}
-				if err != nil {
-					row.Error = math.NaN()
-				}
-				res.Rows = append(res.Rows, row)
-			}
+	err := c.eachRun(j.ch, amp.ErrDiverged, &res.Failed, func(r simRun) error {
+		o := c.options()
+		o.Progress = func(amp.Iteration) { bar.Add(1) }
+		out, err := ampOnce(j.dev, r.p, o)
+		bar.Add(c.MaxIter - out.Iterations)
+		if err != nil && !errors.Is(err, amp.ErrDiverged) {
+			return err
 		}
+		for _, it := range out.Trace {
+			res.Trace = append(res.Trace, AMPTraceRow{Rho: r.rho, Alpha: r.alpha, Seed: r.seed, Iter: it.Iter, Error: it.Error, Step: it.Step, Delta: it.Delta, Seconds: it.Seconds})
+		}
+		row := AMPRow{Channel: c.csvChannel(), T: c.T, Rho: r.rho, Beta: c.csvBeta(), D: c.D, N: r.p.N(), R: r.p.R(), Alpha: r.alpha,
+			AlphaBar: r.alpha * c.directions(), Seed: r.seed, Error: out.Error, SEMMSE: r.mmse, Iterations: out.Iterations,
+			Converged: err == nil && out.Converged, Seconds: out.Seconds, Device: j.dev.Name()}
+		if err != nil {
+			row.Error = math.NaN()
+		}
+		res.Rows = append(res.Rows, row)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return res, nil
 }

@@ -2,7 +2,6 @@ package job
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strings"
 
@@ -202,15 +201,9 @@ func (c *GDConfig) prepare(env Env) (*gdJob, error) {
 		}
 		dev.Note = "auto: using the CPU (" + dev.Note + "): the device it found has no training operations"
 	}
-	env.notef("%s", dev.Note)
-	if err := c.CheckMemory(dev); err != nil {
-		dev.Close()
-		return nil, err
-	}
-	ch, err := c.theoryChannel()
+	ch, err := c.prepareSim(env, dev, c.CheckMemory)
 	if err != nil {
-		dev.Close()
-		return nil, InputError{err}
+		return nil, err
 	}
 	return &gdJob{c: c, dev: dev, ch: ch}, nil
 }
@@ -234,34 +227,28 @@ func (j *gdJob) run(env Env) (*GDResult, error) {
 	steps := c.Steps * c.Restarts
 	bar := env.progress(len(c.rhos)*len(c.alphas)*c.Seeds*steps, "gd")
 	defer bar.Finish()
-	for _, r := range c.rhos {
-		for _, a := range c.alphas {
-			mmse := seMMSE(j.ch, r, a)
-			for s := 0; s < c.Seeds; s++ {
-				seed := runSeed(c.Seed, s)
-				p := c.params(r, a, seed)
-				o := c.options()
-				done := 0
-				o.Progress = func() { done++; bar.Add(1) }
-				data, err := aim.Generate(j.dev.dev, p)
-				if err != nil {
-					return nil, err
-				}
-				out, err := gd.Run(j.dev.dev, data, o)
-				data.Free(j.dev.dev)
-				bar.Add(steps - done)
-				if err != nil {
-					if !errors.Is(err, gd.ErrDiverged) {
-						return nil, err
-					}
-					res.Failed = append(res.Failed, fmt.Sprintf("rho %g alpha %g seed %d: %v", r, a, seed, err))
-				}
-				for _, pt := range out.Trace {
-					res.Trace = append(res.Trace, GDTraceRow{Rho: r, Alpha: a, Seed: seed, Step: pt.Step, Loss: pt.Loss, Error: pt.Error})
-				}
-				res.Rows = append(res.Rows, c.row(r, a, seed, p, out, err, mmse, j.dev.Name()))
-			}
+	err := c.eachRun(j.ch, gd.ErrDiverged, &res.Failed, func(r simRun) error {
+		o := c.options()
+		done := 0
+		o.Progress = func() { done++; bar.Add(1) }
+		data, err := aim.Generate(j.dev.dev, r.p)
+		if err != nil {
+			return err
 		}
+		out, err := gd.Run(j.dev.dev, data, o)
+		data.Free(j.dev.dev)
+		bar.Add(steps - done)
+		if err != nil && !errors.Is(err, gd.ErrDiverged) {
+			return err
+		}
+		for _, pt := range out.Trace {
+			res.Trace = append(res.Trace, GDTraceRow{Rho: r.rho, Alpha: r.alpha, Seed: r.seed, Step: pt.Step, Loss: pt.Loss, Error: pt.Error})
+		}
+		res.Rows = append(res.Rows, c.row(r.rho, r.alpha, r.seed, r.p, out, err, r.mmse, j.dev.Name()))
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return res, nil
 }

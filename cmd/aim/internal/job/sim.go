@@ -1,6 +1,8 @@
 package job
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"strings"
 
@@ -75,4 +77,51 @@ func (c *Sim) alphaRange() (amin, amax float64) {
 		amax, amin = math.Max(amax, a), math.Min(amin, a)
 	}
 	return amin, amax
+}
+
+// prepareSim says which device runs the simulation, refuses runs that do not fit in its memory
+// (checkMemory) and makes the SE channel: everything that can refuse a simulation before it
+// writes or computes anything. On an error the device is closed.
+func (c *Sim) prepareSim(env Env, dev *Device, checkMemory func(*Device) error) (aim.Channel, error) {
+	env.notef("%s", dev.Note)
+	if err := checkMemory(dev); err != nil {
+		dev.Close()
+		return nil, err
+	}
+	ch, err := c.theoryChannel()
+	if err != nil {
+		dev.Close()
+		return nil, InputError{err}
+	}
+	return ch, nil
+}
+
+// simRun is one run of a simulation grid: its point, its seed, its model and the SE's mmse at
+// the point.
+type simRun struct {
+	rho, alpha, mmse float64
+	seed             uint64
+	p                aim.Params
+}
+
+// eachRun calls run for every (rho, alpha, seed) of the grid, in the CSV's order, with the SE
+// solved once per point (ch). A run's error wrapping diverged is recorded in failed and the
+// grid goes on; any other error stops it.
+func (c *Sim) eachRun(ch aim.Channel, diverged error, failed *[]string, run func(r simRun) error) error {
+	for _, rho := range c.rhos {
+		for _, alpha := range c.alphas {
+			mmse := seMMSE(ch, rho, alpha)
+			for s := 0; s < c.Seeds; s++ {
+				seed := runSeed(c.Seed, s)
+				r := simRun{rho: rho, alpha: alpha, mmse: mmse, seed: seed, p: c.params(rho, alpha, seed)}
+				if err := run(r); err != nil {
+					if !errors.Is(err, diverged) {
+						return err
+					}
+					*failed = append(*failed, fmt.Sprintf("rho %g alpha %g seed %d: %v", rho, alpha, seed, err))
+				}
+			}
+		}
+	}
+	return nil
 }
