@@ -190,6 +190,9 @@ func TestBadArguments(t *testing.T) {
 
 		{"ChannelOutput unknown", "ChannelOutput", false, func() error { return d.ChannelOutput(Channel{Kind: 7, T: 2}, a, b, 1) }, "channel(7)"},
 		{"ChannelOutput T = 0", "ChannelOutput", true, func() error { return d.ChannelOutput(Channel{Kind: Softmax, Beta: 1}, a, b, 1) }, "T = 0"},
+		{"ChannelOutput softmax beta 0", "ChannelOutput", false, func() error { return d.ChannelOutput(Channel{Kind: Softmax, T: 2}, a, b, 1) }, "beta = 0"},
+		{"ChannelOutput softmax T = 1", "ChannelOutput", false, func() error { return d.ChannelOutput(Channel{Kind: Softmax, T: 1, Beta: 1}, a, b, 1) }, "T = 1"},
+		{"ChannelGOut hardmax T = 3", "ChannelGOut", false, func() error { return f64(d.ChannelGOut(Channel{Kind: Hardmax, T: 3}, a, b, big, 1, 1)) }, "T = 2 only"},
 		{"ChannelOutput negative n", "ChannelOutput", true, func() error { return d.ChannelOutput(sm, a, b, -1) }, "negative"},
 		{"ChannelOutput short h", "ChannelOutput", true, func() error { return d.ChannelOutput(sm, big, a, 5) }, "buffer h"},
 		{"ChannelOutput short y", "ChannelOutput", true, func() error { return d.ChannelOutput(sm, a, big, 5) }, "buffer y"},
