@@ -68,11 +68,21 @@ func Bytes(p aim.Params) uint64 {
 	return 8 * (N*T*D + 4*N*T*T + 5*D*D + 2*D + 2*T*T + D*R)
 }
 
+// StreamedBytes returns the device memory a run on streamed tokens (aim.GenerateStreamed with
+// chunks of chunk samples) needs beside its data: as Bytes, with the scratch and the tokens of
+// one chunk (2 chunk T D) in place of the N x T x D scratch, and one more D x D matrix (a
+// chunk's back-projection).
+func StreamedBytes(p aim.Params, chunk int) uint64 {
+	D, N, T, R, C := uint64(p.D), uint64(p.N()), uint64(p.T()), uint64(p.R()), uint64(min(chunk, p.N()))
+	return 8 * (2*C*T*D + 4*N*T*T + 6*D*D + 2*D + 2*T*T + D*R)
+}
+
 // Run runs GAMP-RIE on the data (docs/AIM.md section 3, z-coordinates):
 //
 //	init  S-hat = sqrt(rho) I, c-hat = 1, g = 0 (or, with PaperInit, the authors' start:
 //	      S-hat = W0 W0^T / sqrt(R D), c-hat = 10, omega = 10, V = 10, g = g_out(y, omega, V))
-//	loop  V_new = 2 c-hat
+//	loop  V_new = 2 c-hat   (on streamed data, the tokens are regenerated chunk by chunk for the
+//	      forward product and again for the back-projection; nothing else changes)
 //	      Omega = tau o (X S-hat X^T - Tr S-hat I)/sqrt(D) - V_new g        (Onsager term)
 //	      V = (1 - theta) V_new + theta V,  omega = (1 - theta) Omega + theta omega
 //	      g = g_out(y, omega, V),  A = (2 alpha / N) sum_mu sum_{a<=b} g^2    (= q-hat / 2)
@@ -89,7 +99,15 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 	if o.MaxIter < 1 || !(o.Damping >= 0 && o.Damping < 1) || !(o.Tol > 0) || !(o.BlowUp > 0) {
 		return Result{}, fmt.Errorf("amp: options out of range: %+v", o)
 	}
-	b, err := device.AllocAll(dev, N*T*D, N*T*T, N*T*T, N*T*T, N*T*T, D*D, D*D, D*D, D*D, D*D, D, D, T*T, T*T, D*R)
+	chunk := N // samples whose tokens are in memory at once
+	if data.Chunk > 0 {
+		chunk = data.Chunk
+	}
+	sizes := []int{chunk * T * D, N * T * T, N * T * T, N * T * T, N * T * T, D * D, D * D, D * D, D * D, D * D, D, D, T * T, T * T, D * R}
+	if data.Chunk > 0 {
+		sizes = append(sizes, chunk*T*D, D*D) // the chunk's tokens, a chunk's back-projection
+	}
+	b, err := device.AllocAll(dev, sizes...)
 	if err != nil {
 		return Result{}, fmt.Errorf("amp: %w", err)
 	}
@@ -97,6 +115,40 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 	scratch, omegaNew, omega, g, c := b[0], b[1], b[2], b[3], b[4]
 	sHat, sNew, rMat, back, vecs := b[5], b[6], b[7], b[8], b[9]
 	vals, fvals, tau, kappa, w0 := b[10], b[11], b[12], b[13], b[14]
+	var xc, backChunk device.Buffer
+	if data.Chunk > 0 {
+		xc, backChunk = b[15], b[16]
+	}
+	view := func(buf device.Buffer, off, n int) device.Buffer {
+		v, err := device.View(buf, off, n)
+		if err != nil {
+			panic(fmt.Sprintf("amp: view [%d, +%d) of %d values: %v", off, n, buf.Len(), err))
+		}
+		return v
+	}
+	// forward writes (X S-hat X^T - Tr S-hat I)/sqrt(D) into omegaNew, chunk by chunk.
+	forward := func(trS float64) error {
+		return data.EachChunk(dev, xc, func(lo, n int, x device.Buffer) error {
+			return aim.Indices(dev, view(omegaNew, lo*T*T, n*T*T), view(scratch, 0, n*T*D), x, sHat, trS, n, T, D)
+		})
+	}
+	// backward writes sum_mu X_mu^T C_mu X_mu / sqrt(D) into back, the chunks' sums added in
+	// chunk order.
+	backward := func() error {
+		return data.EachChunk(dev, xc, func(lo, n int, x device.Buffer) error {
+			out := back
+			if lo > 0 {
+				out = backChunk
+			}
+			if err := backProject(dev, out, view(c, lo*T*T, n*T*T), x, view(scratch, 0, n*T*D), n, T, D, 1/math.Sqrt(float64(D))); err != nil {
+				return err
+			}
+			if lo > 0 {
+				return dev.Axpby(back, 1, backChunk, 1)
+			}
+			return nil
+		})
+	}
 
 	tauH, kappaH := make([]float64, T*T), make([]float64, T*T)
 	for a := 0; a < T; a++ {
@@ -160,7 +212,7 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 			return res, fmt.Errorf("amp: %w", err)
 		}
 		if err := device.Seq(
-			func() error { return aim.Indices(dev, omegaNew, scratch, data.X, sHat, trS, N, T, D) },
+			func() error { return forward(trS) },
 			func() error { return dev.MulPattern(omegaNew, tau, N, T*T) },
 			func() error { return dev.Axpby(omegaNew, -vNew, g, 1) },
 		); err != nil {
@@ -199,7 +251,7 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 			return res, fmt.Errorf("amp: iteration %d: back-projection: %w", it, err)
 		}
 		if err := device.Seq(
-			func() error { return backProject(dev, back, c, data.X, scratch, N, T, D, 1/sqrtD) },
+			func() error { return backward() },
 			func() error { return dev.AddDiag(back, 1, D, -trC/sqrtD) },
 			func() error { return dev.Copy(rMat, sHat) },
 			func() error { return dev.Axpby(rMat, 1/(A*float64(D)), back, 1) },

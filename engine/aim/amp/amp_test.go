@@ -145,6 +145,40 @@ func TestAMPBytes(t *testing.T) {
 	}
 }
 
+// TestStreamedBytes holds the streamed memory estimates to what GenerateStreamed and a run on
+// its data allocate at their peaks, and checks that the data keep only S and y.
+func TestStreamedBytes(t *testing.T) {
+	for _, p := range []aim.Params{softmaxParams(30, 2, 0.1, 1), softmaxParams(24, 3, 0.2, 2)} {
+		for _, chunk := range []int{7, 1000} {
+			dev := devtest.NewCounting(cpu.New(0))
+			data, err := aim.GenerateStreamed(dev, p, chunk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := dev.Peak(); got != p.StreamedBytes(chunk) {
+				t.Errorf("%+v, chunk %d: GenerateStreamed peaked at %d bytes, StreamedBytes says %d", p, chunk, got, p.StreamedBytes(chunk))
+			}
+			N, T, D := uint64(p.N()), uint64(p.T()), uint64(p.D)
+			before := dev.Live()
+			if before != 8*(D*D+N*T*T) {
+				t.Errorf("streamed data hold %d bytes, want S and y: %d", before, 8*(D*D+N*T*T))
+			}
+			o := DefaultOptions()
+			o.MaxIter = 2
+			if _, err := Run(dev, data, o); err != nil {
+				t.Fatal(err)
+			}
+			if got := dev.Peak() - before; got != StreamedBytes(p, chunk) {
+				t.Errorf("%+v, chunk %d: Run peaked at %d bytes, StreamedBytes says %d", p, chunk, got, StreamedBytes(p, chunk))
+			}
+			data.Free(dev)
+			if dev.Live() != 0 {
+				t.Errorf("%d bytes left allocated", dev.Live())
+			}
+		}
+	}
+}
+
 // TestAMPHardmaxExact checks that GAMP-RIE with the exact hardmax channel follows the exact SE
 // and not the published curve, which lies far above it (0.730 and 0.316 at rho = 0.5, alpha =
 // 0.2 and 1). At D = 60 the tolerance is 0.04 on the mean of two seeds; the D = 100 figures are
@@ -206,5 +240,75 @@ func TestAMPStopsAtFailedOperation(t *testing.T) {
 	}
 	if dev.uploads != 1 || dev.after != 0 {
 		t.Errorf("%d uploads and %d products after the failure, want 1 and 0", dev.uploads, dev.after)
+	}
+}
+
+// TestStreamedEqualsStored: GAMP-RIE on streamed tokens (regenerated in chunks of 7 samples,
+// N = 180 not a multiple of 7, at every use) follows the stored run of the same seed: the same
+// outputs y, and per-iteration errors and Delta equal to 1e-12 relative over 15 iterations (the
+// back-projection is summed chunk by chunk, which moves the rounding), for softmax T = 2 and 3
+// and the exact hardmax, on 1 and 3 CPU workers (the streamed run is the same on both, bit for
+// bit).
+func TestStreamedEqualsStored(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    aim.Params
+	}{
+		{"softmax T=2", softmaxParams(30, 2, 0.2, 5)},
+		{"softmax T=3", softmaxParams(24, 3, 0.15, 6)},
+		{"hardmax", aim.Params{D: 30, Alpha: 0.2, Rho: 0.5, Seed: 7, Channel: device.Channel{Kind: device.Hardmax, T: 2}}},
+	} {
+		var first []Iteration
+		for _, workers := range []int{1, 3} {
+			dev := cpu.New(workers)
+			stored, err := aim.Generate(dev, tc.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			streamed, err := aim.GenerateStreamed(dev, tc.p, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			N, T := tc.p.N(), tc.p.T()
+			ys, yt := make([]float64, N*T*T), make([]float64, N*T*T)
+			dev.Download(ys, stored.Y)
+			dev.Download(yt, streamed.Y)
+			for i := range ys {
+				if math.Abs(ys[i]-yt[i]) > 1e-12 {
+					t.Fatalf("%s: y[%d] streamed %g, stored %g", tc.name, i, yt[i], ys[i])
+				}
+			}
+			o := DefaultOptions()
+			o.MaxIter, o.Tol = 15, 1e-300
+			a, errA := Run(dev, stored, o)
+			b, errB := Run(dev, streamed, o)
+			if errA != nil || errB != nil || len(a.Trace) != 15 || len(b.Trace) != 15 {
+				t.Fatalf("%s: stored %v (%d iterations), streamed %v (%d)", tc.name, errA, len(a.Trace), errB, len(b.Trace))
+			}
+			worst := 0.0
+			for i := range a.Trace {
+				for _, pair := range [][2]float64{{a.Trace[i].Error, b.Trace[i].Error}, {a.Trace[i].Delta, b.Trace[i].Delta}} {
+					worst = math.Max(worst, math.Abs(pair[0]-pair[1])/math.Abs(pair[0]))
+					if math.Abs(pair[0]-pair[1]) > 1e-12*math.Abs(pair[0]) {
+						t.Errorf("%s, %d workers, iteration %d: stored %.17g, streamed %.17g", tc.name, workers, i+1, pair[0], pair[1])
+					}
+				}
+			}
+			t.Logf("%s, %d workers, native BLAS %v: largest relative difference %.2g", tc.name, workers, dev.BLAS().Native, worst)
+			if first == nil {
+				first = b.Trace
+			} else {
+				for i := range first {
+					if first[i].Error != b.Trace[i].Error {
+						t.Errorf("%s: streamed error at iteration %d differs between 1 and 3 workers", tc.name, i+1)
+					}
+				}
+			}
+			stored.Free(dev)
+			streamed.Free(dev)
+		}
+	}
+	if _, err := aim.GenerateStreamed(cpu.New(1), softmaxParams(10, 2, 0.2, 1), 0); err == nil {
+		t.Error("a chunk of 0 samples was accepted")
 	}
 }
