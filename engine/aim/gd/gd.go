@@ -60,11 +60,24 @@ type Result struct {
 // and three N x T x T work arrays.
 func Bytes(p aim.Params, o Options) uint64 {
 	D, N, T := uint64(p.D), uint64(p.N()), uint64(p.T())
-	R := uint64(o.R)
-	if R == 0 {
-		R = uint64(p.R())
+	return 8 * (4*studentRank(p, o)*D + 3*D*D + N*T*D + 3*N*T*T)
+}
+
+// StreamedBytes returns the device memory of one training on streamed tokens
+// (aim.GenerateStreamed with chunks of chunk samples) beside the data: as Bytes, with the
+// scratch and the tokens of one chunk (2 chunk T D) in place of the N x T x D scratch, and one
+// more D x D matrix (a chunk's part of G_S).
+func StreamedBytes(p aim.Params, o Options, chunk int) uint64 {
+	D, N, T, C := uint64(p.D), uint64(p.N()), uint64(p.T()), uint64(min(chunk, p.N()))
+	return 8 * (4*studentRank(p, o)*D + 4*D*D + 2*C*T*D + 3*N*T*T)
+}
+
+// studentRank is the student's width R (o.R, or the teacher's rank when 0).
+func studentRank(p aim.Params, o Options) uint64 {
+	if o.R > 0 {
+		return uint64(o.R)
 	}
-	return 8 * (4*R*D + 3*D*D + N*T*D + 3*N*T*T)
+	return uint64(p.R())
 }
 
 func (o Options) validate() error {
@@ -192,17 +205,39 @@ type student struct {
 	bufs                       []device.Buffer
 	w, grad, m, v, s, gS, sBar device.Buffer
 	scratch, h, yhat, gamma    device.Buffer
+	xc, gChunk                 device.Buffer // streamed data: a chunk's tokens and its G_S part
 }
 
 func newStudent(dev device.Device, tr device.Trainer, data *aim.Data, R int) (*student, error) {
 	D, N, T := data.P.D, data.P.N(), data.P.T()
-	b, err := device.AllocAll(dev, R*D, R*D, R*D, R*D, D*D, D*D, D*D, N*T*D, N*T*T, N*T*T, N*T*T)
+	chunk := N // samples whose tokens are in memory at once
+	if data.Chunk > 0 {
+		chunk = data.Chunk
+	}
+	sizes := []int{R * D, R * D, R * D, R * D, D * D, D * D, D * D, chunk * T * D, N * T * T, N * T * T, N * T * T}
+	if data.Chunk > 0 {
+		sizes = append(sizes, chunk*T*D, D*D)
+	}
+	b, err := device.AllocAll(dev, sizes...)
 	if err != nil {
 		return nil, fmt.Errorf("gd: %w", err)
 	}
-	return &student{dev: dev, tr: tr, data: data, R: R, bufs: b,
+	st := &student{dev: dev, tr: tr, data: data, R: R, bufs: b,
 		w: b[0], grad: b[1], m: b[2], v: b[3], s: b[4], gS: b[5], sBar: b[6],
-		scratch: b[7], h: b[8], yhat: b[9], gamma: b[10]}, nil
+		scratch: b[7], h: b[8], yhat: b[9], gamma: b[10]}
+	if data.Chunk > 0 {
+		st.xc, st.gChunk = b[11], b[12]
+	}
+	return st, nil
+}
+
+// view is device.View for ranges known to be inside b (a bug otherwise).
+func view(b device.Buffer, off, n int) device.Buffer {
+	v, err := device.View(b, off, n)
+	if err != nil {
+		panic(fmt.Sprintf("gd: view [%d, +%d) of %d values: %v", off, n, b.Len(), err))
+	}
+	return v
 }
 
 func (st *student) free() { device.FreeAll(st.dev, st.bufs...) }
@@ -222,8 +257,13 @@ func (st *student) lossAndGrad() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := errors.Join(aim.Indices(dev, st.h, st.scratch, st.data.X, st.s, trS, N, T, D),
-		dev.ChannelOutput(p.Channel, st.yhat, st.h, N)); err != nil {
+	// The indices, chunk by chunk of tokens (one chunk when they are stored).
+	if err := st.data.EachChunk(dev, st.xc, func(lo, n int, x device.Buffer) error {
+		return aim.Indices(dev, view(st.h, lo*T*T, n*T*T), view(st.scratch, 0, n*T*D), x, st.s, trS, n, T, D)
+	}); err != nil {
+		return 0, err
+	}
+	if err := dev.ChannelOutput(p.Channel, st.yhat, st.h, N); err != nil {
 		return 0, err
 	}
 	loss, err := st.tr.SoftmaxLossGrad(p.Channel, st.gamma, st.yhat, st.data.Y, N, 1/float64(D))
@@ -234,9 +274,29 @@ func (st *student) lossAndGrad() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return loss, errors.Join(dev.TokenMix(st.scratch, st.gamma, st.data.X, N, T, D),
-		dev.Gemm(true, false, D, D, N*T, 1/sqrtD, st.data.X, st.scratch, 0, st.gS),
-		dev.AddDiag(st.gS, 1, D, -trG/sqrtD),
-		dev.Gemm(false, false, R, D, D, cSW, st.w, st.gS, 0, st.grad),
-		dev.Gemm(false, true, R, D, D, cSW, st.w, st.gS, 1, st.grad))
+	// G_S = (1/sqrt(D)) sum_mu X_mu^T Gamma_mu X_mu, the chunks' parts added in chunk order.
+	if err := st.data.EachChunk(dev, st.xc, func(lo, n int, x device.Buffer) error {
+		out := st.gS
+		if lo > 0 {
+			out = st.gChunk
+		}
+		sc := view(st.scratch, 0, n*T*D)
+		return device.Seq(
+			func() error { return dev.TokenMix(sc, view(st.gamma, lo*T*T, n*T*T), x, n, T, D) },
+			func() error { return dev.Gemm(true, false, D, D, n*T, 1/sqrtD, x, sc, 0, out) },
+			func() error {
+				if lo == 0 {
+					return nil
+				}
+				return dev.Axpby(st.gS, 1, st.gChunk, 1)
+			},
+		)
+	}); err != nil {
+		return 0, err
+	}
+	return loss, device.Seq(
+		func() error { return dev.AddDiag(st.gS, 1, D, -trG/sqrtD) },
+		func() error { return dev.Gemm(false, false, R, D, D, cSW, st.w, st.gS, 0, st.grad) },
+		func() error { return dev.Gemm(false, true, R, D, D, cSW, st.w, st.gS, 1, st.grad) },
+	)
 }
