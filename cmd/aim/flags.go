@@ -101,6 +101,9 @@ func simFlags(fs *flag.FlagSet, s *job.Sim, quiet *bool) {
 	fs.StringVar(&s.Device, "device", s.Device, "auto, cpu or cuda")
 	fs.IntVar(&s.Workers, "workers", s.Workers, "CPU goroutines (0: all cores)")
 	fs.IntVar(&s.Threads, "threads", s.Threads, "threads of the CPU backend's BLAS library, OpenBLAS or MKL (0: all cores)")
+	fs.StringVar(&s.Mode, "tokens", s.Mode, "tokens X stored on the device, or streamed: regenerated chunk by chunk from the seed at every use, never stored (same values); auto stores when the largest run fits")
+	fs.IntVar(&s.Chunk, "chunk", s.Chunk, "samples per chunk of streamed tokens (0: the largest that fits, at most 4096)")
+	fs.StringVar(&s.MaxMemory, "max-memory", s.MaxMemory, "cap on a run's device memory, e.g. 4GiB or 512MiB (default: the device's free memory)")
 }
 
 // smiFlags registers the flags every `aim smi` subcommand shares, into f; withC is false where

@@ -71,8 +71,15 @@ func (c *AMPConfig) options() amp.Options {
 	return o
 }
 
-// CheckMemory refuses the configuration when its largest run does not fit in d's memory.
-func (c *AMPConfig) CheckMemory(d *Device) error { return c.checkMemory(d.dev, amp.Bytes) }
+// CheckMemory refuses the configuration when its largest run fits in d's memory (within
+// --max-memory) neither with stored nor with streamed tokens, as --tokens allows.
+func (c *AMPConfig) CheckMemory(d *Device) error { _, err := c.planTokens(d); return err }
+
+// planTokens chooses the token mode of the grid (Tokens).
+func (c *AMPConfig) planTokens(d *Device) (TokenPlan, error) {
+	return c.Sim.planTokens(d.dev, func(p aim.Params) uint64 { return storedPeak(p, amp.Bytes(p)) },
+		func(p aim.Params, chunk int) uint64 { return streamedPeak(p, chunk, amp.StreamedBytes(p, chunk)) })
+}
 
 // AMPRow is one GAMP-RIE run: a row of the `aim amp` CSV.
 type AMPRow struct {
@@ -135,6 +142,7 @@ var AMPTraceSchema = &table.Schema[AMPTraceRow]{Kind: table.AMPTrace, Columns: [
 
 // AMPResult is what RunAMP computed.
 type AMPResult struct {
+	Tokens TokenPlan     // the token mode the runs used
 	Rows   []AMPRow      // per rho, per alpha, per seed
 	Trace  []AMPTraceRow // every iteration of every run
 	Failed []string      // the diverged runs (their rows have no error)
@@ -146,9 +154,10 @@ func (r *AMPResult) Err() error { return Failures(r.Failed, len(r.Rows), "runs d
 
 // ampJob is a validated `aim amp` with its device open.
 type ampJob struct {
-	c   *AMPConfig
-	dev *Device
-	ch  aim.Channel
+	c    *AMPConfig
+	dev  *Device
+	ch   aim.Channel
+	plan TokenPlan // stored or streamed tokens
 }
 
 // prepare opens the device (and says which), refuses runs that do not fit, and makes the SE
@@ -158,11 +167,11 @@ func (c *AMPConfig) prepare(env Env) (*ampJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch, err := c.prepareSim(env, dev, c.CheckMemory)
+	ch, pl, err := c.prepareSim(env, dev, c.planTokens)
 	if err != nil {
 		return nil, err
 	}
-	return &ampJob{c: c, dev: dev, ch: ch}, nil
+	return &ampJob{c: c, dev: dev, ch: ch, plan: pl}, nil
 }
 
 // RunAMP runs every (rho, alpha, seed) of a validated configuration on its device.
@@ -180,13 +189,13 @@ func RunAMP(c *AMPConfig, env Env) (*AMPResult, error) {
 
 func (j *ampJob) run(env Env) (*AMPResult, error) {
 	c := j.c
-	res := &AMPResult{Note: j.dev.Note}
+	res := &AMPResult{Note: j.dev.Note, Tokens: j.plan}
 	bar := env.progress(len(c.rhos)*len(c.alphas)*c.Seeds*c.MaxIter, "amp "+c.csvChannel())
 	defer bar.Finish()
 	err := c.eachRun(j.ch, amp.ErrDiverged, &res.Failed, func(r simRun) error {
 		o := c.options()
 		o.Progress = func(amp.Iteration) { bar.Add(1) }
-		out, err := ampOnce(j.dev, r.p, o)
+		out, err := ampOnce(j.dev, j.plan, r.p, o)
 		bar.Add(c.MaxIter - out.Iterations)
 		if err != nil && !errors.Is(err, amp.ErrDiverged) {
 			return err
@@ -209,9 +218,10 @@ func (j *ampJob) run(env Env) (*AMPResult, error) {
 	return res, nil
 }
 
-// ampOnce draws the data of one run, runs GAMP-RIE and frees everything.
-func ampOnce(dev *Device, p aim.Params, o amp.Options) (amp.Result, error) {
-	data, err := aim.Generate(dev.dev, p)
+// ampOnce draws the data of one run (in the plan's token mode), runs GAMP-RIE and frees
+// everything.
+func ampOnce(dev *Device, pl TokenPlan, p aim.Params, o amp.Options) (amp.Result, error) {
+	data, err := pl.generate(dev.dev, p)
 	if err != nil {
 		return amp.Result{}, err
 	}
@@ -233,6 +243,9 @@ func ExecuteAMP(c *AMPConfig, env Env) (string, error) {
 		return "", out.abort(err)
 	}
 	params := c.simParams()
+	for k, v := range c.tokenParams(res.Tokens) {
+		params[k] = v
+	}
 	for k, v := range map[string]any{"max_iter": c.MaxIter, "damping": c.Damping, "tol": c.Tol, "paper_init": c.PaperInit} {
 		params[k] = v
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/device/auto"
-	"github.com/aimtheory/aim/engine/aim"
 )
 
 // Device is a compute device opened for jobs, with the sentence that says which and why.
@@ -30,28 +29,6 @@ func (d *Device) Name() string { return d.dev.Info().Name }
 
 // Close releases the device.
 func (d *Device) Close() { auto.Close(d.dev) }
-
-// checkMemory refuses a grid of runs, before anything is allocated, when its largest run needs
-// more memory than the device has free. A run needs the larger of drawing its data
-// (aim.Params.Bytes) and holding the data while the algorithm's own buffers (algo) live: the
-// engine gives the parts, and this sum of them is the CLI's.
-func checkMemory(dev device.Device, rhos, alphas []float64, params func(rho, alpha float64) aim.Params, algo func(aim.Params) uint64) error {
-	var need uint64
-	var at aim.Params
-	for _, r := range rhos {
-		for _, a := range alphas {
-			p := params(r, a)
-			if n := max(p.Bytes(), p.DataBytes()+algo(p)); n > need {
-				need, at = n, p
-			}
-		}
-	}
-	if free := dev.Info().FreeBytes; need > free {
-		return Inputf("a run at D = %d, alpha = %g needs %s of %s memory, and %s is available",
-			at.D, at.Alpha, device.Bytes(need), dev.Info().Name, device.Bytes(free))
-	}
-	return nil
-}
 
 // checkHostMemory refuses, before anything is allocated, a run that needs more memory than
 // the host has available (skipped where the available memory cannot be read).

@@ -96,10 +96,15 @@ func (c *GDConfig) options() gd.Options {
 	return o
 }
 
-// CheckMemory refuses the configuration when its largest training does not fit in d's memory.
-func (c *GDConfig) CheckMemory(d *Device) error {
+// CheckMemory refuses the configuration when its largest training fits in d's memory (within
+// --max-memory) neither with stored nor with streamed tokens, as --tokens allows.
+func (c *GDConfig) CheckMemory(d *Device) error { _, err := c.planTokens(d); return err }
+
+// planTokens chooses the token mode of the grid (Tokens).
+func (c *GDConfig) planTokens(d *Device) (TokenPlan, error) {
 	o := c.options()
-	return c.checkMemory(d.dev, func(p aim.Params) uint64 { return gd.Bytes(p, o) })
+	return c.Sim.planTokens(d.dev, func(p aim.Params) uint64 { return storedPeak(p, gd.Bytes(p, o)) },
+		func(p aim.Params, chunk int) uint64 { return streamedPeak(p, chunk, gd.StreamedBytes(p, o, chunk)) })
 }
 
 // GDRow is one training: a row of the `aim gd` CSV.
@@ -168,6 +173,7 @@ var GDTraceSchema = &table.Schema[GDTraceRow]{Kind: table.GDTrace, Columns: []ta
 
 // GDResult is what RunGD computed.
 type GDResult struct {
+	Tokens TokenPlan    // the token mode the runs used
 	Rows   []GDRow      // per rho, per alpha, per seed
 	Trace  []GDTraceRow // the first student of every run, every TraceEvery steps
 	Failed []string     // the diverged runs (their rows have no values)
@@ -178,9 +184,10 @@ type GDResult struct {
 func (r *GDResult) Err() error { return Failures(r.Failed, len(r.Rows), "runs diverged") }
 
 type gdJob struct {
-	c   *GDConfig
-	dev *Device
-	ch  aim.Channel
+	c    *GDConfig
+	dev  *Device
+	ch   aim.Channel
+	plan TokenPlan // stored or streamed tokens
 }
 
 // prepare opens a device with the training operations (the capability device.Caps.Trainer;
@@ -201,11 +208,11 @@ func (c *GDConfig) prepare(env Env) (*gdJob, error) {
 		}
 		dev.Note = "auto: using the CPU (" + dev.Note + "): the device it found has no training operations"
 	}
-	ch, err := c.prepareSim(env, dev, c.CheckMemory)
+	ch, pl, err := c.prepareSim(env, dev, c.planTokens)
 	if err != nil {
 		return nil, err
 	}
-	return &gdJob{c: c, dev: dev, ch: ch}, nil
+	return &gdJob{c: c, dev: dev, ch: ch, plan: pl}, nil
 }
 
 // RunGD trains every (rho, alpha, seed) of a validated configuration on its device.
@@ -223,7 +230,7 @@ func RunGD(c *GDConfig, env Env) (*GDResult, error) {
 
 func (j *gdJob) run(env Env) (*GDResult, error) {
 	c := j.c
-	res := &GDResult{Note: j.dev.Note}
+	res := &GDResult{Note: j.dev.Note, Tokens: j.plan}
 	steps := c.Steps * c.Restarts
 	bar := env.progress(len(c.rhos)*len(c.alphas)*c.Seeds*steps, "gd")
 	defer bar.Finish()
@@ -231,7 +238,7 @@ func (j *gdJob) run(env Env) (*GDResult, error) {
 		o := c.options()
 		done := 0
 		o.Progress = func() { done++; bar.Add(1) }
-		data, err := aim.Generate(j.dev.dev, r.p)
+		data, err := j.plan.generate(j.dev.dev, r.p)
 		if err != nil {
 			return err
 		}
@@ -296,6 +303,9 @@ func ExecuteGD(c *GDConfig, env Env) (string, error) {
 		return "", out.abort(err)
 	}
 	params := c.simParams()
+	for k, v := range c.tokenParams(res.Tokens) {
+		params[k] = v
+	}
 	for k, v := range map[string]any{"restarts": c.Restarts, "steps": c.Steps, "lr": c.LR, "optimizer": c.Optimizer,
 		"R_student": c.R, "amp": c.AMP} {
 		params[k] = v

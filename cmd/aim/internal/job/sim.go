@@ -6,7 +6,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
 )
 
@@ -21,10 +20,11 @@ type Sim struct {
 	Workers int    // CPU goroutines (0: all cores)
 	Threads int    // threads of the CPU backend's BLAS library (0: all cores)
 	Trace   string // a CSV of every iteration or step ("" for none)
+	Tokens         // stored or streamed tokens, and the memory cap
 }
 
 func defaultSim(command string, D, seeds int) Sim {
-	return Sim{Model: defaultModel(command), D: D, Seeds: seeds, Seed: 1, Device: "auto"}
+	return Sim{Model: defaultModel(command), D: D, Seeds: seeds, Seed: 1, Device: "auto", Tokens: Tokens{Mode: "auto"}}
 }
 
 // validateSim checks the shared simulation fields and every (rho, alpha) point's sizes.
@@ -38,6 +38,9 @@ func (c *Sim) validateSim() error {
 		return Inputf("--workers %d: need 0 (all cores) or more", c.Workers)
 	case c.Threads < 0:
 		return Inputf("--threads %d: need 0 (all cores) or more", c.Threads)
+	}
+	if err := c.validateTokens(); err != nil {
+		return err
 	}
 	if c.Trace != "" && !strings.HasSuffix(strings.ToLower(c.Trace), ".csv") {
 		return Inputf("--trace %q: the trace file must end in .csv", c.Trace)
@@ -57,12 +60,6 @@ func (c *Sim) params(rho, alpha float64, seed uint64) aim.Params {
 	return aim.Params{D: c.D, Alpha: alpha, Rho: rho, Channel: c.deviceChannel(), Seed: seed}
 }
 
-// checkMemory refuses the grid when its largest run does not fit in dev's memory; algo is the
-// algorithm's own buffers beside the data.
-func (c *Sim) checkMemory(dev device.Device, algo func(aim.Params) uint64) error {
-	return checkMemory(dev, c.rhos, c.alphas, func(r, a float64) aim.Params { return c.params(r, a, 0) }, algo)
-}
-
 // simParams returns the shared fields for a manifest.
 func (c *Sim) simParams() map[string]any {
 	p := c.Model.params()
@@ -79,21 +76,32 @@ func (c *Sim) alphaRange() (amin, amax float64) {
 	return amin, amax
 }
 
-// prepareSim says which device runs the simulation, refuses runs that do not fit in its memory
-// (checkMemory) and makes the SE channel: everything that can refuse a simulation before it
-// writes or computes anything. On an error the device is closed.
-func (c *Sim) prepareSim(env Env, dev *Device, checkMemory func(*Device) error) (aim.Channel, error) {
+// prepareSim says which device runs the simulation, chooses stored or streamed tokens and
+// refuses runs that fit in neither (planner), and makes the SE channel: everything that can
+// refuse a simulation before it writes or computes anything. On an error the device is closed.
+func (c *Sim) prepareSim(env Env, dev *Device, planner func(*Device) (TokenPlan, error)) (aim.Channel, TokenPlan, error) {
 	env.notef("%s", dev.Note)
-	if err := checkMemory(dev); err != nil {
+	pl, err := planner(dev)
+	if err != nil {
 		dev.Close()
-		return nil, err
+		return nil, TokenPlan{}, err
 	}
+	env.notef("%s", pl.Note)
 	ch, err := c.theoryChannel()
 	if err != nil {
 		dev.Close()
-		return nil, InputError{err}
+		return nil, TokenPlan{}, InputError{err}
 	}
-	return ch, nil
+	return ch, pl, nil
+}
+
+// tokenParams returns the manifest fields of the token mode.
+func (c *Sim) tokenParams(pl TokenPlan) map[string]any {
+	m := map[string]any{"tokens": c.Mode, "max_memory": c.MaxMemory, "tokens_used": "stored"}
+	if pl.Streamed {
+		m["tokens_used"], m["chunk"] = "streamed", pl.Chunk
+	}
+	return m
 }
 
 // simRun is one run of a simulation grid: its point, its seed, its model and the SE's mmse at

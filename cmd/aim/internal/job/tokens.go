@@ -1,0 +1,145 @@
+package job
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/aim"
+)
+
+// Tokens chooses how a simulation holds the tokens X (N x T x D): stored on the device, or
+// streamed, regenerated chunk by chunk from the seed's Philox stream whenever they are needed
+// (the same values either way: aim.GenerateStreamed). Auto stores them when the largest run fits
+// in the memory allowed and streams otherwise.
+type Tokens struct {
+	Mode      string // auto, stored or streamed
+	Chunk     int    // samples per chunk when streamed (0: the largest that fits, at most maxChunk)
+	MaxMemory string // cap on a run's device memory ("" for the device's free memory), e.g. 4GiB
+}
+
+// maxChunk is the largest automatic chunk: big enough that the chunk's products run at the BLAS
+// rate, small enough for the cache-friendly streams of issue 14's later steps.
+const maxChunk = 4096
+
+func (t *Tokens) validateTokens() error {
+	switch t.Mode {
+	case "auto", "stored", "streamed":
+	default:
+		return Inputf("--tokens %q: want auto, stored or streamed", t.Mode)
+	}
+	if t.Chunk < 0 {
+		return Inputf("--chunk %d: need 0 (automatic) or more samples", t.Chunk)
+	}
+	if t.MaxMemory != "" {
+		if _, err := ParseBytes(t.MaxMemory); err != nil {
+			return Inputf("--max-memory %q: %v", t.MaxMemory, err)
+		}
+	}
+	return nil
+}
+
+// ParseBytes reads a memory size: a number of bytes with an optional unit B, KiB, MiB, GiB,
+// TiB (powers of 1024) or kB, MB, GB, TB (powers of 1000), e.g. 4GiB, 512MiB, 1.5GB, 100000.
+func ParseBytes(s string) (uint64, error) {
+	units := []struct {
+		suffix string
+		scale  float64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	num, scale := strings.TrimSpace(s), 1.0
+	for _, u := range units {
+		if strings.HasSuffix(num, u.suffix) {
+			num, scale = strings.TrimSpace(strings.TrimSuffix(num, u.suffix)), u.scale
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || !(v > 0) || math.IsInf(v*scale, 0) || v*scale >= math.MaxUint64 {
+		return 0, fmt.Errorf("want a positive size such as 4GiB, 512MiB or 1.5GB")
+	}
+	return uint64(v * scale), nil
+}
+
+// TokenPlan is the token mode chosen for a grid of runs.
+type TokenPlan struct {
+	Streamed bool
+	Chunk    int    // samples per chunk when streamed
+	Note     string // what was chosen and why, for stderr and the manifest
+}
+
+// planTokens chooses stored or streamed tokens for the grid's largest run on dev, within
+// min(free memory, --max-memory), and refuses a grid that fits in neither mode, saying what each
+// would need. stored and streamed give a run's peak memory in each mode (chunk samples at once).
+func (c *Sim) planTokens(dev device.Device, stored func(aim.Params) uint64, streamed func(p aim.Params, chunk int) uint64) (TokenPlan, error) {
+	limit, what := dev.Info().FreeBytes, "available on "+dev.Info().Name
+	if c.MaxMemory != "" {
+		m, _ := ParseBytes(c.MaxMemory) // validated
+		if m < limit {
+			limit, what = m, "allowed by --max-memory"
+		}
+	}
+	var big aim.Params // the run that needs the most stored memory
+	needStored := uint64(0)
+	for _, r := range c.rhos {
+		for _, a := range c.alphas {
+			if p := c.params(r, a, 0); stored(p) > needStored {
+				big, needStored = p, stored(p)
+			}
+		}
+	}
+	at := where(big.D, big.Alpha)
+	if c.Mode == "stored" || (c.Mode == "auto" && needStored <= limit) {
+		if needStored > limit {
+			return TokenPlan{}, Inputf("%s needs %s of %s memory with stored tokens, and %s is %s (--tokens streamed needs %s)",
+				at, device.Bytes(needStored), dev.Info().Name, device.Bytes(limit), what, device.Bytes(streamed(big, c.chunkOr(1))))
+		}
+		return TokenPlan{Note: "tokens stored (" + device.Bytes(needStored) + " for the largest run)"}, nil
+	}
+	chunk := c.Chunk
+	if chunk == 0 { // the largest chunk that fits, halving from maxChunk
+		chunk = min(maxChunk, big.N())
+		for chunk > 1 && streamed(big, chunk) > limit {
+			chunk /= 2
+		}
+	}
+	if need := streamed(big, chunk); need > limit {
+		return TokenPlan{}, Inputf("%s needs %s of %s memory with streamed tokens in chunks of %d samples (stored: %s), and %s is %s",
+			at, device.Bytes(need), dev.Info().Name, chunk, device.Bytes(needStored), device.Bytes(limit), what)
+	}
+	why := "--tokens streamed"
+	if c.Mode == "auto" {
+		why = "stored would need " + device.Bytes(needStored) + ", " + device.Bytes(limit) + " is " + what
+	}
+	return TokenPlan{Streamed: true, Chunk: chunk, Note: fmt.Sprintf("tokens streamed in chunks of %d samples, %s for the largest run (%s)",
+		chunk, device.Bytes(streamed(big, chunk)), why)}, nil
+}
+
+func (c *Sim) chunkOr(def int) int {
+	if c.Chunk > 0 {
+		return c.Chunk
+	}
+	return def
+}
+
+// generate draws one run's teacher and data in the plan's mode.
+func (pl TokenPlan) generate(dev device.Device, p aim.Params) (*aim.Data, error) {
+	if pl.Streamed {
+		return aim.GenerateStreamed(dev, p, pl.Chunk)
+	}
+	return aim.Generate(dev, p)
+}
+
+// streamedPeak is a run's peak memory on streamed tokens: drawing the data
+// (aim.Params.StreamedBytes), or holding S and y (D x D, N x T x T) beside the algorithm's
+// buffers (algo).
+func streamedPeak(p aim.Params, chunk int, algo uint64) uint64 {
+	D, N, T := uint64(p.D), uint64(p.N()), uint64(p.T())
+	return max(p.StreamedBytes(chunk), 8*(D*D+N*T*T)+algo)
+}
+
+// storedPeak is a run's peak memory on stored tokens: drawing the data (aim.Params.Bytes), or
+// holding them (DataBytes) beside the algorithm's buffers (algo).
+func storedPeak(p aim.Params, algo uint64) uint64 { return max(p.Bytes(), p.DataBytes()+algo) }
