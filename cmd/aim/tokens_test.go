@@ -18,7 +18,7 @@ func TestTokensStreamedEqualsStored(t *testing.T) {
 		cmd   []string
 		below string // a --max-memory below the stored need and above the streamed one
 	}{
-		{[]string{"amp", "--D", "24", "--alpha", "0.1,0.2", "--seeds", "2", "--max-iter", "8"}, "100KiB"}, // 134 KiB stored
+		{[]string{"amp", "--D", "24", "--alpha", "0.1,0.2", "--seeds", "2", "--max-iter", "8"}, "100KiB"},            // 134 KiB stored
 		{[]string{"gd", "--D", "16", "--alpha", "0.3", "--seeds", "1", "--steps", "30", "--restarts", "2"}, "50KiB"}, // 60 KiB stored
 	} {
 		cmd := tc.cmd
