@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,9 +21,20 @@ func iterationFlops(p aim.Params) float64 {
 }
 
 // timeIterations returns the seconds per GAMP-RIE iteration (after the first, which includes
-// warm-up) on dev.
+// warm-up) on dev, with stored tokens.
 func timeIterations(b *testing.B, dev device.Device, p aim.Params, iters int) float64 {
-	data, err := aim.Generate(dev, p)
+	return timeChunked(b, dev, p, iters, 0)
+}
+
+// timeChunked is timeIterations with the tokens streamed in chunks of chunk samples (0: stored).
+func timeChunked(b *testing.B, dev device.Device, p aim.Params, iters, chunk int) float64 {
+	var data *aim.Data
+	var err error
+	if chunk > 0 {
+		data, err = aim.GenerateStreamed(dev, p, chunk)
+	} else {
+		data, err = aim.Generate(dev, p)
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -51,6 +63,44 @@ func BenchmarkAMPIteration(b *testing.B) {
 			}
 			b.ReportMetric(s, "s/iter")
 			b.ReportMetric(iterationFlops(p)/s/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkAMPStreamed times one GAMP-RIE iteration with streamed tokens (chunks of 1024
+// samples, regenerated once per iteration) against the stored one, back to back in each
+// round, at D = 200 and 400 (softmax T = 2, rho = 0.5, alpha = 0.2), and reports the median
+// ratio of three rounds and the regeneration rate in normals per second.
+func BenchmarkAMPStreamed(b *testing.B) {
+	dev := cpu.New(0)
+	for _, D := range []int{200, 400} {
+		b.Run(fmt.Sprintf("D=%d", D), func(b *testing.B) {
+			p := aim.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
+			for b.Loop() {
+				var ratios []float64
+				var stored, streamed float64
+				for round := 0; round < 3; round++ {
+					stored = timeChunked(b, dev, p, 2, 0)
+					streamed = timeChunked(b, dev, p, 2, 1024)
+					ratios = append(ratios, streamed/stored)
+				}
+				slices.Sort(ratios)
+				b.ReportMetric(stored, "s/iter-stored")
+				b.ReportMetric(streamed, "s/iter-streamed")
+				b.ReportMetric(ratios[1], "streamed/stored")
+			}
+			x, err := dev.Alloc(1 << 22)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer dev.Free(x)
+			start := time.Now()
+			for i := 0; i < 4; i++ {
+				if err := dev.GaussianFill(x, 1, uint64(i)<<22, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(4*float64(1<<22)/time.Since(start).Seconds(), "normals/s")
 		})
 	}
 }

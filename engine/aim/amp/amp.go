@@ -81,8 +81,8 @@ func StreamedBytes(p aim.Params, chunk int) uint64 {
 //
 //	init  S-hat = sqrt(rho) I, c-hat = 1, g = 0 (or, with PaperInit, the authors' start:
 //	      S-hat = W0 W0^T / sqrt(R D), c-hat = 10, omega = 10, V = 10, g = g_out(y, omega, V))
-//	loop  V_new = 2 c-hat   (on streamed data, the tokens are regenerated chunk by chunk for the
-//	      forward product and again for the back-projection; nothing else changes)
+//	loop  V_new = 2 c-hat   (on streamed data, the tokens are regenerated chunk by chunk once per
+//	      iteration: forward product, channel and back-projection run chunk by chunk)
 //	      Omega = tau o (X S-hat X^T - Tr S-hat I)/sqrt(D) - V_new g        (Onsager term)
 //	      V = (1 - theta) V_new + theta V,  omega = (1 - theta) Omega + theta omega
 //	      g = g_out(y, omega, V),  A = (2 alpha / N) sum_mu sum_{a<=b} g^2    (= q-hat / 2)
@@ -126,30 +126,6 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 		}
 		return v
 	}
-	// forward writes (X S-hat X^T - Tr S-hat I)/sqrt(D) into omegaNew, chunk by chunk.
-	forward := func(trS float64) error {
-		return data.EachChunk(dev, xc, func(lo, n int, x device.Buffer) error {
-			return aim.Indices(dev, view(omegaNew, lo*T*T, n*T*T), view(scratch, 0, n*T*D), x, sHat, trS, n, T, D)
-		})
-	}
-	// backward writes sum_mu X_mu^T C_mu X_mu / sqrt(D) into back, the chunks' sums added in
-	// chunk order.
-	backward := func() error {
-		return data.EachChunk(dev, xc, func(lo, n int, x device.Buffer) error {
-			out := back
-			if lo > 0 {
-				out = backChunk
-			}
-			if err := backProject(dev, out, view(c, lo*T*T, n*T*T), x, view(scratch, 0, n*T*D), n, T, D, 1/math.Sqrt(float64(D))); err != nil {
-				return err
-			}
-			if lo > 0 {
-				return dev.Axpby(back, 1, backChunk, 1)
-			}
-			return nil
-		})
-	}
-
 	tauH, kappaH := make([]float64, T*T), make([]float64, T*T)
 	for a := 0; a < T; a++ {
 		for bb := 0; bb < T; bb++ {
@@ -206,33 +182,57 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 	}
 	for it := 1; it <= o.MaxIter; it++ {
 		vNew := 2 * cHat
-		// Omega = tau o H(S-hat) - V_new g, with H(S-hat) = (X S-hat X^T - Tr S-hat I)/sqrt(D).
+		damp := !first
+		if first {
+			V, first = vNew, false // nothing to damp against yet
+		} else {
+			V = (1-o.Damping)*vNew + o.Damping*V
+		}
 		trS, err := dev.SumDiag(sHat, 1, D)
 		if err != nil {
 			return res, fmt.Errorf("amp: %w", err)
 		}
-		if err := device.Seq(
-			func() error { return forward(trS) },
-			func() error { return dev.MulPattern(omegaNew, tau, N, T*T) },
-			func() error { return dev.Axpby(omegaNew, -vNew, g, 1) },
-		); err != nil {
-			return res, fmt.Errorf("amp: iteration %d: forward: %w", it, err)
-		}
-		if first {
-			// Nothing to damp against yet.
-			if err := dev.Copy(omega, omegaNew); err != nil {
-				return res, fmt.Errorf("amp: iteration %d: %w", it, err)
+		// One pass over the samples, chunk by chunk of tokens (one chunk when they are stored,
+		// so that streamed tokens are regenerated once per iteration):
+		//   Omega = tau o (X S-hat X^T - Tr S-hat I)/sqrt(D) - V_new g   (the old g: Onsager)
+		//   omega <- (1 - theta) Omega + theta omega,  g = g_out(y, omega, V),  C = kappa o g,
+		//   B += X^T C X / sqrt(D),
+		// with sum g^2 and Tr C summed over the chunks in order.
+		var sumSq, trC float64
+		err = data.EachChunk(dev, xc, func(lo, n int, x device.Buffer) error {
+			om, omc := view(omegaNew, lo*T*T, n*T*T), view(omega, lo*T*T, n*T*T)
+			gc, cc, yc := view(g, lo*T*T, n*T*T), view(c, lo*T*T, n*T*T), view(data.Y, lo*T*T, n*T*T)
+			sc := view(scratch, 0, n*T*D)
+			out := back
+			if lo > 0 {
+				out = backChunk
 			}
-			V, first = vNew, false
-		} else {
-			if err := dev.Axpby(omega, 1-o.Damping, omegaNew, o.Damping); err != nil {
-				return res, fmt.Errorf("amp: iteration %d: forward: %w", it, err)
-			}
-			V = (1-o.Damping)*vNew + o.Damping*V
-		}
-		sumSq, err := dev.ChannelGOut(p.Channel, g, data.Y, omega, N, V)
+			var sq, tr float64
+			return device.Seq(
+				func() error { return aim.Indices(dev, om, sc, x, sHat, trS, n, T, D) },
+				func() error { return dev.MulPattern(om, tau, n, T*T) },
+				func() error { return dev.Axpby(om, -vNew, gc, 1) },
+				func() error {
+					if damp {
+						return dev.Axpby(omc, 1-o.Damping, om, o.Damping)
+					}
+					return dev.Copy(omc, om)
+				},
+				func() (err error) { sq, err = dev.ChannelGOut(p.Channel, gc, yc, omc, n, V); sumSq += sq; return err },
+				func() error { return dev.Copy(cc, gc) },
+				func() error { return dev.MulPattern(cc, kappa, n, T*T) },
+				func() (err error) { tr, err = dev.SumDiag(cc, n, T); trC += tr; return err },
+				func() error { return backProject(dev, out, cc, x, sc, n, T, D, 1/sqrtD) },
+				func() error {
+					if lo == 0 {
+						return nil
+					}
+					return dev.Axpby(back, 1, backChunk, 1)
+				},
+			)
+		})
 		if err != nil {
-			return res, fmt.Errorf("amp: iteration %d: channel: %w", it, err)
+			return res, fmt.Errorf("amp: iteration %d: forward, channel and back-projection: %w", it, err)
 		}
 		A := 2 * p.Alpha / float64(N) * sumSq
 		if !(A > 0) || math.IsInf(A, 0) {
@@ -240,18 +240,7 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 		}
 		delta := 1 / (2 * A)
 		// B = (1/sqrt(D)) (sum_mu X_mu^T C_mu X_mu - sum_mu Tr C_mu I); R = S-hat + B/(A D).
-		trC := 0.0
 		if err := device.Seq(
-			func() error { return dev.Copy(c, g) },
-			func() error { return dev.MulPattern(c, kappa, N, T*T) },
-		); err != nil {
-			return res, fmt.Errorf("amp: iteration %d: back-projection: %w", it, err)
-		}
-		if trC, err = dev.SumDiag(c, N, T); err != nil {
-			return res, fmt.Errorf("amp: iteration %d: back-projection: %w", it, err)
-		}
-		if err := device.Seq(
-			func() error { return backward() },
 			func() error { return dev.AddDiag(back, 1, D, -trC/sqrtD) },
 			func() error { return dev.Copy(rMat, sHat) },
 			func() error { return dev.Axpby(rMat, 1/(A*float64(D)), back, 1) },
