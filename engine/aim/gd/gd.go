@@ -247,7 +247,7 @@ func (st *student) free() { device.FreeAll(st.dev, st.bufs...) }
 // G_S = (1/sqrt(D)) (sum_mu X_mu^T Gamma_mu X_mu - sum_mu Tr Gamma_mu I) and Gamma = dL/dh.
 func (st *student) lossAndGrad() (float64, error) {
 	dev, p := st.dev, st.data.P
-	D, N, T, R := p.D, p.N(), p.T(), st.R
+	D, T, R := p.D, p.T(), st.R
 	cSW := 1 / math.Sqrt(float64(R)*float64(D))
 	sqrtD := math.Sqrt(float64(D))
 	if err := dev.Gemm(true, false, D, D, R, cSW, st.w, st.w, 0, st.s); err != nil {
@@ -257,32 +257,28 @@ func (st *student) lossAndGrad() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	// The indices, chunk by chunk of tokens (one chunk when they are stored).
+	// One pass over the samples, chunk by chunk of tokens (one chunk when they are stored, so
+	// that streamed tokens are regenerated once per step): the indices, the outputs, the loss
+	// and Gamma, and G_S = (1/sqrt(D)) sum_mu X_mu^T Gamma_mu X_mu, the loss, Tr Gamma and the
+	// chunks' parts of G_S summed in chunk order.
+	var loss, trG float64
 	if err := st.data.EachChunk(dev, st.xc, func(lo, n int, x device.Buffer) error {
-		return aim.Indices(dev, view(st.h, lo*T*T, n*T*T), view(st.scratch, 0, n*T*D), x, st.s, trS, n, T, D)
-	}); err != nil {
-		return 0, err
-	}
-	if err := dev.ChannelOutput(p.Channel, st.yhat, st.h, N); err != nil {
-		return 0, err
-	}
-	loss, err := st.tr.SoftmaxLossGrad(p.Channel, st.gamma, st.yhat, st.data.Y, N, 1/float64(D))
-	if err != nil {
-		return 0, err
-	}
-	trG, err := dev.SumDiag(st.gamma, N, T)
-	if err != nil {
-		return 0, err
-	}
-	// G_S = (1/sqrt(D)) sum_mu X_mu^T Gamma_mu X_mu, the chunks' parts added in chunk order.
-	if err := st.data.EachChunk(dev, st.xc, func(lo, n int, x device.Buffer) error {
+		hc, yh, gc, yc := view(st.h, lo*T*T, n*T*T), view(st.yhat, lo*T*T, n*T*T), view(st.gamma, lo*T*T, n*T*T), view(st.data.Y, lo*T*T, n*T*T)
+		sc := view(st.scratch, 0, n*T*D)
 		out := st.gS
 		if lo > 0 {
 			out = st.gChunk
 		}
-		sc := view(st.scratch, 0, n*T*D)
 		return device.Seq(
-			func() error { return dev.TokenMix(sc, view(st.gamma, lo*T*T, n*T*T), x, n, T, D) },
+			func() error { return aim.Indices(dev, hc, sc, x, st.s, trS, n, T, D) },
+			func() error { return dev.ChannelOutput(p.Channel, yh, hc, n) },
+			func() error {
+				l, err := st.tr.SoftmaxLossGrad(p.Channel, gc, yh, yc, n, 1/float64(D))
+				loss += l
+				return err
+			},
+			func() error { t, err := dev.SumDiag(gc, n, T); trG += t; return err },
+			func() error { return dev.TokenMix(sc, gc, x, n, T, D) },
 			func() error { return dev.Gemm(true, false, D, D, n*T, 1/sqrtD, x, sc, 0, out) },
 			func() error {
 				if lo == 0 {
