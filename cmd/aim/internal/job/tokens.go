@@ -91,19 +91,19 @@ func (c *Sim) planTokens(dev device.Device, stored func(aim.Params) uint64, stre
 		}
 	}
 	at := where(big.D, big.Alpha)
-	if c.Mode == "stored" || (c.Mode == "auto" && needStored <= limit) {
-		if needStored > limit {
-			return TokenPlan{}, Inputf("%s needs %s of %s memory with stored tokens, and %s is %s (--tokens streamed needs %s)",
-				at, device.Bytes(needStored), dev.Info().Name, device.Bytes(limit), what, device.Bytes(streamed(big, c.chunkOr(1))))
-		}
-		return TokenPlan{Note: "tokens stored (" + device.Bytes(needStored) + " for the largest run)"}, nil
-	}
 	chunk := c.Chunk
 	if chunk == 0 { // the largest chunk that fits, halving from maxChunk
 		chunk = min(maxChunk, big.N())
 		for chunk > 1 && streamed(big, chunk) > limit {
 			chunk /= 2
 		}
+	}
+	if c.Mode == "stored" || (c.Mode == "auto" && needStored <= limit) {
+		if needStored > limit {
+			return TokenPlan{}, Inputf("%s needs %s of %s memory with stored tokens, and %s is %s (--tokens streamed needs %s in chunks of %d samples)",
+				at, device.Bytes(needStored), dev.Info().Name, device.Bytes(limit), what, device.Bytes(streamed(big, chunk)), chunk)
+		}
+		return TokenPlan{Note: "tokens stored (" + device.Bytes(needStored) + " for the largest run)"}, nil
 	}
 	if need := streamed(big, chunk); need > limit {
 		return TokenPlan{}, Inputf("%s needs %s of %s memory with streamed tokens in chunks of %d samples (stored: %s), and %s is %s",
@@ -115,13 +115,6 @@ func (c *Sim) planTokens(dev device.Device, stored func(aim.Params) uint64, stre
 	}
 	return TokenPlan{Streamed: true, Chunk: chunk, Note: fmt.Sprintf("tokens streamed in chunks of %d samples, %s for the largest run (%s)",
 		chunk, device.Bytes(streamed(big, chunk)), why)}, nil
-}
-
-func (c *Sim) chunkOr(def int) int {
-	if c.Chunk > 0 {
-		return c.Chunk
-	}
-	return def
 }
 
 // generate draws one run's teacher and data in the plan's mode.
