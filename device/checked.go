@@ -83,6 +83,16 @@ func (s span) overlaps(t span) bool {
 // same reports whether two spans are the same range of one allocation.
 func (s span) same(t span) bool { return s.root == t.root && s.lo == t.lo && s.hi == t.hi }
 
+// MustView is View for a range the caller knows lies inside b; any error is a bug in the
+// caller, and MustView panics with it (the checked front returns such panics as errors).
+func MustView(b Buffer, off, n int) Buffer {
+	v, err := View(b, off, n)
+	if err != nil {
+		panic(fmt.Sprintf("device MustView [%d, +%d): %v", off, n, err))
+	}
+	return v
+}
+
 // View returns the n values of b that start at value off, as a buffer of b's device that
 // shares b's memory and may be any argument of any operation: ops on a view read and write
 // exactly its range. A view of a view is a view of the same allocation. Free of a view does

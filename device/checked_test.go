@@ -367,6 +367,17 @@ func TestView(t *testing.T) {
 	if fw.off != 3 || fw.n != 3 || fw.root != b.(*buffer).root || fw.raw.Len() != 3 {
 		t.Errorf("view of a view: off %d n %d raw %d", fw.off, fw.n, fw.raw.Len())
 	}
+	if mv := MustView(b, 2, 6).(*buffer); mv.off != 2 || mv.n != 6 {
+		t.Errorf("MustView: off %d n %d", mv.off, mv.n)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r == nil {
+				t.Error("MustView past the end did not panic")
+			}
+		}()
+		MustView(b, 8, 6)
+	}()
 	if e := must(View(b, 10, 0)); e.Len() != 0 {
 		t.Errorf("empty view at the end: Len %d", e.Len())
 	}

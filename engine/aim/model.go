@@ -153,7 +153,7 @@ func generate(dev device.Device, p Params, chunk int) (*Data, error) {
 	err = d.EachChunk(dev, xc, func(lo, n int, x device.Buffer) error {
 		return device.Seq(
 			func() error { return Indices(dev, h, xs, x, d.S, tr, n, T, D) },
-			func() error { return dev.ChannelOutput(p.Channel, viewOf(d.Y, lo*T*T, n*T*T), h, n) },
+			func() error { return dev.ChannelOutput(p.Channel, device.MustView(d.Y, lo*T*T, n*T*T), h, n) },
 		)
 	})
 	if err != nil {
@@ -186,15 +186,6 @@ func (d *Data) EachChunk(dev device.Device, xc device.Buffer, f func(lo, n int, 
 		}
 	}
 	return nil
-}
-
-// viewOf is device.View for ranges known to be inside b (a bug otherwise).
-func viewOf(b device.Buffer, off, n int) device.Buffer {
-	v, err := device.View(b, off, n)
-	if err != nil {
-		panic(fmt.Sprintf("aim: view [%d, +%d) of a buffer of %d: %v", off, n, b.Len(), err))
-	}
-	return v
 }
 
 // Indices computes h_mu = (X_mu A X_mu^T - trA I)/sqrt(D) for the N samples of X (N x T x D)

@@ -119,13 +119,7 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 	if data.Chunk > 0 {
 		xc, backChunk = b[15], b[16]
 	}
-	view := func(buf device.Buffer, off, n int) device.Buffer {
-		v, err := device.View(buf, off, n)
-		if err != nil {
-			panic(fmt.Sprintf("amp: view [%d, +%d) of %d values: %v", off, n, buf.Len(), err))
-		}
-		return v
-	}
+	view := device.MustView
 	tauH, kappaH := make([]float64, T*T), make([]float64, T*T)
 	for a := 0; a < T; a++ {
 		for bb := 0; bb < T; bb++ {

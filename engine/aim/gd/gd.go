@@ -231,14 +231,8 @@ func newStudent(dev device.Device, tr device.Trainer, data *aim.Data, R int) (*s
 	return st, nil
 }
 
-// view is device.View for ranges known to be inside b (a bug otherwise).
-func view(b device.Buffer, off, n int) device.Buffer {
-	v, err := device.View(b, off, n)
-	if err != nil {
-		panic(fmt.Sprintf("gd: view [%d, +%d) of %d values: %v", off, n, b.Len(), err))
-	}
-	return v
-}
+// view is device.MustView: the ranges lie inside the student's buffers.
+var view = device.MustView
 
 func (st *student) free() { device.FreeAll(st.dev, st.bufs...) }
 
