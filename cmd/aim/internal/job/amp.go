@@ -154,37 +154,16 @@ func (r *AMPResult) Err() error { return Failures(r.Failed, len(r.Rows), "runs d
 
 // ampJob is a validated `aim amp` with its device open.
 type ampJob struct {
-	c    *AMPConfig
-	dev  *Device
-	ch   aim.Channel
-	plan TokenPlan // stored or streamed tokens
-}
-
-// prepare opens the device (and says which), refuses runs that do not fit, and makes the SE
-// channel: everything that can refuse the job before it writes or computes anything.
-func (c *AMPConfig) prepare(env Env) (*ampJob, error) {
-	dev, err := OpenDevice(c.Device, c.Workers, c.Threads)
-	if err != nil {
-		return nil, err
-	}
-	ch, pl, err := c.prepareSim(env, dev, c.planTokens)
-	if err != nil {
-		return nil, err
-	}
-	return &ampJob{c: c, dev: dev, ch: ch, plan: pl}, nil
+	simJob
+	c *AMPConfig
 }
 
 // RunAMP runs every (rho, alpha, seed) of a validated configuration on its device.
 func RunAMP(c *AMPConfig, env Env) (*AMPResult, error) {
-	j, err := c.prepare(env)
-	if err != nil {
-		return nil, err
-	}
-	defer j.dev.Close()
-	if err := env.begin(); err != nil {
-		return nil, err
-	}
-	return j.run(env)
+	open := func() (*Device, error) { return OpenDevice(c.Device, c.Workers, c.Threads) }
+	return runSimJob(&c.Sim, env, open, c.planTokens, func(j simJob) (*AMPResult, error) {
+		return (&ampJob{simJob: j, c: c}).run(env)
+	})
 }
 
 func (j *ampJob) run(env Env) (*AMPResult, error) {

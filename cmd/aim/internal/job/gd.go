@@ -183,49 +183,35 @@ type GDResult struct {
 // Err is the error of the result when runs diverged (their rows written without values).
 func (r *GDResult) Err() error { return Failures(r.Failed, len(r.Rows), "runs diverged") }
 
+// gdJob is a validated `aim gd` with its device open.
 type gdJob struct {
-	c    *GDConfig
-	dev  *Device
-	ch   aim.Channel
-	plan TokenPlan // stored or streamed tokens
+	simJob
+	c *GDConfig
 }
 
-// prepare opens a device with the training operations (the capability device.Caps.Trainer;
-// auto falls back to the CPU on a device without it), refuses runs that do not fit, and makes
-// the SE channel.
-func (c *GDConfig) prepare(env Env) (*gdJob, error) {
+// openTrainer opens a device with the training operations (the capability
+// device.Caps.Trainer); auto falls back to the CPU on a device without them.
+func (c *GDConfig) openTrainer() (*Device, error) {
 	dev, err := OpenDevice(c.Device, c.Workers, c.Threads)
-	if err != nil {
+	if err != nil || dev.dev.Capabilities().Trainer != nil {
+		return dev, err
+	}
+	dev.Close()
+	if c.Device != "auto" {
+		return nil, Inputf("device %s has no training operations (use --device cpu)", dev.Name())
+	}
+	if dev, err = OpenDevice("cpu", c.Workers, c.Threads); err != nil {
 		return nil, err
 	}
-	if dev.dev.Capabilities().Trainer == nil {
-		dev.Close()
-		if c.Device != "auto" {
-			return nil, Inputf("device %s has no training operations (use --device cpu)", dev.Name())
-		}
-		if dev, err = OpenDevice("cpu", c.Workers, c.Threads); err != nil {
-			return nil, err
-		}
-		dev.Note = "auto: using the CPU (" + dev.Note + "): the device it found has no training operations"
-	}
-	ch, pl, err := c.prepareSim(env, dev, c.planTokens)
-	if err != nil {
-		return nil, err
-	}
-	return &gdJob{c: c, dev: dev, ch: ch, plan: pl}, nil
+	dev.Note = "auto: using the CPU (" + dev.Note + "): the device it found has no training operations"
+	return dev, nil
 }
 
 // RunGD trains every (rho, alpha, seed) of a validated configuration on its device.
 func RunGD(c *GDConfig, env Env) (*GDResult, error) {
-	j, err := c.prepare(env)
-	if err != nil {
-		return nil, err
-	}
-	defer j.dev.Close()
-	if err := env.begin(); err != nil {
-		return nil, err
-	}
-	return j.run(env)
+	return runSimJob(&c.Sim, env, c.openTrainer, c.planTokens, func(j simJob) (*GDResult, error) {
+		return (&gdJob{simJob: j, c: c}).run(env)
+	})
 }
 
 func (j *gdJob) run(env Env) (*GDResult, error) {

@@ -76,23 +76,39 @@ func (c *Sim) alphaRange() (amin, amax float64) {
 	return amin, amax
 }
 
-// prepareSim says which device runs the simulation, chooses stored or streamed tokens and
-// refuses runs that fit in neither (planner), and makes the SE channel: everything that can
-// refuse a simulation before it writes or computes anything. On an error the device is closed.
-func (c *Sim) prepareSim(env Env, dev *Device, planner func(*Device) (TokenPlan, error)) (aim.Channel, TokenPlan, error) {
+// simJob is a validated simulation with its device open, the SE channel of its model and the
+// token mode of its grid.
+type simJob struct {
+	dev  *Device
+	ch   aim.Channel
+	plan TokenPlan
+}
+
+// runSimJob opens a simulation's device (open), says which, chooses stored or streamed tokens
+// and refuses runs that fit in neither (planner), makes the SE channel (everything that can
+// refuse the job before it writes or computes anything), then, once env's outputs are open,
+// runs it and closes the device.
+func runSimJob[R any](c *Sim, env Env, open func() (*Device, error), planner func(*Device) (TokenPlan, error), run func(simJob) (R, error)) (R, error) {
+	var none R
+	dev, err := open()
+	if err != nil {
+		return none, err
+	}
+	defer dev.Close()
 	env.notef("%s", dev.Note)
 	pl, err := planner(dev)
 	if err != nil {
-		dev.Close()
-		return nil, TokenPlan{}, err
+		return none, err
 	}
 	env.notef("%s", pl.Note)
 	ch, err := c.theoryChannel()
 	if err != nil {
-		dev.Close()
-		return nil, TokenPlan{}, InputError{err}
+		return none, InputError{err}
 	}
-	return ch, pl, nil
+	if err := env.begin(); err != nil {
+		return none, err
+	}
+	return run(simJob{dev: dev, ch: ch, plan: pl})
 }
 
 // tokenParams returns the manifest fields of the token mode.
