@@ -160,6 +160,25 @@ func (c *Checked) arg(op, name string, b Buffer, need int) (*buffer, error) {
 	return fb, nil
 }
 
+// argSpec is one buffer argument of an operation: its name in messages, the buffer, and the
+// number of values it must hold.
+type argSpec struct {
+	name string
+	b    Buffer
+	need int
+}
+
+// args checks up to four buffer arguments in order, as arg does, and returns them in an array
+// (which keeps the checks free of allocations).
+func (c *Checked) args(op string, specs ...argSpec) (out [4]*buffer, err error) {
+	for i, a := range specs {
+		if out[i], err = c.arg(op, a.name, a.b, a.need); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
 // pair checks two live buffers of equal length.
 func (c *Checked) pair(op, nx string, x Buffer, ny string, y Buffer) (*buffer, *buffer, error) {
 	xb, err := c.arg(op, nx, x, 0)
@@ -380,18 +399,11 @@ func (c *Checked) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b Buf
 	if err != nil {
 		return err
 	}
-	ab, err := c.arg(op, "a", a, mk)
+	bs, err := c.args(op, argSpec{"a", a, mk}, argSpec{"b", b, kn}, argSpec{"c", cc, mn})
 	if err != nil {
 		return err
 	}
-	bb, err := c.arg(op, "b", b, kn)
-	if err != nil {
-		return err
-	}
-	cb, err := c.arg(op, "c", cc, mn)
-	if err != nil {
-		return err
-	}
+	ab, bb, cb := bs[0], bs[1], bs[2]
 	if cb.use(mn).overlaps(ab.use(mk)) || cb.use(mn).overlaps(bb.use(kn)) {
 		return c.errf(op, "output c must not overlap an input")
 	}
@@ -470,14 +482,11 @@ func (c *Checked) ChannelOutput(ch Channel, y, h Buffer, n int) (err error) {
 	if err != nil {
 		return err
 	}
-	yb, err := c.arg(op, "y", y, ntt)
+	bs, err := c.args(op, argSpec{"y", y, ntt}, argSpec{"h", h, ntt})
 	if err != nil {
 		return err
 	}
-	hb, err := c.arg(op, "h", h, ntt)
-	if err != nil {
-		return err
-	}
+	yb, hb := bs[0], bs[1]
 	if err := c.sameOrDisjoint(op, "y", "h", yb.use(ntt), hb.use(ntt)); err != nil {
 		return err
 	}
@@ -500,18 +509,11 @@ func (c *Checked) ChannelGOut(ch Channel, g, y, omega Buffer, n int, v float64) 
 	if !(v > 0) || math.IsInf(v, 1) {
 		return 0, c.errf(op, "variance V = %g, need 0 < V < inf", v)
 	}
-	gb, err := c.arg(op, "g", g, ntt)
+	bs, err := c.args(op, argSpec{"g", g, ntt}, argSpec{"y", y, ntt}, argSpec{"omega", omega, ntt})
 	if err != nil {
 		return 0, err
 	}
-	yb, err := c.arg(op, "y", y, ntt)
-	if err != nil {
-		return 0, err
-	}
-	ob, err := c.arg(op, "omega", omega, ntt)
-	if err != nil {
-		return 0, err
-	}
+	gb, yb, ob := bs[0], bs[1], bs[2]
 	if err := c.disjoint(op, "output g must not overlap the buffer y", gb.use(ntt), yb.use(ntt)); err != nil {
 		return 0, err
 	}
@@ -533,18 +535,11 @@ func (c *Checked) EighSym(vals, vecs, a Buffer, d int) (err error) {
 	if err != nil {
 		return err
 	}
-	wb, err := c.arg(op, "vals", vals, d)
+	bs, err := c.args(op, argSpec{"vals", vals, d}, argSpec{"vecs", vecs, dd}, argSpec{"a", a, dd})
 	if err != nil {
 		return err
 	}
-	vb, err := c.arg(op, "vecs", vecs, dd)
-	if err != nil {
-		return err
-	}
-	ab, err := c.arg(op, "a", a, dd)
-	if err != nil {
-		return err
-	}
+	wb, vb, ab := bs[0], bs[1], bs[2]
 	w, v, s := wb.use(d), vb.use(dd), ab.use(dd)
 	if v.overlaps(s) || w.overlaps(s) || w.overlaps(v) {
 		return c.errf(op, "vals, vecs and a must be distinct: their ranges overlap")
@@ -564,18 +559,11 @@ func (c *Checked) SpectralCompose(out, vecs, f Buffer, d int) (err error) {
 	if err != nil {
 		return err
 	}
-	rb, err := c.arg(op, "out", out, dd)
+	bs, err := c.args(op, argSpec{"out", out, dd}, argSpec{"vecs", vecs, dd}, argSpec{"f", f, d})
 	if err != nil {
 		return err
 	}
-	vb, err := c.arg(op, "vecs", vecs, dd)
-	if err != nil {
-		return err
-	}
-	fb, err := c.arg(op, "f", f, d)
-	if err != nil {
-		return err
-	}
+	rb, vb, fb := bs[0], bs[1], bs[2]
 	if rb.use(dd).overlaps(vb.use(dd)) || rb.use(dd).overlaps(fb.use(d)) {
 		return c.errf(op, "output out must not overlap an input")
 	}
@@ -692,14 +680,11 @@ func (c *Checked) MulPattern(x, p Buffer, n, m int) (err error) {
 	if err != nil {
 		return err
 	}
-	xb, err := c.arg(op, "x", x, nm)
+	bs, err := c.args(op, argSpec{"x", x, nm}, argSpec{"p", p, m})
 	if err != nil {
 		return err
 	}
-	pb, err := c.arg(op, "p", p, m)
-	if err != nil {
-		return err
-	}
+	xb, pb := bs[0], bs[1]
 	if err := c.disjoint(op, "pattern p must not overlap x", xb.use(nm), pb.use(m)); err != nil {
 		return err
 	}
@@ -746,18 +731,11 @@ func (k checkedTrainer) SoftmaxLossGrad(ch Channel, gamma, yhat, y Buffer, n int
 	if err != nil {
 		return 0, err
 	}
-	gb, err := c.arg(op, "gamma", gamma, ntt)
+	bs, err := c.args(op, argSpec{"gamma", gamma, ntt}, argSpec{"yhat", yhat, ntt}, argSpec{"y", y, ntt})
 	if err != nil {
 		return 0, err
 	}
-	hb, err := c.arg(op, "yhat", yhat, ntt)
-	if err != nil {
-		return 0, err
-	}
-	yb, err := c.arg(op, "y", y, ntt)
-	if err != nil {
-		return 0, err
-	}
+	gb, hb, yb := bs[0], bs[1], bs[2]
 	if err := c.sameOrDisjoint(op, "gamma", "yhat", gb.use(ntt), hb.use(ntt)); err != nil {
 		return 0, err
 	}
@@ -833,22 +811,11 @@ func (k checkedQuadForm) QuadFormSum(out, cm, x, scratch Buffer, n, t, d int, al
 	if err != nil {
 		return err
 	}
-	ob, err := c.arg(op, "out", out, dd)
+	bs, err := c.args(op, argSpec{"out", out, dd}, argSpec{"c", cm, ntt}, argSpec{"x", x, ntd}, argSpec{"scratch", scratch, ntd})
 	if err != nil {
 		return err
 	}
-	cb, err := c.arg(op, "c", cm, ntt)
-	if err != nil {
-		return err
-	}
-	xb, err := c.arg(op, "x", x, ntd)
-	if err != nil {
-		return err
-	}
-	sb, err := c.arg(op, "scratch", scratch, ntd)
-	if err != nil {
-		return err
-	}
+	ob, cb, xb, sb := bs[0], bs[1], bs[2], bs[3]
 	o, cs, xs, ss := ob.use(dd), cb.use(ntt), xb.use(ntd), sb.use(ntd)
 	if o.overlaps(cs) || o.overlaps(xs) || o.overlaps(ss) || ss.overlaps(cs) || ss.overlaps(xs) {
 		return c.errf(op, "out, c, x and scratch must be distinct: out or scratch overlaps another")
