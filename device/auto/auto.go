@@ -13,7 +13,7 @@ import (
 // Names lists the device names Open accepts.
 var Names = []string{"auto", "cpu", "cuda"}
 
-// Open returns the device called name, with workers goroutines for the CPU backend (0: all
+// Open returns the device called name (auto, cpu, cuda or cuda:I), with workers goroutines for the CPU backend (0: all
 // cores) and its other options at their defaults (the BLAS of AIM_BLAS, all cores for its
 // threads), and a sentence saying which device was chosen and why. The device is the checked
 // front of its backend (device.Checked, inside cpu.Device or cuda.Device). Release it with
@@ -49,9 +49,19 @@ func OpenWith(name string, o cpu.Options) (device.Device, string, error) {
 			return nil, "", fmt.Errorf("device auto: CUDA is not usable (%v), and the CPU: %w", err, cerr)
 		}
 		return c, fmt.Sprintf("auto: using the CPU (%s): CUDA is not usable: %v", c.Info().Description, err), nil
-	default:
-		return nil, "", fmt.Errorf("unknown device %q (want auto, cpu or cuda)", name)
 	}
+	spec, err := Parse(name)
+	if err != nil {
+		return nil, "", err
+	}
+	if spec.Kind != "cuda" || len(spec.Ordinals) != 1 {
+		return nil, "", fmt.Errorf("device %q is a group of devices, not one device", name)
+	}
+	d, err := cuda.Open(spec.Ordinals[0])
+	if err != nil {
+		return nil, "", fmt.Errorf("device %s: %w", name, err)
+	}
+	return d, d.Info().Description, nil
 }
 
 // Close closes dev (dev.Close: a GPU's context and handles, the CPU's scratch); a nil dev is

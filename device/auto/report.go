@@ -16,6 +16,11 @@ func OpenThreads(name string, workers, threads int) (device.Device, string, erro
 	return OpenWith(name, cpu.Options{Workers: workers, Threads: threads})
 }
 
+// OpenGroupThreads is OpenGroup with the two CPU options a command line sets (OpenThreads).
+func OpenGroupThreads(name string, workers, threads int) (*device.Group, string, error) {
+	return OpenGroup(name, cpu.Options{Workers: workers, Threads: threads})
+}
+
 // HostMemory returns the host's memory, total and available now, as the CPU backend reports
 // it (0, 0 where it cannot be read).
 func HostMemory() (total, available uint64) {

@@ -129,8 +129,8 @@ func ampIterations(b *testing.B, g *Device, p aim.Params, maxIter int) (perIter,
 func needBytes(p aim.Params) uint64 {
 	D, N, T := uint64(p.D), uint64(p.N()), uint64(p.T())
 	kept := 8 * (D*D + N*T*D + N*T*T) // S, X, Y after Generate
-	run := kept + amp.Bytes(p)
-	peak := max(p.Bytes(), run)
+	run := kept + amp.Bytes(p, p.N())
+	peak := max(p.Bytes(p.N()), run)
 	return peak + 8*(4*D*D+8*D) + 256<<20
 }
 

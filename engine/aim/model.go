@@ -52,37 +52,45 @@ func (p Params) Validate() error {
 	return nil
 }
 
-// Bytes returns the device memory of the teacher and the data set while they are drawn: S, W
-// and X S (D x D, D x R, N x T x D), X (N x T x D), and the indices and outputs (N x T x T each).
-func (p Params) Bytes() uint64 {
-	D, N, T, R := uint64(p.D), uint64(p.N()), uint64(p.T()), uint64(p.R())
+// Bytes returns the device memory of the teacher and n samples of the data set (all N on one
+// device, a shard in a group) while they are drawn: S, W and X S (D x D, D x R, n x T x D),
+// X (n x T x D), and the indices and outputs (n x T x T each).
+func (p Params) Bytes(n int) uint64 {
+	D, N, T, R := uint64(p.D), uint64(n), uint64(p.T()), uint64(p.R())
 	return 8 * (D*D + D*R + 2*N*T*D + 2*N*T*T)
 }
 
-// DataBytes returns the device memory the data set holds once drawn: S, X and y.
-func (p Params) DataBytes() uint64 {
-	D, N, T := uint64(p.D), uint64(p.N()), uint64(p.T())
+// DataBytes returns the device memory of n samples of the data set once drawn: S, X and y.
+func (p Params) DataBytes(n int) uint64 {
+	D, N, T := uint64(p.D), uint64(n), uint64(p.T())
 	return 8 * (D*D + N*T*D + N*T*T)
 }
 
-// Data is a teacher S and its data set on a device.
+// Data is a teacher S and the samples [Lo, Hi) of its data set on a device: all N samples
+// (Generate), or one member's shard of a device group (GenerateGroup). Sample mu of the shard
+// is sample Lo + mu of the data set.
 type Data struct {
 	P   Params
 	S   device.Buffer // D x D, S = W W^T / sqrt(R D)
-	X   device.Buffer // N x T x D tokens, iid N(0, 1); nil when streamed
-	Y   device.Buffer // N x T x T outputs y = g(h)
+	X   device.Buffer // n x T x D tokens (n = Hi - Lo), iid N(0, 1); nil when streamed
+	Y   device.Buffer // n x T x T outputs y = g(h)
 	TrS float64       // Tr S
+	// Lo and Hi bound the samples held: 0 and N on one device.
+	Lo, Hi int
 	// Chunk is the number of samples per chunk of tokens when they are streamed (X nil): the
 	// tokens of samples [lo, hi) are the normals stream.Data + lo T D ... of the seed's stream,
 	// regenerated whenever they are needed (EachChunk). 0 when X is stored.
 	Chunk int
 }
 
+// Samples returns the number of samples held, Hi - Lo.
+func (d *Data) Samples() int { return d.Hi - d.Lo }
+
 // Generate draws W (D x R) and X (N x T x D) from the seed's Gaussian stream and computes
 // S = W W^T / sqrt(R D), the trace-centred indices h_mu = (X_mu S X_mu^T - Tr S I)/sqrt(D)
 // (Gemm then TokenDots) and the outputs y_mu = g(h_mu). Memory stays O(N T D + D^2): no
 // N x D x D tensor is formed.
-func Generate(dev device.Device, p Params) (*Data, error) { return generate(dev, p, 0) }
+func Generate(dev device.Device, p Params) (*Data, error) { return generate(dev, p, 0, p.N(), 0) }
 
 // GenerateStreamed draws the same teacher and outputs as Generate with the same seed, but does
 // not keep X: the tokens are drawn chunk by chunk samples at a time (chunk >= 1) to compute y,
@@ -92,22 +100,62 @@ func GenerateStreamed(dev device.Device, p Params, chunk int) (*Data, error) {
 	if chunk < 1 {
 		return nil, fmt.Errorf("streamed tokens: chunk of %d samples, need at least 1", chunk)
 	}
-	return generate(dev, p, min(chunk, max(p.N(), 1)))
+	return generate(dev, p, 0, p.N(), chunk)
 }
 
-// StreamedBytes returns the device memory of GenerateStreamed while it draws: S, W (D x D,
-// D x R), the outputs (N x T x T) and, per chunk, its tokens, their product with S and its
-// indices (2 chunk T D + chunk T T).
-func (p Params) StreamedBytes(chunk int) uint64 {
-	D, N, T, R, C := uint64(p.D), uint64(p.N()), uint64(p.T()), uint64(p.R()), uint64(min(chunk, p.N()))
-	return 8 * (D*D + D*R + N*T*T + 2*C*T*D + C*T*T)
-}
-
-func generate(dev device.Device, p Params, chunk int) (*Data, error) {
+// GenerateGroup draws the same teacher and data set as Generate (chunk 0) or GenerateStreamed
+// (chunk >= 1) with the same seed, sharded over the members of a device group: member j draws
+// the teacher and the samples [lo_j, hi_j) of g.Shard (its tokens from their place in the
+// stream), so parts[j] holds exactly the values of those samples on one device. The members
+// draw concurrently when the group is Concurrent.
+func GenerateGroup(g *device.Group, p Params, chunk int) ([]*Data, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	D, N, T, R := p.D, p.N(), p.T(), p.R()
+	if chunk < 0 {
+		return nil, fmt.Errorf("streamed tokens: chunk of %d samples, need at least 1", chunk)
+	}
+	if g.Len() > p.N() {
+		return nil, fmt.Errorf("a group of %d devices for N = %d samples: need at least one sample per device", g.Len(), p.N())
+	}
+	parts := make([]*Data, g.Len())
+	err := g.Each(func(j int, dev device.Device) error {
+		lo, hi := g.Shard(j, p.N())
+		d, err := generate(dev, p, lo, hi, chunk)
+		parts[j] = d
+		return err
+	})
+	if err != nil {
+		FreeGroup(g, parts)
+		return nil, err
+	}
+	return parts, nil
+}
+
+// FreeGroup releases the buffers of GenerateGroup's parts (nil parts are skipped).
+func FreeGroup(g *device.Group, parts []*Data) {
+	for j, d := range parts {
+		if d != nil {
+			d.Free(g.Members[j])
+		}
+	}
+}
+
+// StreamedBytes returns the device memory of GenerateStreamed for n samples (all N on one
+// device, a shard in a group) while it draws: S, W (D x D, D x R), the outputs (n x T x T) and,
+// per chunk, its tokens, their product with S and its indices (2 chunk T D + chunk T T).
+func (p Params) StreamedBytes(n, chunk int) uint64 {
+	D, N, T, R, C := uint64(p.D), uint64(n), uint64(p.T()), uint64(p.R()), uint64(min(chunk, n))
+	return 8 * (D*D + D*R + N*T*T + 2*C*T*D + C*T*T)
+}
+
+// generate draws the teacher and the samples [lo, hi), stored (chunk 0) or streamed.
+func generate(dev device.Device, p Params, lo, hi, chunk int) (*Data, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	D, N, T, R := p.D, hi-lo, p.T(), p.R()
+	chunk = min(chunk, N)
 	c := chunk
 	if c == 0 {
 		c = N
@@ -120,7 +168,7 @@ func generate(dev device.Device, p Params, chunk int) (*Data, error) {
 	if err != nil {
 		return nil, fmt.Errorf("teacher and data (D = %d, N = %d, T = %d): %w", D, N, T, err)
 	}
-	d := &Data{P: p, S: b[0], Y: b[1], Chunk: chunk}
+	d := &Data{P: p, S: b[0], Y: b[1], Lo: lo, Hi: hi, Chunk: chunk}
 	w, xs, h := b[2], b[3], b[4]
 	if chunk == 0 {
 		d.X = b[5]
@@ -147,7 +195,7 @@ func generate(dev device.Device, p Params, chunk int) (*Data, error) {
 			return fail(err)
 		}
 		defer dev.Free(xc)
-	} else if err := dev.GaussianFill(d.X, p.Seed, stream.Data, 1); err != nil {
+	} else if err := dev.GaussianFill(d.X, p.Seed, stream.Data+uint64(lo)*uint64(T*D), 1); err != nil {
 		return fail(err)
 	}
 	err = d.EachChunk(dev, xc, func(lo, n int, x device.Buffer) error {
@@ -162,13 +210,13 @@ func generate(dev device.Device, p Params, chunk int) (*Data, error) {
 	return d, nil
 }
 
-// EachChunk calls f(lo, n, x) for the chunks of samples [lo, lo + n) in order, with x their
-// tokens (n x T x D): a view of X when it is stored (one chunk of all N samples), or the chunk
-// regenerated from the seed's stream into xc (Chunk x T x D values) when it is streamed. The
-// tokens are the same values either way.
+// EachChunk calls f(lo, n, x) for the chunks of the held samples [lo, lo + n) in order (lo
+// counts from the first held sample, Lo), with x their tokens (n x T x D): a view of X when it
+// is stored (one chunk of all held samples), or the chunk regenerated from the seed's stream
+// into xc (Chunk x T x D values) when it is streamed. The tokens are the same values either way.
 func (d *Data) EachChunk(dev device.Device, xc device.Buffer, f func(lo, n int, x device.Buffer) error) error {
 	p := d.P
-	N, T, D := p.N(), p.T(), p.D
+	N, T, D := d.Samples(), p.T(), p.D
 	if d.Chunk == 0 {
 		return f(0, N, d.X)
 	}
@@ -178,7 +226,7 @@ func (d *Data) EachChunk(dev device.Device, xc device.Buffer, f func(lo, n int, 
 		if err != nil {
 			return err
 		}
-		if err := dev.GaussianFill(x, p.Seed, stream.Data+uint64(lo)*uint64(T*D), 1); err != nil {
+		if err := dev.GaussianFill(x, p.Seed, stream.Data+uint64(d.Lo+lo)*uint64(T*D), 1); err != nil {
 			return err
 		}
 		if err := f(lo, n, x); err != nil {

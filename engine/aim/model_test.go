@@ -28,8 +28,8 @@ func TestGenerateAgainstNaive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if peak := dev.Peak(); peak != p.Bytes() {
-			t.Errorf("%v: Generate peaked at %d bytes, Params.Bytes says %d", ch, peak, p.Bytes())
+		if peak := dev.Peak(); peak != p.Bytes(p.N()) {
+			t.Errorf("%v: Generate peaked at %d bytes, Params.Bytes says %d", ch, peak, p.Bytes(p.N()))
 		}
 		D, N, T := p.D, p.N(), p.T()
 		if N != 180 || p.R() != 30 {

@@ -60,24 +60,42 @@ type Result struct {
 	Trace      []Iteration
 }
 
-// Bytes returns the device memory a run needs beside the data: the N x T x D scratch of the
-// contractions, four N x T x T arrays (Omega, omega, g_out, C), five D x D matrices (S-hat, its
-// update, R, B, the eigenvectors), the spectra, and W0 (D x R) for the start.
-func Bytes(p aim.Params) uint64 {
-	D, N, T, R := uint64(p.D), uint64(p.N()), uint64(p.T()), uint64(p.R())
+// Bytes returns the device memory a run needs on a device that holds n samples (all N on one
+// device; a shard on a group's lead) beside the data: the n x T x D scratch of the
+// contractions, four n x T x T arrays (Omega, omega, g_out, C), five D x D matrices (S-hat, its
+// update, R, B, the eigenvectors), the spectra, and W0 (D x R) for the start. The other members
+// of a group hold less: no update, R, eigenvectors, spectra or W0.
+func Bytes(p aim.Params, n int) uint64 {
+	D, N, T, R := uint64(p.D), uint64(n), uint64(p.T()), uint64(p.R())
 	return 8 * (N*T*D + 4*N*T*T + 5*D*D + 2*D + 2*T*T + D*R)
 }
 
-// StreamedBytes returns the device memory a run on streamed tokens (aim.GenerateStreamed with
-// chunks of chunk samples) needs beside its data: as Bytes, with the scratch and the tokens of
-// one chunk (2 chunk T D) in place of the N x T x D scratch, and one more D x D matrix (a
-// chunk's back-projection).
-func StreamedBytes(p aim.Params, chunk int) uint64 {
-	D, N, T, R, C := uint64(p.D), uint64(p.N()), uint64(p.T()), uint64(p.R()), uint64(min(chunk, p.N()))
+// StreamedBytes returns the device memory a run on streamed tokens (chunks of chunk samples)
+// needs on a device that holds n samples beside its data: as Bytes, with the scratch and the
+// tokens of one chunk (2 chunk T D) in place of the n x T x D scratch, and one more D x D
+// matrix (a chunk's back-projection).
+func StreamedBytes(p aim.Params, n, chunk int) uint64 {
+	D, N, T, R, C := uint64(p.D), uint64(n), uint64(p.T()), uint64(p.R()), uint64(min(chunk, n))
 	return 8 * (2*C*T*D + 4*N*T*T + 6*D*D + 2*D + 2*T*T + D*R)
 }
 
-// Run runs GAMP-RIE on the data (docs/AIM.md section 3, z-coordinates):
+// member holds one device's part of a run: its shard of the data and its buffers.
+type member struct {
+	dev                            device.Device
+	data                           *aim.Data
+	scratch, omegaNew, omega, g, c device.Buffer // per sample (n x T x D, n x T x T)
+	sHat, back, tau, kappa         device.Buffer // S-hat (the lead's copy), its part of B, the patterns
+	xc, backChunk                  device.Buffer // streamed: a chunk's tokens and back-projection
+	sumSq, trC                     float64       // the shard's sum g^2 and Tr C this iteration
+}
+
+// Run runs GAMP-RIE on the data on one device: RunGroup on the group of dev alone.
+func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
+	return RunGroup(device.Single(dev), []*aim.Data{data}, o)
+}
+
+// RunGroup runs GAMP-RIE (docs/AIM.md section 3, z-coordinates) on data sharded over a device
+// group (aim.GenerateGroup: parts[j] on member j):
 //
 //	init  S-hat = sqrt(rho) I, c-hat = 1, g = 0 (or, with PaperInit, the authors' start:
 //	      S-hat = W0 W0^T / sqrt(R D), c-hat = 10, omega = 10, V = 10, g = g_out(y, omega, V))
@@ -92,32 +110,55 @@ func StreamedBytes(p aim.Params, chunk int) uint64 {
 //	      MP(rho) + SC(Delta);  c-hat = mmse_S(Delta; rho)
 //	      stop when ||S-hat_new - S-hat||^2 / D < Tol.
 //
-// It returns ErrDiverged (wrapped) when a quantity becomes NaN or the error exceeds BlowUp.
-func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
-	p := data.P
-	D, N, T, R := p.D, p.N(), p.T(), p.R()
+// Each member runs the per-sample lines on its shard; the shards' sums of g^2 and Tr C are
+// added in member order on the host and their parts of B through the group's Collective
+// (g.Sum.Reduce); the lead runs the denoiser and broadcasts S-hat_new. With HostSum, a group
+// whose members each hold one chunk (stored tokens) gives exactly the trajectory of one device
+// streaming chunks of those shards' sizes. It returns ErrDiverged (wrapped) when a quantity
+// becomes NaN or the error exceeds BlowUp.
+func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 	if o.MaxIter < 1 || !(o.Damping >= 0 && o.Damping < 1) || !(o.Tol > 0) || !(o.BlowUp > 0) {
 		return Result{}, fmt.Errorf("amp: options out of range: %+v", o)
 	}
-	chunk := N // samples whose tokens are in memory at once
-	if data.Chunk > 0 {
-		chunk = data.Chunk
+	if len(parts) != g.Len() {
+		return Result{}, fmt.Errorf("amp: %d parts of the data for a group of %d devices", len(parts), g.Len())
 	}
-	sizes := []int{chunk * T * D, N * T * T, N * T * T, N * T * T, N * T * T, D * D, D * D, D * D, D * D, D * D, D, D, T * T, T * T, D * R}
-	if data.Chunk > 0 {
-		sizes = append(sizes, chunk*T*D, D*D) // the chunk's tokens, a chunk's back-projection
-	}
-	b, err := device.AllocAll(dev, sizes...)
+	p := parts[0].P
+	D, N, T, R := p.D, p.N(), p.T(), p.R()
+	lead, ld := g.Lead(), parts[0]
+	bufs, err := g.AllocEach(func(j int) []int {
+		n := parts[j].Samples()
+		chunk := n // samples whose tokens are in memory at once
+		if parts[j].Chunk > 0 {
+			chunk = parts[j].Chunk
+		}
+		sizes := []int{chunk * T * D, n * T * T, n * T * T, n * T * T, n * T * T, D * D, D * D, T * T, T * T}
+		if parts[j].Chunk > 0 {
+			sizes = append(sizes, chunk*T*D, D*D) // the chunk's tokens, a chunk's back-projection
+		}
+		if j == 0 {
+			sizes = append(sizes, D*D, D*D, D*D, D, D, D*R) // the lead's denoiser and start
+		}
+		return sizes
+	})
 	if err != nil {
 		return Result{}, fmt.Errorf("amp: %w", err)
 	}
-	defer device.FreeAll(dev, b...)
-	scratch, omegaNew, omega, g, c := b[0], b[1], b[2], b[3], b[4]
-	sHat, sNew, rMat, back, vecs := b[5], b[6], b[7], b[8], b[9]
-	vals, fvals, tau, kappa, w0 := b[10], b[11], b[12], b[13], b[14]
-	var xc, backChunk device.Buffer
-	if data.Chunk > 0 {
-		xc, backChunk = b[15], b[16]
+	defer g.FreeEach(bufs)
+	ms := make([]*member, g.Len())
+	for j, b := range bufs {
+		m := &member{dev: g.Members[j], data: parts[j], scratch: b[0], omegaNew: b[1], omega: b[2], g: b[3], c: b[4],
+			sHat: b[5], back: b[6], tau: b[7], kappa: b[8]}
+		if parts[j].Chunk > 0 {
+			m.xc, m.backChunk = b[9], b[10]
+		}
+		ms[j] = m
+	}
+	lb := bufs[0][len(bufs[0])-6:]
+	sNew, rMat, vecs, vals, fvals, w0 := lb[0], lb[1], lb[2], lb[3], lb[4], lb[5]
+	sHats, backs := make([]device.Buffer, g.Len()), make([]device.Buffer, g.Len())
+	for j, m := range ms {
+		sHats[j], backs[j] = m.sHat, m.back
 	}
 	view := device.MustView
 	tauH, kappaH := make([]float64, T*T), make([]float64, T*T)
@@ -129,38 +170,45 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 			}
 		}
 	}
-	if err := device.Seq(
-		func() error { return dev.Upload(tau, tauH) },
-		func() error { return dev.Upload(kappa, kappaH) },
-	); err != nil {
+	if err := g.Each(func(j int, dev device.Device) error {
+		return device.Seq(
+			func() error { return dev.Upload(ms[j].tau, tauH) },
+			func() error { return dev.Upload(ms[j].kappa, kappaH) },
+		)
+	}); err != nil {
 		return Result{}, fmt.Errorf("amp: %w", err)
 	}
 	var cHat, V float64
 	if o.PaperInit {
 		// S-hat: a random draw from the prior; c-hat = omega = V = 10.
+		cHat, V = 10, 10
 		if err := device.Seq(
-			func() error { return dev.GaussianFill(w0, p.Seed, stream.Init, 1) },
+			func() error { return lead.GaussianFill(w0, p.Seed, stream.Init, 1) },
 			func() error {
-				return dev.Gemm(false, true, D, D, R, 1/math.Sqrt(float64(R)*float64(D)), w0, w0, 0, sHat)
+				return lead.Gemm(false, true, D, D, R, 1/math.Sqrt(float64(R)*float64(D)), w0, w0, 0, ms[0].sHat)
+			},
+			func() error { return g.Sum.Broadcast(g.Members, sHats) },
+			func() error {
+				return g.Each(func(j int, dev device.Device) error {
+					n := parts[j].Samples()
+					tens := make([]float64, n*T*T)
+					for i := range tens {
+						tens[i] = 10
+					}
+					if err := dev.Upload(ms[j].omega, tens); err != nil {
+						return err
+					}
+					_, err := dev.ChannelGOut(p.Channel, ms[j].g, parts[j].Y, ms[j].omega, n, V)
+					return err
+				})
 			},
 		); err != nil {
-			return Result{}, fmt.Errorf("amp: init: %w", err)
-		}
-		tens := make([]float64, N*T*T)
-		for i := range tens {
-			tens[i] = 10
-		}
-		cHat, V = 10, 10
-		if err := dev.Upload(omega, tens); err != nil {
-			return Result{}, fmt.Errorf("amp: init: %w", err)
-		}
-		if _, err := dev.ChannelGOut(p.Channel, g, data.Y, omega, N, V); err != nil {
 			return Result{}, fmt.Errorf("amp: init: %w", err)
 		}
 	} else {
 		// S-hat = sqrt(rho) I with error c-hat = 1 (the known mean removed); g = 0, so the
 		// first step has no Onsager term, and damping starts from Omega itself.
-		if err := dev.AddDiag(sHat, 1, D, math.Sqrt(p.Rho)); err != nil {
+		if err := g.Each(func(j int, dev device.Device) error { return dev.AddDiag(ms[j].sHat, 1, D, math.Sqrt(p.Rho)) }); err != nil {
 			return Result{}, fmt.Errorf("amp: init: %w", err)
 		}
 		cHat, V = 1, 2
@@ -182,51 +230,65 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 		} else {
 			V = (1-o.Damping)*vNew + o.Damping*V
 		}
-		trS, err := dev.SumDiag(sHat, 1, D)
+		trS, err := lead.SumDiag(ms[0].sHat, 1, D)
 		if err != nil {
 			return res, fmt.Errorf("amp: %w", err)
 		}
-		// One pass over the samples, chunk by chunk of tokens (one chunk when they are stored,
-		// so that streamed tokens are regenerated once per iteration):
+		// One pass over each member's samples, chunk by chunk of tokens (one chunk when they
+		// are stored, so that streamed tokens are regenerated once per iteration):
 		//   Omega = tau o (X S-hat X^T - Tr S-hat I)/sqrt(D) - V_new g   (the old g: Onsager)
 		//   omega <- (1 - theta) Omega + theta omega,  g = g_out(y, omega, V),  C = kappa o g,
 		//   B += X^T C X / sqrt(D),
 		// with sum g^2 and Tr C summed over the chunks in order.
-		var sumSq, trC float64
-		err = data.EachChunk(dev, xc, func(lo, n int, x device.Buffer) error {
-			om, omc := view(omegaNew, lo*T*T, n*T*T), view(omega, lo*T*T, n*T*T)
-			gc, cc, yc := view(g, lo*T*T, n*T*T), view(c, lo*T*T, n*T*T), view(data.Y, lo*T*T, n*T*T)
-			sc := view(scratch, 0, n*T*D)
-			out := back
-			if lo > 0 {
-				out = backChunk
-			}
-			var sq, tr float64
-			return device.Seq(
-				func() error { return aim.Indices(dev, om, sc, x, sHat, trS, n, T, D) },
-				func() error { return dev.MulPattern(om, tau, n, T*T) },
-				func() error { return dev.Axpby(om, -vNew, gc, 1) },
-				func() error {
-					if damp {
-						return dev.Axpby(omc, 1-o.Damping, om, o.Damping)
-					}
-					return dev.Copy(omc, om)
-				},
-				func() (err error) { sq, err = dev.ChannelGOut(p.Channel, gc, yc, omc, n, V); sumSq += sq; return err },
-				func() error { return dev.Copy(cc, gc) },
-				func() error { return dev.MulPattern(cc, kappa, n, T*T) },
-				func() (err error) { tr, err = dev.SumDiag(cc, n, T); trC += tr; return err },
-				func() error { return backProject(dev, out, cc, x, sc, n, T, D, 1/sqrtD) },
-				func() error {
-					if lo == 0 {
-						return nil
-					}
-					return dev.Axpby(back, 1, backChunk, 1)
-				},
-			)
+		err = g.Each(func(j int, dev device.Device) error {
+			m := ms[j]
+			m.sumSq, m.trC = 0, 0
+			return m.data.EachChunk(dev, m.xc, func(lo, n int, x device.Buffer) error {
+				om, omc := view(m.omegaNew, lo*T*T, n*T*T), view(m.omega, lo*T*T, n*T*T)
+				gc, cc, yc := view(m.g, lo*T*T, n*T*T), view(m.c, lo*T*T, n*T*T), view(m.data.Y, lo*T*T, n*T*T)
+				sc := view(m.scratch, 0, n*T*D)
+				out := m.back
+				if lo > 0 {
+					out = m.backChunk
+				}
+				return device.Seq(
+					func() error { return aim.Indices(dev, om, sc, x, m.sHat, trS, n, T, D) },
+					func() error { return dev.MulPattern(om, m.tau, n, T*T) },
+					func() error { return dev.Axpby(om, -vNew, gc, 1) },
+					func() error {
+						if damp {
+							return dev.Axpby(omc, 1-o.Damping, om, o.Damping)
+						}
+						return dev.Copy(omc, om)
+					},
+					func() error {
+						sq, err := dev.ChannelGOut(p.Channel, gc, yc, omc, n, V)
+						m.sumSq += sq
+						return err
+					},
+					func() error { return dev.Copy(cc, gc) },
+					func() error { return dev.MulPattern(cc, m.kappa, n, T*T) },
+					func() error { tr, err := dev.SumDiag(cc, n, T); m.trC += tr; return err },
+					func() error { return backProject(dev, out, cc, x, sc, n, T, D, 1/sqrtD) },
+					func() error {
+						if lo == 0 {
+							return nil
+						}
+						return dev.Axpby(m.back, 1, m.backChunk, 1)
+					},
+				)
+			})
 		})
+		if err == nil {
+			err = g.Sum.Reduce(g.Members, backs)
+		}
 		if err != nil {
 			return res, fmt.Errorf("amp: iteration %d: forward, channel and back-projection: %w", it, err)
+		}
+		var sumSq, trC float64
+		for _, m := range ms {
+			sumSq += m.sumSq
+			trC += m.trC
 		}
 		A := 2 * p.Alpha / float64(N) * sumSq
 		if !(A > 0) || math.IsInf(A, 0) {
@@ -234,21 +296,22 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 		}
 		delta := 1 / (2 * A)
 		// B = (1/sqrt(D)) (sum_mu X_mu^T C_mu X_mu - sum_mu Tr C_mu I); R = S-hat + B/(A D).
+		sHat, back := ms[0].sHat, ms[0].back
 		if err := device.Seq(
-			func() error { return dev.AddDiag(back, 1, D, -trC/sqrtD) },
-			func() error { return dev.Copy(rMat, sHat) },
-			func() error { return dev.Axpby(rMat, 1/(A*float64(D)), back, 1) },
+			func() error { return lead.AddDiag(back, 1, D, -trC/sqrtD) },
+			func() error { return lead.Copy(rMat, sHat) },
+			func() error { return lead.Axpby(rMat, 1/(A*float64(D)), back, 1) },
 		); err != nil {
 			return res, fmt.Errorf("amp: iteration %d: back-projection: %w", it, err)
 		}
-		// The RIE denoiser.
+		// The RIE denoiser, on the lead.
 		spec, err := rie.New(p.Rho, delta)
 		if err != nil {
 			return diverged(it, "Delta", delta)
 		}
 		if err := device.Seq(
-			func() error { return dev.EighSym(vals, vecs, rMat, D) },
-			func() error { return dev.Download(lambda, vals) },
+			func() error { return lead.EighSym(vals, vecs, rMat, D) },
+			func() error { return lead.Download(lambda, vals) },
 		); err != nil {
 			return res, fmt.Errorf("amp: iteration %d: eigendecomposition: %w", it, err)
 		}
@@ -256,18 +319,22 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 			f[i] = spec.Denoise(l)
 		}
 		if err := device.Seq(
-			func() error { return dev.Upload(fvals, f) },
-			func() error { return dev.SpectralCompose(sNew, vecs, fvals, D) },
+			func() error { return lead.Upload(fvals, f) },
+			func() error { return lead.SpectralCompose(sNew, vecs, fvals, D) },
 		); err != nil {
 			return res, fmt.Errorf("amp: iteration %d: denoiser: %w", it, err)
 		}
 		cHat = spec.MMSE()
-		moved, err1 := dev.SqDist(sNew, sHat)
-		errS, err2 := dev.SqDist(sNew, data.S)
+		moved, err1 := lead.SqDist(sNew, sHat)
+		errS, err2 := lead.SqDist(sNew, ld.S)
 		if err := errors.Join(err1, err2); err != nil {
 			return res, fmt.Errorf("amp: iteration %d: %w", it, err)
 		}
-		sHat, sNew = sNew, sHat
+		ms[0].sHat, sNew = sNew, sHat
+		sHats[0] = ms[0].sHat
+		if err := g.Sum.Broadcast(g.Members, sHats); err != nil {
+			return res, fmt.Errorf("amp: iteration %d: S-hat to the group: %w", it, err)
+		}
 		rec := Iteration{Iter: it, Error: errS / float64(D), Step: moved / float64(D), Delta: delta, Seconds: time.Since(start).Seconds()}
 		res.Trace = append(res.Trace, rec)
 		res.Error, res.Iterations = rec.Error, it

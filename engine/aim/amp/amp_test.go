@@ -133,8 +133,8 @@ func TestAMPBytes(t *testing.T) {
 		if _, err := Run(dev, data, o); err != nil {
 			t.Fatal(err)
 		}
-		if got := dev.Peak() - before; got != Bytes(p) {
-			t.Errorf("%+v: Run allocated %d bytes at its peak, Bytes says %d", p, got, Bytes(p))
+		if got := dev.Peak() - before; got != Bytes(p, p.N()) {
+			t.Errorf("%+v: Run allocated %d bytes at its peak, Bytes says %d", p, got, Bytes(p, p.N()))
 		}
 		if dev.Live() != before {
 			t.Errorf("Run left %d bytes allocated", dev.Live()-before)
@@ -155,8 +155,8 @@ func TestStreamedBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := dev.Peak(); got != p.StreamedBytes(chunk) {
-				t.Errorf("%+v, chunk %d: GenerateStreamed peaked at %d bytes, StreamedBytes says %d", p, chunk, got, p.StreamedBytes(chunk))
+			if got := dev.Peak(); got != p.StreamedBytes(p.N(), chunk) {
+				t.Errorf("%+v, chunk %d: GenerateStreamed peaked at %d bytes, StreamedBytes says %d", p, chunk, got, p.StreamedBytes(p.N(), chunk))
 			}
 			N, T, D := uint64(p.N()), uint64(p.T()), uint64(p.D)
 			before := dev.Live()
@@ -168,8 +168,8 @@ func TestStreamedBytes(t *testing.T) {
 			if _, err := Run(dev, data, o); err != nil {
 				t.Fatal(err)
 			}
-			if got := dev.Peak() - before; got != StreamedBytes(p, chunk) {
-				t.Errorf("%+v, chunk %d: Run peaked at %d bytes, StreamedBytes says %d", p, chunk, got, StreamedBytes(p, chunk))
+			if got := dev.Peak() - before; got != StreamedBytes(p, p.N(), chunk) {
+				t.Errorf("%+v, chunk %d: Run peaked at %d bytes, StreamedBytes says %d", p, chunk, got, StreamedBytes(p, p.N(), chunk))
 			}
 			data.Free(dev)
 			if dev.Live() != 0 {

@@ -55,20 +55,21 @@ type Result struct {
 	Trace        []Point
 }
 
-// Bytes returns the device memory of one training beside the data: W, its gradient and Adam's
-// moments (R x D each), S, the gradient G_S and the running average (D x D), and the N x T x D
-// and three N x T x T work arrays.
-func Bytes(p aim.Params, o Options) uint64 {
-	D, N, T := uint64(p.D), uint64(p.N()), uint64(p.T())
+// Bytes returns the device memory of one training beside the data on a device that holds n
+// samples (all N on one device; a shard on a group's lead): W, its gradient and Adam's moments
+// (R x D each), S, the gradient G_S and the running average (D x D), and the n x T x D and
+// three n x T x T work arrays. The other members of a group hold no W, moments or average.
+func Bytes(p aim.Params, o Options, n int) uint64 {
+	D, N, T := uint64(p.D), uint64(n), uint64(p.T())
 	return 8 * (4*studentRank(p, o)*D + 3*D*D + N*T*D + 3*N*T*T)
 }
 
-// StreamedBytes returns the device memory of one training on streamed tokens
-// (aim.GenerateStreamed with chunks of chunk samples) beside the data: as Bytes, with the
-// scratch and the tokens of one chunk (2 chunk T D) in place of the N x T x D scratch, and one
-// more D x D matrix (a chunk's part of G_S).
-func StreamedBytes(p aim.Params, o Options, chunk int) uint64 {
-	D, N, T, C := uint64(p.D), uint64(p.N()), uint64(p.T()), uint64(min(chunk, p.N()))
+// StreamedBytes returns the device memory of one training on streamed tokens (chunks of chunk
+// samples) beside the data on a device that holds n samples: as Bytes, with the scratch and the
+// tokens of one chunk (2 chunk T D) in place of the n x T x D scratch, and one more D x D
+// matrix (a chunk's part of G_S).
+func StreamedBytes(p aim.Params, o Options, n, chunk int) uint64 {
+	D, N, T, C := uint64(p.D), uint64(n), uint64(p.T()), uint64(min(chunk, n))
 	return 8 * (4*studentRank(p, o)*D + 4*D*D + 2*C*T*D + 3*N*T*T)
 }
 
@@ -96,30 +97,44 @@ func (o Options) validate() error {
 	return nil
 }
 
-// Run trains o.Restarts students on the data (softmax teachers only: the hardmax output has no
-// useful gradient) and returns the error of the averaged S. Student k starts from
-// W ~ N(0, 1), drawn from the data's seed at stream.Init + k 2^40.
+// Run trains o.Restarts students on the data on one device: RunGroup on the group of dev alone.
 func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
+	return RunGroup(device.Single(dev), []*aim.Data{data}, o)
+}
+
+// RunGroup trains o.Restarts students on data sharded over a device group (aim.GenerateGroup:
+// parts[j] on member j; softmax teachers only: the hardmax output has no useful gradient) and
+// returns the error of the averaged S. Student k starts from W ~ N(0, 1), drawn from the data's
+// seed at stream.Restart(k). The lead holds W and the optimiser: it computes S and broadcasts
+// it; each member computes the loss and its shard's part of G_S; the parts are summed through
+// the group's Collective and the losses in member order, and the lead takes the step.
+func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 	if err := o.validate(); err != nil {
 		return Result{}, err
 	}
-	p := data.P
+	if len(parts) != g.Len() {
+		return Result{}, fmt.Errorf("gd: %d parts of the data for a group of %d devices", len(parts), g.Len())
+	}
+	p := parts[0].P
 	if p.Channel.Kind != device.Softmax {
 		return Result{}, fmt.Errorf("gd: the %v channel has no useful gradient; students are softmax only", p.Channel)
 	}
-	tr := dev.Capabilities().Trainer
-	if tr == nil {
-		return Result{}, fmt.Errorf("gd: device %s does not implement the training operations", dev.Info().Name)
+	trs := make([]device.Trainer, g.Len())
+	for j, m := range g.Members {
+		if trs[j] = m.Capabilities().Trainer; trs[j] == nil {
+			return Result{}, fmt.Errorf("gd: device %s does not implement the training operations", m.Info().Name)
+		}
 	}
 	R := o.R
 	if R == 0 {
 		R = p.R()
 	}
-	st, err := newStudent(dev, tr, data, R)
+	st, err := newStudent(g, trs, parts, R)
 	if err != nil {
 		return Result{}, err
 	}
 	defer st.free()
+	dev, tr, data := g.Lead(), trs[0], parts[0]
 	D := p.D
 	w, grad, m, v, s, sBar := st.w, st.grad, st.m, st.v, st.s, st.sBar
 	zeros := make([]float64, R*D)
@@ -196,97 +211,137 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 	return res, nil
 }
 
-// student holds one student's buffers on a device and computes its loss and gradient.
+// student holds one student's buffers on a device group and computes its loss and gradient.
+// The lead holds W, its gradient, Adam's moments and the average of S; every member holds its
+// copy of S, its part of G_S and the work arrays of its shard.
 type student struct {
-	dev                        device.Device
-	tr                         device.Trainer
-	data                       *aim.Data
-	R                          int
-	bufs                       []device.Buffer
-	w, grad, m, v, s, gS, sBar device.Buffer
-	scratch, h, yhat, gamma    device.Buffer
-	xc, gChunk                 device.Buffer // streamed data: a chunk's tokens and its G_S part
+	g             *device.Group
+	parts         []*aim.Data
+	R             int
+	bufs          [][]device.Buffer
+	w, grad, m, v device.Buffer // the lead's
+	s, gS, sBar   device.Buffer // the lead's S, G_S and average
+	ss, gSs       []device.Buffer
+	shards        []*shard
 }
 
-func newStudent(dev device.Device, tr device.Trainer, data *aim.Data, R int) (*student, error) {
-	D, N, T := data.P.D, data.P.N(), data.P.T()
-	chunk := N // samples whose tokens are in memory at once
-	if data.Chunk > 0 {
-		chunk = data.Chunk
-	}
-	sizes := []int{R * D, R * D, R * D, R * D, D * D, D * D, D * D, chunk * T * D, N * T * T, N * T * T, N * T * T}
-	if data.Chunk > 0 {
-		sizes = append(sizes, chunk*T*D, D*D)
-	}
-	b, err := device.AllocAll(dev, sizes...)
+// shard is one member's part of a student.
+type shard struct {
+	dev                     device.Device
+	tr                      device.Trainer
+	data                    *aim.Data
+	s, gS                   device.Buffer // S (a copy of the lead's) and the shard's part of G_S
+	scratch, h, yhat, gamma device.Buffer
+	xc, gChunk              device.Buffer // streamed data: a chunk's tokens and its G_S part
+	loss, trG               float64
+}
+
+func newStudent(g *device.Group, trs []device.Trainer, parts []*aim.Data, R int) (*student, error) {
+	D, T := parts[0].P.D, parts[0].P.T()
+	b, err := g.AllocEach(func(j int) []int {
+		n := parts[j].Samples()
+		chunk := n // samples whose tokens are in memory at once
+		if parts[j].Chunk > 0 {
+			chunk = parts[j].Chunk
+		}
+		sizes := []int{D * D, D * D, chunk * T * D, n * T * T, n * T * T, n * T * T}
+		if parts[j].Chunk > 0 {
+			sizes = append(sizes, chunk*T*D, D*D)
+		}
+		if j == 0 {
+			sizes = append(sizes, R*D, R*D, R*D, R*D, D*D)
+		}
+		return sizes
+	})
 	if err != nil {
 		return nil, fmt.Errorf("gd: %w", err)
 	}
-	st := &student{dev: dev, tr: tr, data: data, R: R, bufs: b,
-		w: b[0], grad: b[1], m: b[2], v: b[3], s: b[4], gS: b[5], sBar: b[6],
-		scratch: b[7], h: b[8], yhat: b[9], gamma: b[10]}
-	if data.Chunk > 0 {
-		st.xc, st.gChunk = b[11], b[12]
+	st := &student{g: g, parts: parts, R: R, bufs: b}
+	for j, bj := range b {
+		sh := &shard{dev: g.Members[j], tr: trs[j], data: parts[j], s: bj[0], gS: bj[1],
+			scratch: bj[2], h: bj[3], yhat: bj[4], gamma: bj[5]}
+		if parts[j].Chunk > 0 {
+			sh.xc, sh.gChunk = bj[6], bj[7]
+		}
+		st.shards = append(st.shards, sh)
+		st.ss, st.gSs = append(st.ss, sh.s), append(st.gSs, sh.gS)
 	}
+	lb := b[0][len(b[0])-5:]
+	st.w, st.grad, st.m, st.v, st.sBar = lb[0], lb[1], lb[2], lb[3], lb[4]
+	st.s, st.gS = st.shards[0].s, st.shards[0].gS
 	return st, nil
 }
 
 // view is device.MustView: the ranges lie inside the student's buffers.
 var view = device.MustView
 
-func (st *student) free() { device.FreeAll(st.dev, st.bufs...) }
+func (st *student) free() { st.g.FreeEach(st.bufs) }
 
 // lossAndGrad sets S = W^T W / sqrt(R D) from W and returns the loss
 // L = sum_mu sum_ab (y-hat - y)^2 / D, writing grad = dL/dW = W (G_S + G_S^T) / sqrt(R D) with
 // G_S = (1/sqrt(D)) (sum_mu X_mu^T Gamma_mu X_mu - sum_mu Tr Gamma_mu I) and Gamma = dL/dh.
 func (st *student) lossAndGrad() (float64, error) {
-	dev, p := st.dev, st.data.P
+	g, lead, p := st.g, st.g.Lead(), st.parts[0].P
 	D, T, R := p.D, p.T(), st.R
 	cSW := 1 / math.Sqrt(float64(R)*float64(D))
 	sqrtD := math.Sqrt(float64(D))
-	if err := dev.Gemm(true, false, D, D, R, cSW, st.w, st.w, 0, st.s); err != nil {
+	if err := device.Seq(
+		func() error { return lead.Gemm(true, false, D, D, R, cSW, st.w, st.w, 0, st.s) },
+		func() error { return g.Sum.Broadcast(g.Members, st.ss) },
+	); err != nil {
 		return 0, err
 	}
-	trS, err := dev.SumDiag(st.s, 1, D)
+	trS, err := lead.SumDiag(st.s, 1, D)
 	if err != nil {
 		return 0, err
 	}
-	// One pass over the samples, chunk by chunk of tokens (one chunk when they are stored, so
-	// that streamed tokens are regenerated once per step): the indices, the outputs, the loss
-	// and Gamma, and G_S = (1/sqrt(D)) sum_mu X_mu^T Gamma_mu X_mu, the loss, Tr Gamma and the
-	// chunks' parts of G_S summed in chunk order.
-	var loss, trG float64
-	if err := st.data.EachChunk(dev, st.xc, func(lo, n int, x device.Buffer) error {
-		hc, yh, gc, yc := view(st.h, lo*T*T, n*T*T), view(st.yhat, lo*T*T, n*T*T), view(st.gamma, lo*T*T, n*T*T), view(st.data.Y, lo*T*T, n*T*T)
-		sc := view(st.scratch, 0, n*T*D)
-		out := st.gS
-		if lo > 0 {
-			out = st.gChunk
-		}
-		return device.Seq(
-			func() error { return aim.Indices(dev, hc, sc, x, st.s, trS, n, T, D) },
-			func() error { return dev.ChannelOutput(p.Channel, yh, hc, n) },
-			func() error {
-				l, err := st.tr.SoftmaxLossGrad(p.Channel, gc, yh, yc, n, 1/float64(D))
-				loss += l
-				return err
-			},
-			func() error { t, err := dev.SumDiag(gc, n, T); trG += t; return err },
-			func() error { return dev.TokenMix(sc, gc, x, n, T, D) },
-			func() error { return dev.Gemm(true, false, D, D, n*T, 1/sqrtD, x, sc, 0, out) },
-			func() error {
-				if lo == 0 {
-					return nil
-				}
-				return dev.Axpby(st.gS, 1, st.gChunk, 1)
-			},
-		)
+	// One pass over each member's samples, chunk by chunk of tokens (one chunk when they are
+	// stored, so that streamed tokens are regenerated once per step): the indices, the outputs,
+	// the loss and Gamma, and G_S = (1/sqrt(D)) sum_mu X_mu^T Gamma_mu X_mu, the loss, Tr Gamma
+	// and the chunks' parts of G_S summed in chunk order, then the members' in member order.
+	if err := g.Each(func(j int, dev device.Device) error {
+		sh := st.shards[j]
+		sh.loss, sh.trG = 0, 0
+		return sh.data.EachChunk(dev, sh.xc, func(lo, n int, x device.Buffer) error {
+			hc, yh, gc, yc := view(sh.h, lo*T*T, n*T*T), view(sh.yhat, lo*T*T, n*T*T), view(sh.gamma, lo*T*T, n*T*T), view(sh.data.Y, lo*T*T, n*T*T)
+			sc := view(sh.scratch, 0, n*T*D)
+			out := sh.gS
+			if lo > 0 {
+				out = sh.gChunk
+			}
+			return device.Seq(
+				func() error { return aim.Indices(dev, hc, sc, x, sh.s, trS, n, T, D) },
+				func() error { return dev.ChannelOutput(p.Channel, yh, hc, n) },
+				func() error {
+					l, err := sh.tr.SoftmaxLossGrad(p.Channel, gc, yh, yc, n, 1/float64(D))
+					sh.loss += l
+					return err
+				},
+				func() error { t, err := dev.SumDiag(gc, n, T); sh.trG += t; return err },
+				func() error { return dev.TokenMix(sc, gc, x, n, T, D) },
+				func() error { return dev.Gemm(true, false, D, D, n*T, 1/sqrtD, x, sc, 0, out) },
+				func() error {
+					if lo == 0 {
+						return nil
+					}
+					return dev.Axpby(sh.gS, 1, sh.gChunk, 1)
+				},
+			)
+		})
 	}); err != nil {
 		return 0, err
 	}
+	if err := g.Sum.Reduce(g.Members, st.gSs); err != nil {
+		return 0, err
+	}
+	var loss, trG float64
+	for _, sh := range st.shards {
+		loss += sh.loss
+		trG += sh.trG
+	}
 	return loss, device.Seq(
-		func() error { return dev.AddDiag(st.gS, 1, D, -trG/sqrtD) },
-		func() error { return dev.Gemm(false, false, R, D, D, cSW, st.w, st.gS, 0, st.grad) },
-		func() error { return dev.Gemm(false, true, R, D, D, cSW, st.w, st.gS, 1, st.grad) },
+		func() error { return lead.AddDiag(st.gS, 1, D, -trG/sqrtD) },
+		func() error { return lead.Gemm(false, false, R, D, D, cSW, st.w, st.gS, 0, st.grad) },
+		func() error { return lead.Gemm(false, true, R, D, D, cSW, st.w, st.gS, 1, st.grad) },
 	)
 }

@@ -30,7 +30,7 @@ func TestGradientFiniteDifference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := newStudent(dev, dev.Capabilities().Trainer, data, c.R)
+		st, err := newStudent(device.Single(dev), []device.Trainer{dev.Capabilities().Trainer}, []*aim.Data{data}, c.R)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,8 +90,8 @@ func TestGDLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if peak := dev.Peak() - before; peak != Bytes(p, o) {
-		t.Errorf("Run peaked at %d bytes, Bytes says %d", peak, Bytes(p, o))
+	if peak := dev.Peak() - before; peak != Bytes(p, o, p.N()) {
+		t.Errorf("Run peaked at %d bytes, Bytes says %d", peak, Bytes(p, o, p.N()))
 	}
 	tr := res.Trace
 	t.Logf("loss %.4g -> %.4g, error %.4f -> %.4f; students %v, averaged %.4f", tr[0].Loss, tr[len(tr)-1].Loss, tr[0].Error, tr[len(tr)-1].Error, res.SingleErrors, res.Error)
@@ -174,8 +174,8 @@ func TestStreamedEqualsStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if peak := dev.Peak() - before; peak != StreamedBytes(p, o, 11) {
-		t.Errorf("streamed Run peaked at %d bytes, StreamedBytes says %d", peak, StreamedBytes(p, o, 11))
+	if peak := dev.Peak() - before; peak != StreamedBytes(p, o, p.N(), 11) {
+		t.Errorf("streamed Run peaked at %d bytes, StreamedBytes says %d", peak, StreamedBytes(p, o, p.N(), 11))
 	}
 	worst := 0.0
 	close := func(what string, x, y float64) {

@@ -77,8 +77,8 @@ func (c *AMPConfig) CheckMemory(d *Device) error { _, err := c.planTokens(d); re
 
 // planTokens chooses the token mode of the grid (Tokens).
 func (c *AMPConfig) planTokens(d *Device) (TokenPlan, error) {
-	return c.Sim.planTokens(d.dev, func(p aim.Params) uint64 { return storedPeak(p, amp.Bytes(p)) },
-		func(p aim.Params, chunk int) uint64 { return streamedPeak(p, chunk, amp.StreamedBytes(p, chunk)) })
+	return c.Sim.planTokens(d, func(p aim.Params, n int) uint64 { return storedPeak(p, n, amp.Bytes(p, n)) },
+		func(p aim.Params, n, chunk int) uint64 { return streamedPeak(p, n, chunk, amp.StreamedBytes(p, n, chunk)) })
 }
 
 // AMPRow is one GAMP-RIE run: a row of the `aim amp` CSV.
@@ -200,12 +200,12 @@ func (j *ampJob) run(env Env) (*AMPResult, error) {
 // ampOnce draws the data of one run (in the plan's token mode), runs GAMP-RIE and frees
 // everything.
 func ampOnce(dev *Device, pl TokenPlan, p aim.Params, o amp.Options) (amp.Result, error) {
-	data, err := pl.generate(dev.dev, p)
+	parts, err := pl.generate(dev, p)
 	if err != nil {
 		return amp.Result{}, err
 	}
-	defer data.Free(dev.dev)
-	return amp.Run(dev.dev, data, o)
+	defer aim.FreeGroup(dev.g, parts)
+	return amp.RunGroup(dev.g, parts, o)
 }
 
 // ExecuteAMP runs `aim amp` as the command does: RunAMP, with the outputs opened once the device

@@ -6,29 +6,46 @@ import (
 
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/device/auto"
+	"github.com/aimtheory/aim/engine/aim"
 )
 
-// Device is a compute device opened for jobs, with the sentence that says which and why.
+// Device is a compute device or device group opened for jobs, with the sentence that says
+// which and why.
 type Device struct {
-	dev  device.Device
-	Note string // which device, and why (auto's choice)
+	g    *device.Group
+	Note string // which device, and why (auto's choice, a group's members and sums)
 }
 
-// OpenDevice opens the device called name (auto, cpu or cuda) with workers goroutines and
-// threads BLAS threads on the CPU (0: all cores). A device that cannot be opened is bad input.
+// OpenDevice opens the device or device group called name (auto, cpu, cpu:K, cuda, cuda:I,
+// cuda:I,J,..., cuda:all) with workers goroutines and threads BLAS threads on the CPU (0: all
+// cores). A device that cannot be opened is bad input.
 func OpenDevice(name string, workers, threads int) (*Device, error) {
-	dev, note, err := auto.OpenThreads(name, workers, threads)
+	g, note, err := auto.OpenGroupThreads(name, workers, threads)
 	if err != nil {
 		return nil, InputError{err}
 	}
-	return &Device{dev: dev, Note: note}, nil
+	return &Device{g: g, Note: note}, nil
 }
 
-// Name is the device's name, as the CSVs' device column writes it.
-func (d *Device) Name() string { return d.dev.Info().Name }
+// Name is the device's name, as the CSVs' device column writes it ("cpu", "cuda", "cuda x2").
+func (d *Device) Name() string { return d.g.Name() }
 
 // Close releases the device.
-func (d *Device) Close() { auto.Close(d.dev) }
+func (d *Device) Close() { d.g.Close() }
+
+// freeBytes is the memory free on the group's fullest member: what each member may allocate.
+func (d *Device) freeBytes() uint64 {
+	free := d.g.Lead().Info().FreeBytes
+	for _, m := range d.g.Members {
+		free = min(free, m.Info().FreeBytes)
+	}
+	return free
+}
+
+// shardSamples is the number of samples of a run of p on the group's most loaded member.
+func (d *Device) shardSamples(p aim.Params) int {
+	return (p.N() + d.g.Len() - 1) / d.g.Len()
+}
 
 // checkHostMemory refuses, before anything is allocated, a run that needs more memory than
 // the host has available (skipped where the available memory cannot be read).
@@ -44,3 +61,13 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 // where names a run in messages.
 func where(D int, alpha float64) string { return fmt.Sprintf("a run at D = %d, alpha = %g", D, alpha) }
+
+// hasTrainer reports whether every member has the training operations (device.Caps.Trainer).
+func (d *Device) hasTrainer() bool {
+	for _, m := range d.g.Members {
+		if m.Capabilities().Trainer == nil {
+			return false
+		}
+	}
+	return true
+}

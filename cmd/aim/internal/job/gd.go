@@ -103,8 +103,8 @@ func (c *GDConfig) CheckMemory(d *Device) error { _, err := c.planTokens(d); ret
 // planTokens chooses the token mode of the grid (Tokens).
 func (c *GDConfig) planTokens(d *Device) (TokenPlan, error) {
 	o := c.options()
-	return c.Sim.planTokens(d.dev, func(p aim.Params) uint64 { return storedPeak(p, gd.Bytes(p, o)) },
-		func(p aim.Params, chunk int) uint64 { return streamedPeak(p, chunk, gd.StreamedBytes(p, o, chunk)) })
+	return c.Sim.planTokens(d, func(p aim.Params, n int) uint64 { return storedPeak(p, n, gd.Bytes(p, o, n)) },
+		func(p aim.Params, n, chunk int) uint64 { return streamedPeak(p, n, chunk, gd.StreamedBytes(p, o, n, chunk)) })
 }
 
 // GDRow is one training: a row of the `aim gd` CSV.
@@ -193,7 +193,7 @@ type gdJob struct {
 // device.Caps.Trainer); auto falls back to the CPU on a device without them.
 func (c *GDConfig) openTrainer() (*Device, error) {
 	dev, err := OpenDevice(c.Device, c.Workers, c.Threads)
-	if err != nil || dev.dev.Capabilities().Trainer != nil {
+	if err != nil || dev.hasTrainer() {
 		return dev, err
 	}
 	dev.Close()
@@ -224,12 +224,12 @@ func (j *gdJob) run(env Env) (*GDResult, error) {
 		o := c.options()
 		done := 0
 		o.Progress = func() { done++; bar.Add(1) }
-		data, err := j.plan.generate(j.dev.dev, r.p)
+		parts, err := j.plan.generate(j.dev, r.p)
 		if err != nil {
 			return err
 		}
-		out, err := gd.Run(j.dev.dev, data, o)
-		data.Free(j.dev.dev)
+		out, err := gd.RunGroup(j.dev.g, parts, o)
+		aim.FreeGroup(j.dev.g, parts)
 		bar.Add(steps - done)
 		if err != nil && !errors.Is(err, gd.ErrDiverged) {
 			return err

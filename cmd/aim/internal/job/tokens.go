@@ -70,11 +70,16 @@ type TokenPlan struct {
 	Note     string // what was chosen and why, for stderr and the manifest
 }
 
-// planTokens chooses stored or streamed tokens for the grid's largest run on dev, within
-// min(free memory, --max-memory), and refuses a grid that fits in neither mode, saying what each
-// would need. stored and streamed give a run's peak memory in each mode (chunk samples at once).
-func (c *Sim) planTokens(dev device.Device, stored func(aim.Params) uint64, streamed func(p aim.Params, chunk int) uint64) (TokenPlan, error) {
-	limit, what := dev.Info().FreeBytes, "available on "+dev.Info().Name
+// planTokens chooses stored or streamed tokens for the grid's largest run on dev (each member
+// of a group holding its shard of the samples), within min(free memory, --max-memory), and
+// refuses a grid that fits in neither mode, saying what each would need. stored and streamed
+// give a run's peak memory on one device in each mode for n samples (chunk samples at once).
+func (c *Sim) planTokens(dev *Device, stored func(p aim.Params, n int) uint64, streamed func(p aim.Params, n, chunk int) uint64) (TokenPlan, error) {
+	name := dev.Name()
+	limit, what := dev.freeBytes(), "available on "+name
+	if dev.g.Len() > 1 {
+		what = "available on each device of " + name
+	}
 	if c.MaxMemory != "" {
 		m, _ := ParseBytes(c.MaxMemory) // validated
 		if m < limit {
@@ -85,54 +90,58 @@ func (c *Sim) planTokens(dev device.Device, stored func(aim.Params) uint64, stre
 	needStored := uint64(0)
 	for _, r := range c.rhos {
 		for _, a := range c.alphas {
-			if p := c.params(r, a, 0); stored(p) > needStored {
-				big, needStored = p, stored(p)
+			if p := c.params(r, a, 0); stored(p, dev.shardSamples(p)) > needStored {
+				big, needStored = p, stored(p, dev.shardSamples(p))
 			}
 		}
 	}
-	at := where(big.D, big.Alpha)
+	at, n := where(big.D, big.Alpha), dev.shardSamples(big)
+	if dev.g.Len() > big.N() {
+		return TokenPlan{}, Inputf("%s has N = %d samples, fewer than the %d devices of %s", at, big.N(), dev.g.Len(), name)
+	}
 	chunk := c.Chunk
 	if chunk == 0 { // the largest chunk that fits, halving from maxChunk
-		chunk = min(maxChunk, big.N())
-		for chunk > 1 && streamed(big, chunk) > limit {
+		chunk = min(maxChunk, n)
+		for chunk > 1 && streamed(big, n, chunk) > limit {
 			chunk /= 2
 		}
 	}
 	if c.Mode == "stored" || (c.Mode == "auto" && needStored <= limit) {
 		if needStored > limit {
 			return TokenPlan{}, Inputf("%s needs %s of %s memory with stored tokens, and %s is %s (--tokens streamed needs %s in chunks of %d samples)",
-				at, device.Bytes(needStored), dev.Info().Name, device.Bytes(limit), what, device.Bytes(streamed(big, chunk)), chunk)
+				at, device.Bytes(needStored), name, device.Bytes(limit), what, device.Bytes(streamed(big, n, chunk)), chunk)
 		}
 		return TokenPlan{Note: "tokens stored (" + device.Bytes(needStored) + " for the largest run)"}, nil
 	}
-	if need := streamed(big, chunk); need > limit {
+	if need := streamed(big, n, chunk); need > limit {
 		return TokenPlan{}, Inputf("%s needs %s of %s memory with streamed tokens in chunks of %d samples (stored: %s), and %s is %s",
-			at, device.Bytes(need), dev.Info().Name, chunk, device.Bytes(needStored), device.Bytes(limit), what)
+			at, device.Bytes(need), name, chunk, device.Bytes(needStored), device.Bytes(limit), what)
 	}
 	why := "--tokens streamed"
 	if c.Mode == "auto" {
 		why = "stored would need " + device.Bytes(needStored) + ", " + device.Bytes(limit) + " is " + what
 	}
 	return TokenPlan{Streamed: true, Chunk: chunk, Note: fmt.Sprintf("tokens streamed in chunks of %d samples, %s for the largest run (%s)",
-		chunk, device.Bytes(streamed(big, chunk)), why)}, nil
+		chunk, device.Bytes(streamed(big, n, chunk)), why)}, nil
 }
 
-// generate draws one run's teacher and data in the plan's mode.
-func (pl TokenPlan) generate(dev device.Device, p aim.Params) (*aim.Data, error) {
+// generate draws one run's teacher and data in the plan's mode, sharded over the group.
+func (pl TokenPlan) generate(dev *Device, p aim.Params) ([]*aim.Data, error) {
+	chunk := 0
 	if pl.Streamed {
-		return aim.GenerateStreamed(dev, p, pl.Chunk)
+		chunk = pl.Chunk
 	}
-	return aim.Generate(dev, p)
+	return aim.GenerateGroup(dev.g, p, chunk)
 }
 
-// streamedPeak is a run's peak memory on streamed tokens: drawing the data
-// (aim.Params.StreamedBytes), or holding S and y (D x D, N x T x T) beside the algorithm's
-// buffers (algo).
-func streamedPeak(p aim.Params, chunk int, algo uint64) uint64 {
-	D, N, T := uint64(p.D), uint64(p.N()), uint64(p.T())
-	return max(p.StreamedBytes(chunk), 8*(D*D+N*T*T)+algo)
+// streamedPeak is a run's peak memory on streamed tokens on a device holding n samples: drawing
+// the data (aim.Params.StreamedBytes), or holding S and y (D x D, n x T x T) beside the
+// algorithm's buffers (algo).
+func streamedPeak(p aim.Params, n, chunk int, algo uint64) uint64 {
+	D, N, T := uint64(p.D), uint64(n), uint64(p.T())
+	return max(p.StreamedBytes(n, chunk), 8*(D*D+N*T*T)+algo)
 }
 
-// storedPeak is a run's peak memory on stored tokens: drawing the data (aim.Params.Bytes), or
-// holding them (DataBytes) beside the algorithm's buffers (algo).
-func storedPeak(p aim.Params, algo uint64) uint64 { return max(p.Bytes(), p.DataBytes()+algo) }
+// storedPeak is a run's peak memory on stored tokens on a device holding n samples: drawing the
+// data (aim.Params.Bytes), or holding them (DataBytes) beside the algorithm's buffers (algo).
+func storedPeak(p aim.Params, n int, algo uint64) uint64 { return max(p.Bytes(n), p.DataBytes(n)+algo) }
