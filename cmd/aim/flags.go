@@ -98,7 +98,7 @@ func simFlags(fs *flag.FlagSet, s *job.Sim, quiet *bool) {
 	fs.IntVar(&s.D, "D", s.D, "token dimension")
 	fs.IntVar(&s.Seeds, "seeds", s.Seeds, "teachers and data sets per (rho, alpha)")
 	fs.Uint64Var(&s.Seed, "seed", s.Seed, "first seed: run s uses seed + s")
-	fs.StringVar(&s.Device, "device", s.Device, "auto, cpu or cuda")
+	fs.StringVar(&s.Device, "device", s.Device, "auto, cpu, cuda, cuda:I, or a device group: cuda:0,1,... or cuda:all (samples sharded over the GPUs), cpu:K (K CPU devices: a check that groups change nothing)")
 	fs.IntVar(&s.Workers, "workers", s.Workers, "CPU goroutines (0: all cores)")
 	fs.IntVar(&s.Threads, "threads", s.Threads, "threads of the CPU backend's BLAS library, OpenBLAS or MKL (0: all cores)")
 	fs.StringVar(&s.Mode, "tokens", s.Mode, "tokens X stored on the device, or streamed: regenerated chunk by chunk from the seed at every use, never stored (same values); auto stores when the largest run fits")

@@ -22,7 +22,7 @@ A sweep file names the job, its output folder, the seeds, and a grid over the jo
   out = "results/sweep-amp"  # the output folder
   seeds = 4                  # simulations: runs per grid point, with seeds seed, seed + 1, ...
   seed = 1
-  device = "cpu"             # amp and gd: auto, cpu or cuda
+  device = "cpu"             # amp and gd: auto, cpu, cuda, cuda:0,1, cuda:all, cpu:K
   parallel = 1               # runs in flight at once
   workers = 0                # CPU goroutines per run (0: all cores)
   threads = 0                # amp and gd: threads of the CPU's BLAS library (0: all cores)

@@ -9,8 +9,9 @@ import (
 )
 
 // TestTokensStreamedEqualsStored: `aim amp` and `aim gd` write the same rows with streamed
-// tokens as with stored ones (every column but the wall time, to 1e-10 relative: the
-// chunked sums move the rounding by about 1e-14), auto streams when --max-memory is below the
+// tokens as with stored ones, and on a device group (cpu:3 stored, cpu:2 streamed) as on one
+// device (every column but the wall time and the device, to 1e-10 relative: the chunked and
+// sharded sums move the rounding by about 1e-14), auto streams when --max-memory is below the
 // stored need and says so, and the manifest records the mode used.
 func TestTokensStreamedEqualsStored(t *testing.T) {
 	dir := t.TempDir()
@@ -37,14 +38,21 @@ func TestTokensStreamedEqualsStored(t *testing.T) {
 		stored := csvOf("stored", "--tokens", "stored")
 		streamed := csvOf("streamed", "--tokens", "streamed", "--chunk", "13")
 		auto := csvOf("auto", "--max-memory", tc.below)
+		group := csvOf("group", "--device", "cpu:3", "--tokens", "stored")
+		groupStreamed := csvOf("group-streamed", "--device", "cpu:2", "--tokens", "streamed", "--chunk", "7")
 		col := csvColumns(stored[0])
-		for _, other := range [][][]string{streamed, auto} {
+		for i := 1; i < len(group); i++ {
+			if group[i][col["device"]] != "cpu x3" || groupStreamed[i][col["device"]] != "cpu x2" {
+				t.Errorf("%s row %d: device %q and %q, want cpu x3 and cpu x2", cmd[0], i, group[i][col["device"]], groupStreamed[i][col["device"]])
+			}
+		}
+		for _, other := range [][][]string{streamed, auto, group, groupStreamed} {
 			if len(other) != len(stored) {
 				t.Fatalf("%s: %d rows streamed, %d stored", cmd[0], len(other), len(stored))
 			}
 			for i := 1; i < len(stored); i++ {
 				for name, j := range col {
-					if name == "seconds" || stored[i][j] == other[i][j] {
+					if name == "seconds" || name == "device" || stored[i][j] == other[i][j] {
 						continue
 					}
 					a, b := parseCell(t, stored[i][j]), parseCell(t, other[i][j])
@@ -72,8 +80,9 @@ func TestTokensStreamedEqualsStored(t *testing.T) {
 	}
 }
 
-// TestTokensBadInput: a malformed or too small --max-memory and an unknown --tokens exit 2,
-// say why (with what each mode would need) and write nothing.
+// TestTokensBadInput: a malformed or too small --max-memory, an unknown --tokens and a bad
+// device list (a GPU twice, cpu mixed with cuda, more devices than samples) exit 2, say why
+// (with what each mode would need) and write nothing.
 func TestTokensBadInput(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "x.csv")
@@ -87,6 +96,11 @@ func TestTokensBadInput(t *testing.T) {
 		{[]string{"--max-memory", "2KiB"}, []string{"with streamed tokens in chunks of 1 samples", "stored:", "allowed by --max-memory"}},
 		{[]string{"--tokens", "stored", "--max-memory", "100KiB"}, []string{"with stored tokens", "--tokens streamed needs"}},
 		{[]string{"--chunk", "-1"}, []string{"--chunk -1"}},
+		{[]string{"--device", "cuda:0,1,0"}, []string{"GPU 0 is listed twice"}},
+		{[]string{"--device", "cpu,cuda:0"}, []string{"cannot mix cpu and cuda"}},
+		{[]string{"--device", "cuda:0,cpu"}, []string{"cannot mix cpu and cuda"}},
+		{[]string{"--device", "cpu:0"}, []string{"K >= 1"}},
+		{[]string{"--device", "cpu:200", "--D", "20", "--alpha", "0.4"}, []string{"N = 160 samples, fewer than the 200 devices"}},
 	} {
 		args := append([]string{"amp", "--quiet", "--device", "cpu", "--D", "24", "--alpha", "0.2", "--out", out, "--plot", filepath.Join(dir, "x.svg")}, tc.args...)
 		code, _, stderr := runAim(args...)

@@ -10,9 +10,6 @@ import (
 	"github.com/aimtheory/aim/device/cuda"
 )
 
-// Names lists the device names Open accepts.
-var Names = []string{"auto", "cpu", "cuda"}
-
 // Open returns the device called name (auto, cpu, cuda or cuda:I), with workers goroutines for the CPU backend (0: all
 // cores) and its other options at their defaults (the BLAS of AIM_BLAS, all cores for its
 // threads), and a sentence saying which device was chosen and why. The device is the checked

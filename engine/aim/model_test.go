@@ -2,6 +2,7 @@ package aim
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/aimtheory/aim/cpu"
@@ -145,6 +146,75 @@ func TestParamsValidate(t *testing.T) {
 	for _, p := range bad {
 		if err := p.Validate(); err == nil {
 			t.Errorf("Validate(%+v) accepted", p)
+		}
+	}
+}
+
+// TestGenerateGroup: the parts of a data set drawn on a group of k CPU devices are the samples
+// of the one-device data set: the teacher S and the tokens X bit for bit (their place in the
+// seed's stream), and the outputs y bit for bit those of one device streaming chunks of N/k
+// samples (the same products on the same samples). Streamed parts hold no X and the same y. A
+// group with more devices than samples is refused.
+func TestGenerateGroup(t *testing.T) {
+	p := Params{D: 30, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 3, Beta: 1}, Seed: 4}
+	N, T, D := p.N(), p.T(), p.D // N = 180
+	one := cpu.New(0)
+	whole, err := Generate(one, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	S, X := download(t, one, whole.S), download(t, one, whole.X)
+	for _, k := range []int{2, 3, 5} {
+		ref, err := GenerateStreamed(one, p, N/k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		Y := download(t, one, ref.Y)
+		members := make([]device.Device, k)
+		for j := range members {
+			members[j] = cpu.New(0)
+		}
+		g, err := device.NewGroup(members, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, chunk := range []int{0, 7} {
+			parts, err := GenerateGroup(g, p, chunk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, d := range parts {
+				lo, hi := g.Shard(j, N)
+				if d.Lo != lo || d.Hi != hi || d.Samples() != N/k || d.TrS != whole.TrS {
+					t.Fatalf("k = %d, part %d: samples [%d, %d), TrS %g; want [%d, %d), %g", k, j, d.Lo, d.Hi, d.TrS, lo, hi, whole.TrS)
+				}
+				same(t, "S", download(t, members[j], d.S), S)
+				same(t, "y", download(t, members[j], d.Y), Y[lo*T*T:hi*T*T])
+				if chunk == 0 {
+					same(t, "X", download(t, members[j], d.X), X[lo*T*D:hi*T*D])
+				} else if d.X != nil || d.Chunk != chunk {
+					t.Errorf("streamed part %d: X %v, chunk %d", j, d.X, d.Chunk)
+				}
+			}
+			FreeGroup(g, parts)
+		}
+		ref.Free(one)
+	}
+	big := &device.Group{Members: make([]device.Device, N+1)}
+	if _, err := GenerateGroup(big, p, 0); err == nil || !strings.Contains(err.Error(), "at least one sample per device") {
+		t.Errorf("GenerateGroup on %d devices for %d samples: %v", N+1, N, err)
+	}
+}
+
+// same fails the test unless got and want hold the same bits.
+func same(t *testing.T, what string, got, want []float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("%s[%d] = %.17g, want %.17g", what, i, got[i], want[i])
 		}
 	}
 }

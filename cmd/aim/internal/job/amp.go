@@ -78,7 +78,9 @@ func (c *AMPConfig) CheckMemory(d *Device) error { _, err := c.planTokens(d); re
 // planTokens chooses the token mode of the grid (Tokens).
 func (c *AMPConfig) planTokens(d *Device) (TokenPlan, error) {
 	return c.Sim.planTokens(d, func(p aim.Params, n int) uint64 { return storedPeak(p, n, amp.Bytes(p, n)) },
-		func(p aim.Params, n, chunk int) uint64 { return streamedPeak(p, n, chunk, amp.StreamedBytes(p, n, chunk)) })
+		func(p aim.Params, n, chunk int) uint64 {
+			return streamedPeak(p, n, chunk, amp.StreamedBytes(p, n, chunk))
+		})
 }
 
 // AMPRow is one GAMP-RIE run: a row of the `aim amp` CSV.

@@ -104,7 +104,9 @@ func (c *GDConfig) CheckMemory(d *Device) error { _, err := c.planTokens(d); ret
 func (c *GDConfig) planTokens(d *Device) (TokenPlan, error) {
 	o := c.options()
 	return c.Sim.planTokens(d, func(p aim.Params, n int) uint64 { return storedPeak(p, n, gd.Bytes(p, o, n)) },
-		func(p aim.Params, n, chunk int) uint64 { return streamedPeak(p, n, chunk, gd.StreamedBytes(p, o, n, chunk)) })
+		func(p aim.Params, n, chunk int) uint64 {
+			return streamedPeak(p, n, chunk, gd.StreamedBytes(p, o, n, chunk))
+		})
 }
 
 // GDRow is one training: a row of the `aim gd` CSV.

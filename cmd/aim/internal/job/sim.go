@@ -16,7 +16,7 @@ type Sim struct {
 	D       int    // token dimension
 	Seeds   int    // teachers and data sets per (rho, alpha)
 	Seed    uint64 // run s uses seed Seed + s
-	Device  string // auto, cpu or cuda
+	Device  string // auto, cpu, cpu:K, cuda, cuda:I, cuda:I,J,... or cuda:all
 	Workers int    // CPU goroutines (0: all cores)
 	Threads int    // threads of the CPU backend's BLAS library (0: all cores)
 	Trace   string // a CSV of every iteration or step ("" for none)

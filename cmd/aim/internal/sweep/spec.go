@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/grid"
+	"github.com/aimtheory/aim/device/auto"
 )
 
 // Spec is a sweep file: the job, where its results go, the seeds, and the grid of parameters.
@@ -16,7 +17,7 @@ import (
 //	out = "results/sweep-amp"   # the output folder
 //	seeds = 4                   # runs per point, with seeds seed, seed+1, ... (simulations)
 //	seed = 1
-//	device = "cpu"              # simulations: auto, cpu or cuda
+//	device = "cpu"              # simulations: auto, cpu, cuda, cuda:0,1, cuda:all, cpu:K
 //	parallel = 1                # runs in flight at once
 //	workers = 0                 # CPU goroutines per run (0: all cores)
 //	threads = 0                 # amp and gd: threads of the CPU's BLAS library (0: all cores)
@@ -94,8 +95,8 @@ func ParseSpec(src []byte) (*Spec, error) {
 			}
 		case "device":
 			s.Device = v.Str
-			if v.Str != "auto" && v.Str != "cpu" && v.Str != "cuda" {
-				errs = append(errs, Error{e.Line, fmt.Sprintf("device %q: want auto, cpu or cuda", v.Str)})
+			if _, err := auto.Parse(v.Str); err != nil {
+				errs = append(errs, Error{e.Line, err.Error()})
 			}
 		case "seed":
 			if v.Int < 0 {

@@ -174,7 +174,7 @@ rho = "1:0.5:3"
 		"line 1: no out",
 		"line 2: unknown key \"colour\"",
 		"line 3: seeds 0",
-		"line 4: device \"tpu\"",
+		"line 4: unknown device \"tpu\"",
 		"line 6: alpha: empty list",
 		"line 7: rho: range \"1:0.5:3\": start 1 is above end 0.5",
 		"line 8: unknown table [options]",
