@@ -73,6 +73,14 @@
 //	G_S        gS                dL/dS = (sum X^T Gamma X - Tr Gamma I)/sqrt(D)              AIM 4
 //	S-bar      sBar              the average of the final S over restarts (averaged GD)      AIM 4
 //
+// The engine's own terms, beside the papers' (README, Streamed tokens and Device groups):
+//
+//	term       code              meaning
+//	chunk      Data.Chunk        samples whose tokens are regenerated and used at once (streamed)
+//	shard      Data.Lo, Data.Hi  the samples [Lo, Hi) a member of a device group holds
+//	lead       Group.Lead()      member 0: the denoiser / optimiser step, then a broadcast
+//	k          Group.Len()       devices of a group; shard j is [floor(j N/k), floor((j+1) N/k))
+//
 // The sequence multi-index model and deep tied attention (SMI):
 //
 //	symbol     code              meaning                                                     where
