@@ -54,7 +54,7 @@ type driverLib struct {
 	cuMemcpyDtoD              func(dst, src uint64, bytes uint64) int32
 	cuMemsetD8                func(dst uint64, v uint8, n uint64) int32
 	cuMemGetInfo              func(free, total *uint64) int32
-	cuModuleLoadData          func(mod *uintptr, image unsafe.Pointer) int32
+	cuModuleLoadDataEx        func(mod *uintptr, image unsafe.Pointer, numOptions uint32, options *int32, values *uintptr) int32
 	cuModuleUnload            func(mod uintptr) int32
 	cuModuleGetFunction       func(fn *uintptr, mod uintptr, name string) int32
 	cuLaunchKernel            func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params unsafe.Pointer, extra unsafe.Pointer) int32
@@ -102,7 +102,7 @@ func bindDriver(h uintptr) (*driverLib, error) {
 	b.bind(&l.cuMemcpyDtoD, "cuMemcpyDtoD_v2")
 	b.bind(&l.cuMemsetD8, "cuMemsetD8_v2")
 	b.bind(&l.cuMemGetInfo, "cuMemGetInfo_v2")
-	b.bind(&l.cuModuleLoadData, "cuModuleLoadData")
+	b.bind(&l.cuModuleLoadDataEx, "cuModuleLoadDataEx")
 	b.bind(&l.cuModuleUnload, "cuModuleUnload")
 	b.bind(&l.cuModuleGetFunction, "cuModuleGetFunction")
 	b.bind(&l.cuLaunchKernel, "cuLaunchKernel")
