@@ -32,6 +32,17 @@ func (b *binder) bind(fptr any, name string) {
 	purego.RegisterFunc(fptr, sym)
 }
 
+// bindOptional is bind for a symbol that older versions of the library lack: when it is
+// missing, *fptr stays nil and nothing is recorded.
+func (b *binder) bindOptional(fptr any, name string) {
+	if b.err != nil {
+		return
+	}
+	if sym, err := purego.Dlsym(b.h, name); err == nil && sym != 0 {
+		purego.RegisterFunc(fptr, sym)
+	}
+}
+
 // driverLib holds the driver API functions (libcuda.so.1).
 type driverLib struct {
 	cuGetErrorName            func(r int32, name **byte) int32
@@ -54,7 +65,7 @@ type driverLib struct {
 	cuMemcpyDtoD              func(dst, src uint64, bytes uint64) int32
 	cuMemsetD8                func(dst uint64, v uint8, n uint64) int32
 	cuMemGetInfo              func(free, total *uint64) int32
-	cuModuleLoadData          func(mod *uintptr, image unsafe.Pointer) int32
+	cuModuleLoadDataEx        func(mod *uintptr, image unsafe.Pointer, numOptions uint32, options *int32, values *uintptr) int32
 	cuModuleUnload            func(mod uintptr) int32
 	cuModuleGetFunction       func(fn *uintptr, mod uintptr, name string) int32
 	cuLaunchKernel            func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params unsafe.Pointer, extra unsafe.Pointer) int32
@@ -102,7 +113,7 @@ func bindDriver(h uintptr) (*driverLib, error) {
 	b.bind(&l.cuMemcpyDtoD, "cuMemcpyDtoD_v2")
 	b.bind(&l.cuMemsetD8, "cuMemsetD8_v2")
 	b.bind(&l.cuMemGetInfo, "cuMemGetInfo_v2")
-	b.bind(&l.cuModuleLoadData, "cuModuleLoadData")
+	b.bind(&l.cuModuleLoadDataEx, "cuModuleLoadDataEx")
 	b.bind(&l.cuModuleUnload, "cuModuleUnload")
 	b.bind(&l.cuModuleGetFunction, "cuModuleGetFunction")
 	b.bind(&l.cuLaunchKernel, "cuLaunchKernel")
@@ -181,5 +192,50 @@ func bindCusolver(h uintptr) (*cusolverLib, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
+	return l, nil
+}
+
+// NCCL enums (nccl.h).
+const (
+	ncclFloat64 = 8 // ncclDataType_t ncclFloat64 = ncclDouble
+	ncclSum     = 0 // ncclRedOp_t
+)
+
+// ncclLib holds the NCCL functions (libnccl.so.2). ncclComm_t is a handle (uintptr),
+// cudaStream_t is a CUstream (the backend's stream), buffers are device pointers (uint64) and
+// size_t counts uint64. ncclGetLastError (NCCL 2.13 and later) may be nil.
+type ncclLib struct {
+	ncclGetVersion     func(v *int32) int32
+	ncclGetErrorString func(r int32) *byte
+	ncclGetLastError   func(comm uintptr) *byte
+	ncclCommInitAll    func(comms *uintptr, ndev int32, devlist *int32) int32
+	ncclCommDestroy    func(comm uintptr) int32
+	ncclCommAbort      func(comm uintptr) int32
+	ncclReduce         func(send, recv uint64, count uint64, dtype, op, root int32, comm, stream uintptr) int32
+	ncclBroadcast      func(send, recv uint64, count uint64, dtype, root int32, comm, stream uintptr) int32
+	version            int // ncclGetVersion's code, e.g. 22105
+}
+
+// bindNCCL binds the NCCL functions from the library handle h and reads its version (which
+// needs no GPU).
+func bindNCCL(h uintptr) (*ncclLib, error) {
+	l := &ncclLib{}
+	b := &binder{h: h}
+	b.bind(&l.ncclGetVersion, "ncclGetVersion")
+	b.bind(&l.ncclGetErrorString, "ncclGetErrorString")
+	b.bind(&l.ncclCommInitAll, "ncclCommInitAll")
+	b.bind(&l.ncclCommDestroy, "ncclCommDestroy")
+	b.bind(&l.ncclCommAbort, "ncclCommAbort")
+	b.bind(&l.ncclReduce, "ncclReduce")
+	b.bind(&l.ncclBroadcast, "ncclBroadcast")
+	b.bindOptional(&l.ncclGetLastError, "ncclGetLastError")
+	if b.err != nil {
+		return nil, b.err
+	}
+	var v int32
+	if err := l.ncclErr("ncclGetVersion", l.ncclGetVersion(&v), 0); err != nil {
+		return nil, err
+	}
+	l.version = int(v)
 	return l, nil
 }

@@ -29,11 +29,13 @@
 package cuda
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -159,7 +161,8 @@ func (d *backend) submit(f func() error) error {
 
 // Open loads the CUDA libraries, initialises the driver and opens the GPU of the given ordinal:
 // its primary context, a stream, cuBLAS and cuSOLVER handles bound to the stream, and every
-// kernel of the launch contract from the embedded PTX. The error says what failed, e.g.
+// kernel of the launch contract from the embedded PTX (cuModuleLoadDataEx, with the JIT's
+// error and info logs in the error when a module fails). The error says what failed, e.g.
 // "cuda: cuInit: CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected".
 func Open(ordinal int) (*Device, error) {
 	b, err := open(ordinal)
@@ -306,13 +309,9 @@ func (d *backend) loadModules(ptx map[string][]byte) error {
 	}
 	sort.Strings(names)
 	for _, m := range names {
-		src := ptx[m]
-		img := make([]byte, len(src)+1) // NUL-terminated copy, alive while the module is
-		copy(img, src)
-		var mod uintptr
-		if r := d.drv.cuModuleLoadData(&mod, unsafe.Pointer(&img[0])); r != 0 {
-			return fmt.Errorf("PTX module %s (%d bytes, %s JIT for CC %d.%d): %w",
-				m, len(src), "driver", d.ccMajor, d.ccMinor, d.drv.cuErr("cuModuleLoadData", r))
+		mod, img, err := d.loadPTX(m, ptx[m])
+		if err != nil {
+			return err
 		}
 		d.images[m], d.modules[m] = img, mod
 	}
@@ -332,6 +331,92 @@ func (d *backend) loadModules(ptx map[string][]byte) error {
 		d.fn[k] = f
 	}
 	return nil
+}
+
+// CUjit_option values of cuda.h (CUjit_option_enum) for cuModuleLoadDataEx.
+const (
+	jitInfoLogBuffer           = 3 // CU_JIT_INFO_LOG_BUFFER: char *, the info log
+	jitInfoLogBufferSizeBytes  = 4 // CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: unsigned int in, bytes filled out
+	jitErrorLogBuffer          = 5 // CU_JIT_ERROR_LOG_BUFFER: char *, the error log
+	jitErrorLogBufferSizeBytes = 6 // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: unsigned int in, bytes filled out
+)
+
+// jitLogBytes is the size of each JIT log buffer.
+const jitLogBytes = 16 << 10
+
+// jitLogs holds the option arrays of cuModuleLoadDataEx that ask the driver's PTX JIT for its
+// info and error logs: options[i] is a CUjit_option, values[i] its value (a buffer's address,
+// or a size passed in the pointer slot, as cuda.h specifies; on return the size slots hold the
+// bytes written). The buffers must stay pinned during the call (load does that).
+type jitLogs struct {
+	options   [4]int32
+	values    [4]uintptr
+	info, err []byte
+}
+
+// newJITLogs returns the options for two log buffers of n bytes each.
+func newJITLogs(n int) *jitLogs {
+	l := &jitLogs{info: make([]byte, n), err: make([]byte, n)}
+	l.options = [4]int32{jitInfoLogBuffer, jitInfoLogBufferSizeBytes, jitErrorLogBuffer, jitErrorLogBufferSizeBytes}
+	l.values = [4]uintptr{uintptr(unsafe.Pointer(&l.info[0])), uintptr(n), uintptr(unsafe.Pointer(&l.err[0])), uintptr(n)}
+	return l
+}
+
+// load calls cuModuleLoadDataEx(mod, image, 4, options, values) with the buffers pinned.
+func (l *jitLogs) load(drv *driverLib, mod *uintptr, image unsafe.Pointer) int32 {
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pin.Pin(&l.info[0])
+	pin.Pin(&l.err[0])
+	pin.Pin(l)
+	r := drv.cuModuleLoadDataEx(mod, image, uint32(len(l.options)), &l.options[0], &l.values[0])
+	runtime.KeepAlive(l)
+	return r
+}
+
+// text returns the logs the JIT wrote, trimmed: "error log: ...; info log: ..." with either
+// part left out when empty, or "" when both are.
+func (l *jitLogs) text() string {
+	var parts []string
+	if s := logString(l.err, l.values[3]); s != "" {
+		parts = append(parts, "error log: "+s)
+	}
+	if s := logString(l.info, l.values[1]); s != "" {
+		parts = append(parts, "info log: "+s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// logString returns the NUL-terminated text at the start of b, of at most filled bytes (the
+// size the driver reported; more than len(b) is taken as len(b)), without surrounding space.
+func logString(b []byte, filled uintptr) string {
+	if filled < uintptr(len(b)) {
+		b = b[:filled]
+	}
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// loadPTX loads one PTX module with cuModuleLoadDataEx, asking the JIT for its logs, and
+// returns it with the NUL-terminated image it was loaded from (to be kept alive while the
+// module is). A failure says why: the CUresult, and the JIT's error and info logs. Executor
+// only.
+func (d *backend) loadPTX(name string, src []byte) (uintptr, []byte, error) {
+	img := make([]byte, len(src)+1) // NUL-terminated copy
+	copy(img, src)
+	logs := newJITLogs(jitLogBytes)
+	var mod uintptr
+	if r := logs.load(d.drv, &mod, unsafe.Pointer(&img[0])); r != 0 {
+		err := fmt.Errorf("PTX module %s (%d bytes, driver JIT for CC %d.%d): %w",
+			name, len(src), d.ccMajor, d.ccMinor, d.drv.cuErr("cuModuleLoadDataEx", r))
+		if t := logs.text(); t != "" {
+			err = fmt.Errorf("%w; JIT %s", err, t)
+		}
+		return 0, nil, err
+	}
+	return mod, img, nil
 }
 
 // release runs on the executor: frees the scratch arrays, unloads the modules, destroys the

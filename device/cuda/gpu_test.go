@@ -46,7 +46,7 @@ func probeReason(r Report) string {
 		return r.Error
 	}
 	for _, l := range r.Libraries {
-		if l.Error != "" {
+		if l.Error != "" && !l.Optional {
 			return l.Name + ": " + l.Error
 		}
 	}

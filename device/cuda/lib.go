@@ -23,9 +23,10 @@ const (
 // libSpec describes one library: its sonames, newest first, and the libraries it may need
 // that a Python wheel keeps in a sibling directory (preloaded when a first dlopen fails).
 type libSpec struct {
-	name    string   // "driver", "cuBLAS", "cuSOLVER"
-	sonames []string // newest first
-	deps    []string // sonames preloaded (RTLD_GLOBAL) from the search directories on failure
+	name     string   // "driver", "cuBLAS", "cuSOLVER", "NCCL"
+	sonames  []string // newest first
+	deps     []string // sonames preloaded (RTLD_GLOBAL) from the search directories on failure
+	optional bool     // its absence stops nothing (NCCL: sums then go through the host)
 }
 
 var (
@@ -38,24 +39,38 @@ var (
 		deps: []string{"libnvJitLink.so.13", "libnvJitLink.so.12", "libcusparse.so.12", "libcusparse.so.11",
 			"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11",
 			"libcublas.so.13", "libcublas.so.12", "libcublas.so.11"}}
+	// specNCCL is NCCL 2 (one soname since 2.0; pip's nvidia-nccl-cu12 / -cu13 wheels put it in
+	// site-packages/nvidia/nccl/lib, which dirs() searches with the other wheels). It is optional:
+	// Open never loads it, NewNCCL does.
+	specNCCL = libSpec{name: "NCCL", sonames: []string{"libnccl.so.2"}, optional: true}
 )
 
 // Library says where a CUDA library was found (or why not).
 type Library struct {
-	Name   string   // "driver", "cuBLAS", "cuSOLVER"
-	Soname string   // e.g. "libcublas.so.13"; empty when not found
-	Path   string   // the file loaded (resolved through /proc/self/maps for loader finds)
-	Via    string   // how: "AIM_LIBCUDA", "AIM_CUDA_LIB_DIR", "dynamic loader", "LD_LIBRARY_PATH", a wheel, ...
-	Failed []string // candidates that exist but did not load or bind, with the reason
-	Error  string   // why none was usable; empty when found
+	Name     string   // "driver", "cuBLAS", "cuSOLVER", "NCCL"
+	Soname   string   // e.g. "libcublas.so.13"; empty when not found
+	Path     string   // the file loaded (resolved through /proc/self/maps for loader finds)
+	Via      string   // how: "AIM_LIBCUDA", "AIM_CUDA_LIB_DIR", "dynamic loader", "LD_LIBRARY_PATH", a wheel, ...
+	Version  string   // the library's own version where it reports one without a GPU (NCCL: "2.21.5")
+	Optional bool     // not needed by Open (NCCL): its absence leaves the GPU usable
+	Failed   []string // candidates that exist but did not load or bind, with the reason
+	Error    string   // why none was usable; empty when found
 }
 
-// String is one line for `aim device`.
+// String is one line for `aim device`: where the library was found, or why it is not usable
+// (for an optional library, what its absence means).
 func (l Library) String() string {
 	if l.Error != "" {
+		if l.Optional {
+			return fmt.Sprintf("%-8s  not found (optional: multi-GPU sums go through the host): %s", l.Name, l.Error)
+		}
 		return fmt.Sprintf("%-8s  not usable: %s", l.Name, l.Error)
 	}
-	return fmt.Sprintf("%-8s  %s  %s  (via %s)", l.Name, l.Soname, l.Path, l.Via)
+	v := ""
+	if l.Version != "" {
+		v = " " + l.Version
+	}
+	return fmt.Sprintf("%-8s  %s%s  %s  (via %s)", l.Name, l.Soname, v, l.Path, l.Via)
 }
 
 // searchDir is a directory of the search path and the reason it is searched.
@@ -259,7 +274,7 @@ func dlopen(path string) (uintptr, error) {
 // the search. When a candidate fails to load, the dependencies of spec are preloaded from the
 // search directories and it is tried once more.
 func (e searchEnv) loadLib(spec libSpec, use func(h uintptr) error) (uintptr, Library) {
-	rec := Library{Name: spec.name}
+	rec := Library{Name: spec.name, Optional: spec.optional}
 	depsLoaded := false
 	for _, c := range e.candidates(spec) {
 		h, err := dlopen(c.path)

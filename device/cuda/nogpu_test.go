@@ -126,6 +126,7 @@ func TestSearchOrder(t *testing.T) {
 	homeLib := filepath.Join(home, ".local", "lib", "python3.12", "site-packages", "nvidia", "cusolver", "lib")
 	pyLib := filepath.Join(pyPrefix, "lib", "python3.10", "site-packages", "nvidia", "cublas", "lib")
 	jitLib := filepath.Join(pyPrefix, "lib", "python3.10", "site-packages", "nvidia", "nvjitlink", "lib")
+	ncclLib := filepath.Join(venv, "lib", "python3.11", "site-packages", "nvidia", "nccl", "lib")
 	for _, p := range []string{
 		filepath.Join(extra, "libcublas.so.13"), filepath.Join(extra, "libcublas.so.11"),
 		filepath.Join(ld2, "libcublas.so.12"), filepath.Join(ld2, "libcusolver.so.11"),
@@ -133,6 +134,7 @@ func TestSearchOrder(t *testing.T) {
 		filepath.Join(homeLib, "libcusolver.so.12"),
 		filepath.Join(pyLib, "libcublas.so.11"),
 		filepath.Join(jitLib, "libnvJitLink.so.12"),
+		filepath.Join(ld1, "libnccl.so.2"), filepath.Join(ncclLib, "libnccl.so.2"),
 		filepath.Join(pyPrefix, "bin", "python3"),
 	} {
 		touch(t, p)
@@ -188,6 +190,17 @@ func TestSearchOrder(t *testing.T) {
 		t.Errorf("cuSOLVER candidates:\n got %v\nwant %v", gotSolver, wantSolver)
 	}
 
+	// NCCL: the loader, LD_LIBRARY_PATH, then the nvidia-nccl wheel (site-packages/nvidia/nccl/lib).
+	gotNCCL := inTree(env.candidates(specNCCL))
+	wantNCCL := []candidate{
+		{"libnccl.so.2", "libnccl.so.2", viaLoader},
+		{"libnccl.so.2", filepath.Join(ld1, "libnccl.so.2"), viaLDPath},
+		{"libnccl.so.2", filepath.Join(ncclLib, "libnccl.so.2"), viaWheel + " (" + filepath.Join(venv, "lib", "python3.11", "site-packages") + ")"},
+	}
+	if !reflect.DeepEqual(gotNCCL, wantNCCL) {
+		t.Errorf("NCCL candidates:\n got %v\nwant %v", gotNCCL, wantNCCL)
+	}
+
 	// The directory list: LD_LIBRARY_PATH deduplicated and in order, then the fixed CUDA
 	// directories, then the wheels.
 	dirs := env.dirs()
@@ -199,7 +212,7 @@ func TestSearchOrder(t *testing.T) {
 	if len(names) < len(wantPrefix) || !reflect.DeepEqual(names[:len(wantPrefix)], wantPrefix) {
 		t.Errorf("search dirs start %v, want %v", names, wantPrefix)
 	}
-	for _, w := range []string{venvLib, homeLib, pyLib, jitLib} {
+	for _, w := range []string{venvLib, homeLib, pyLib, jitLib, ncclLib} {
 		if !contains(names, w) {
 			t.Errorf("wheel dir %s not searched: %v", w, names)
 		}
@@ -272,7 +285,7 @@ func TestMissingLibcuda(t *testing.T) {
 	if len(r.Devices) != 0 || r.Driver != "" || r.Usable() {
 		t.Errorf("Probe without a driver reported devices %v, driver %q", r.Devices, r.Driver)
 	}
-	if len(r.Libraries) != 3 || r.Libraries[0].Name != "driver" || r.Libraries[0].Path != "" {
+	if len(r.Libraries) != 4 || r.Libraries[0].Name != "driver" || r.Libraries[0].Path != "" {
 		t.Errorf("Probe libraries: %+v", r.Libraries)
 	}
 	if !strings.Contains(r.String(), "CUDA not usable") {
@@ -294,10 +307,10 @@ func TestMissingLibcuda(t *testing.T) {
 func TestProbe(t *testing.T) {
 	r := Probe()
 	t.Logf("Probe:\n%s", r)
-	if len(r.Libraries) != 3 {
-		t.Fatalf("Probe lists %d libraries, want 3 (driver, cuBLAS, cuSOLVER)", len(r.Libraries))
+	if len(r.Libraries) != 4 {
+		t.Fatalf("Probe lists %d libraries, want 4 (driver, cuBLAS, cuSOLVER, NCCL)", len(r.Libraries))
 	}
-	for i, name := range []string{"driver", "cuBLAS", "cuSOLVER"} {
+	for i, name := range []string{"driver", "cuBLAS", "cuSOLVER", "NCCL"} {
 		l := r.Libraries[i]
 		if l.Name != name {
 			t.Errorf("library %d is %q, want %q", i, l.Name, name)
@@ -305,6 +318,22 @@ func TestProbe(t *testing.T) {
 		if (l.Error == "") == (l.Path == "") {
 			t.Errorf("library %s: error %q and path %q (exactly one must be set)", name, l.Error, l.Path)
 		}
+		if l.Optional != (name == "NCCL") {
+			t.Errorf("library %s: Optional = %v", name, l.Optional)
+		}
+	}
+	if n := r.Libraries[3]; n.Error == "" && !strings.HasPrefix(n.Version, "2.") {
+		t.Errorf("NCCL found (%s) with version %q, want 2.x", n.Path, n.Version)
+	}
+	// NCCL's absence never makes a report unusable.
+	noNCCL := r
+	noNCCL.Libraries = append([]Library(nil), r.Libraries...)
+	noNCCL.Libraries[3] = Library{Name: "NCCL", Optional: true, Error: "not found"}
+	if noNCCL.Usable() != r.Usable() && r.Libraries[3].Error == "" {
+		t.Errorf("a report without NCCL is usable = %v, with it %v", noNCCL.Usable(), r.Usable())
+	}
+	if !strings.Contains(noNCCL.String(), "NCCL      not found (optional") {
+		t.Errorf("report without NCCL:\n%s", noNCCL)
 	}
 	if r.Error != "" {
 		if len(r.Devices) != 0 {

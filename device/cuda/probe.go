@@ -27,18 +27,19 @@ type DeviceReport struct {
 type Report struct {
 	Driver     string         // driver API version, e.g. "13.0"; empty when unknown
 	Devices    []DeviceReport // one per GPU
-	Libraries  []Library      // driver, cuBLAS, cuSOLVER
+	Libraries  []Library      // driver, cuBLAS, cuSOLVER, then NCCL (optional)
 	SearchDirs []string       // the directories searched after the dynamic loader, in order
 	Error      string         // why CUDA is not usable; empty when it is
 }
 
-// Usable reports whether Open(0) can be expected to work: no error, a GPU, and every library.
+// Usable reports whether Open(0) can be expected to work: no error, a GPU, and every library
+// that is not optional (NCCL's absence leaves a GPU usable).
 func (r Report) Usable() bool {
 	if r.Error != "" || len(r.Devices) == 0 {
 		return false
 	}
 	for _, l := range r.Libraries {
-		if l.Error != "" {
+		if l.Error != "" && !l.Optional {
 			return false
 		}
 	}
@@ -70,7 +71,8 @@ func (r Report) String() string {
 }
 
 // Probe reports on the CUDA installation without opening a Device: it never panics and needs
-// no GPU (the report then carries the error). It runs on its own OS thread.
+// no GPU (the report then carries the error). It lists the driver, cuBLAS, cuSOLVER and NCCL
+// (optional; with its version from ncclGetVersion) found or not. It runs on its own OS thread.
 func Probe() Report {
 	res := make(chan Report, 1)
 	go func() {
@@ -106,6 +108,7 @@ func probe() Report {
 	r.Libraries = append(r.Libraries, rec)
 	_, rec = env.loadLib(specCusolver, func(h uintptr) error { _, err := bindCusolver(h); return err })
 	r.Libraries = append(r.Libraries, rec)
+	r.Libraries = append(r.Libraries, probeNCCL(env))
 
 	if drv == nil {
 		r.Error = "driver library libcuda.so.1: " + r.Libraries[0].Error
@@ -188,4 +191,10 @@ func (l *driverLib) freeMem(dev int32, free *uint64) error {
 	defer l.cuCtxSetCurrent(0)
 	var total uint64
 	return l.cuErr("cuMemGetInfo_v2", l.cuMemGetInfo(free, &total))
+}
+
+// probeNCCL says where NCCL is (bound, its version read; no communicator created).
+func probeNCCL(env searchEnv) Library {
+	_, rec := loadNCCL(env)
+	return rec
 }

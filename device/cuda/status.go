@@ -176,3 +176,50 @@ func cusolverErr(call string, s int32) error {
 	}
 	return &Error{Call: call, Code: s, Name: cusolverStatusName(s)}
 }
+
+// ncclResultNames are the ncclResult_t values of nccl.h.
+var ncclResultNames = map[int32]string{
+	0: "ncclSuccess",
+	1: "ncclUnhandledCudaError",
+	2: "ncclSystemError",
+	3: "ncclInternalError",
+	4: "ncclInvalidArgument",
+	5: "ncclInvalidUsage",
+	6: "ncclRemoteError",
+	7: "ncclInProgress",
+}
+
+// ncclResultName names an ncclResult_t.
+func ncclResultName(r int32) string { return statusName(ncclResultNames, "unknown ncclResult_t", r) }
+
+// ncclErr returns nil for ncclSuccess, else an *Error naming the call, with NCCL's description
+// (ncclGetErrorString) and, where the library has it, the last error NCCL recorded for comm
+// (ncclGetLastError; comm may be 0). Every other result, ncclInProgress included, is an error:
+// the communicators are blocking ones.
+func (l *ncclLib) ncclErr(call string, r int32, comm uintptr) error {
+	if r == 0 {
+		return nil
+	}
+	e := &Error{Call: call, Code: r, Name: ncclResultName(r)}
+	if l != nil && l.ncclGetErrorString != nil {
+		e.Text = cStr(l.ncclGetErrorString(r))
+	}
+	if l != nil && l.ncclGetLastError != nil {
+		if last := cStr(l.ncclGetLastError(comm)); last != "" && last != e.Text {
+			if e.Text != "" {
+				e.Text += "; "
+			}
+			e.Text += "last error: " + last
+		}
+	}
+	return e
+}
+
+// ncclVersionString formats the code of ncclGetVersion: 22105 -> "2.21.5", 2708 -> "2.7.8"
+// (NCCL_VERSION: X*1000 + Y*100 + Z up to 2.8, X*10000 + Y*100 + Z from 2.9 on).
+func ncclVersionString(code int) string {
+	if code >= 10000 {
+		return fmt.Sprintf("%d.%d.%d", code/10000, code%10000/100, code%100)
+	}
+	return fmt.Sprintf("%d.%d.%d", code/1000, code%1000/100, code%100)
+}
