@@ -1,7 +1,6 @@
 package auto
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -142,7 +141,7 @@ func OpenGroup(name string, o cpu.Options) (*device.Group, string, error) {
 	var sum device.Collective = device.HostSum{}
 	why := ""
 	if len(devs) > 1 {
-		if c, err := newNCCL(devs); err == nil {
+		if c, err := cuda.NewNCCL(devs); err == nil {
 			sum = c
 		} else {
 			why = fmt.Sprintf(" (NCCL not usable: %v; sums staged through the host)", err)
@@ -154,11 +153,6 @@ func OpenGroup(name string, o cpu.Options) (*device.Group, string, error) {
 		return nil, "", err
 	}
 	return g, g.Describe() + why, nil
-}
-
-// newNCCL is the NCCL collective over the GPUs, bound at run time.
-var newNCCL = func(devs []*cuda.Device) (device.Collective, error) {
-	return nil, errors.New("NCCL is not bound yet")
 }
 
 // closeAll closes the non-nil devices.
