@@ -115,14 +115,15 @@ func (g *Group) Name() string {
 	return fmt.Sprintf("%s x%d", g.Lead().Info().Name, len(g.Members))
 }
 
-// Close closes every member and returns their errors joined.
+// Close releases the group's Collective where it holds anything (NCCL's communicators), then
+// closes every member, and returns their errors joined.
 func (g *Group) Close() error {
 	var errs []error
-	for _, m := range g.Members {
-		errs = append(errs, m.Close())
-	}
 	if c, ok := g.Sum.(interface{ Close() error }); ok {
 		errs = append(errs, c.Close())
+	}
+	for _, m := range g.Members {
+		errs = append(errs, m.Close())
 	}
 	return errors.Join(errs...)
 }
