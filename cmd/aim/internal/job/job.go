@@ -139,7 +139,7 @@ func Failures(failed []string, rows int, what string) error {
 // Kinds are the kinds of CSV the jobs write, in the order a reader tries them.
 func Kinds() []table.Def {
 	return []table.Def{SESchema.Def(), AMPSchema.Def(), GDSchema.Def(), AMPTraceSchema.Def(), GDTraceSchema.Def(),
-		SMISESchema.Def(), SMIAMPSchema.Def(), SMIAMPTraceSchema.Def(), SMISGDSchema.Def(), SMIThresholdsSchema.Def()}
+		SMISESchema.Def(), SMIAMPSchema.Def(), SMIAMPTraceSchema.Def(), SMISGDSchema.Def(), SMIThresholdsSchema.Def(), BenchSchema.Def()}
 }
 
 // ReadTable reads a CSV of any job's kind (and the manifest beside it).
