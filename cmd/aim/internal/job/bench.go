@@ -26,7 +26,7 @@ import (
 // same run.
 type BenchConfig struct {
 	Device     string  // "all" (the CPU and each GPU), "auto", or a comma list of cpu, cuda, cuda:K
-	D          string  // dimensions with stored tokens, a comma list; "": the device's default
+	D          string  // dimensions with stored tokens, a comma list; "": the device's default; "none": none
 	StreamedD  string  // dimensions with streamed tokens; "": the largest stored D; "none": none
 	Algorithms string  // a comma list of amp and gd
 	Alpha      float64 // N = floor(alpha D^2) samples
@@ -123,8 +123,12 @@ func (c *BenchConfig) Validate() error {
 		return err
 	}
 	c.dims, c.streamed, c.noStreamed = nil, nil, false
-	if strings.TrimSpace(c.D) != "" {
-		if c.dims, err = parseDims("--D", c.D); err != nil {
+	switch d := strings.TrimSpace(c.D); d {
+	case "":
+	case "none":
+		c.dims = []int{}
+	default:
+		if c.dims, err = parseDims("--D", d); err != nil {
 			return err
 		}
 	}
@@ -136,6 +140,9 @@ func (c *BenchConfig) Validate() error {
 		if c.streamed, err = parseDims("--streamed-D", sd); err != nil {
 			return err
 		}
+	}
+	if c.dims != nil && len(c.dims) == 0 && c.streamed == nil {
+		return Inputf("--D none: nothing to run without --streamed-D (a list of D)")
 	}
 	c.algos = nil
 	for _, a := range strings.Split(c.Algorithms, ",") {
@@ -355,7 +362,7 @@ func (c *BenchConfig) openTargets(env Env) ([]*benchTarget, error) {
 			dims = benchDefaults[kind].dims
 		}
 		streamed := c.streamed
-		if streamed == nil && !c.noStreamed {
+		if streamed == nil && !c.noStreamed && len(dims) > 0 {
 			streamed = dims[len(dims)-1:]
 		}
 		if err := c.plan(t, dims, streamed); err != nil {
