@@ -1,5 +1,5 @@
 // Package job is the library of aim's jobs: aim se, amp and gd, aim smi se, thresholds, amp
-// and sgd, and aim plot. Each job is a typed configuration with its validation (Validate), a
+// and sgd, aim bench, and aim plot. Each job is a typed configuration with its validation (Validate), a
 // function that runs it and returns typed rows (Run...), and one definition of its row (a
 // table.Schema) from which its CSV columns and cells, the kind `aim plot` reads back, and its
 // figure all come. Execute... is the job as its command runs it: Run..., with the outputs opened
