@@ -29,12 +29,14 @@ demo: build
 kernels:
 	CGO_ENABLED=0 $(GO) run ./kernels/gen -dir kernels
 
-# Test and benchmark binaries for a GPU machine without Go: copy bin/gpu there and run
-# bench/gpu-check.sh from the repository root.
+# Test and benchmark binaries for a GPU machine without Go, with the check script beside them:
+# copy bin/gpu there and run bin/gpu/gpu-check.sh [OUT] (or bench/gpu-check.sh from the
+# repository root).
 gpu-check-bin:
 	mkdir -p bin/gpu
 	CGO_ENABLED=0 $(GO) test -c -o bin/gpu/cuda.test ./device/cuda
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/gpu/aim ./cmd/aim
+	cp bench/gpu-check.sh bin/gpu/gpu-check.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

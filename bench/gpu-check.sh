@@ -1,43 +1,175 @@
 #!/usr/bin/env bash
-# The GPU check: run on a machine with an NVIDIA GPU (no Go needed), from the repository root,
-# with the binaries that `make gpu-check-bin` built on a Go machine (bin/gpu/). It prints the
-# GPU's facts and the libraries found, runs every GPU test verbosely (each kernel against its
-# CPU twin, GaussianFill bit for bit, a whole GAMP-RIE run on CPU and GPU), runs the GPU
-# benchmarks, and prints a short table last. Logs go to $OUT (default results/gpu-check).
-# It is sized to finish in under 5 minutes; it never changes the GPU's settings.
+# The GPU check: one command, under 5 minutes on one H200 with a 16-core host, that produces
+# every figure needed to judge the CUDA path. Run it on the GPU machine (no Go needed) from the
+# repository root, with the binaries `make gpu-check-bin` built on a Go machine (bin/gpu/):
+#
+#   bench/gpu-check.sh [OUT]        # OUT defaults to results/gpu-check
+#
+# Everything lands under OUT: one log per part, the bench CSVs, manifests and figures, and
+# summary.txt (the table, printed last). It never changes the GPU's settings.
+#
+# Parts, most important first, each under a timeout; a part's timeout is also cut to what is
+# left of TOTAL (default 285 s), so the whole stays under 5 minutes even if something hangs,
+# and the parts that did not fit are reported as skipped. Expected times assume H200 FP64
+# Dgemm ~ 55 TFLOP/s; one GAMP-RIE iteration at D = 4000, alpha = 0.25, T = 2 counts
+# 4 N T D^2 = 5.1e14 flops (~9 s), and its time grows like D^4.
+#   1. nvidia-smi                                         limit  10 s, expected  1 s
+#   2. aim device (drivers, GPUs, libraries found)        limit  60 s, expected  2 s
+#   3. GPU tests, verbose, AIM_GPU_BIG=1 (every kernel against its CPU twin, GaussianFill bits,
+#      the > 2^31-value token test, GAMP-RIE at D = 1000 against the CPU)
+#                                                         limit 100 s, expected 40-70 s
+#   4. aim bench on the GPU, stored D = 500, 1000, 2000 and streamed D = 500, 1000, 2000: a
+#      warm-up then 3 timed GAMP-RIE iterations and GD steps, per-operation seconds, GFLOP/s
+#      against the GPU's 8192 Dgemm (D = 2000: 3.2e13 flops a pass, ~0.6 s; 4 AMP iterations,
+#      5 GD passes and the data per mode)                limit  45 s, expected 20 s
+#   5. aim bench on the GPU, streamed D = 4000, GAMP-RIE (the data, a warm-up, 3 iterations:
+#      ~4.5 passes of 5.1e14 flops)                      limit  75 s, expected 45-55 s
+#   6. the same, GD (gd.Run also evaluates the loss after its last step: 5 passes)
+#                                                         limit  75 s, expected 50-60 s
+#   7. aim bench on the CPU backend of the same host, stored D = 500, 1000 and streamed D = 500,
+#      so that each GPU row has its CPU ratio at a common D (D = 1000: 2e12 flops a pass,
+#      ~3 s on 16 cores)                                 limit  60 s, expected 30 s
+#   8. the Go GPU benchmarks, warm (-test.benchtime=2x: Dgemm, forward and back-projection,
+#      GAMP-RIE at D = 1000 and 2000, the largest D that fits, GD steps)
+#                                                         limit  45 s, expected 30 s
+#   9. summary: the bench CSVs merged and drawn, the table
 set -u
-BIN=${BIN:-bin/gpu}
-OUT=${OUT:-results/gpu-check}
+OUT=${1:-${OUT:-results/gpu-check}}
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -z "${BIN:-}" ]; then
+	BIN=bin/gpu
+	[ -x "$here/aim" ] && BIN=$here # run from inside bin/gpu (make gpu-check-bin copies this script there)
+fi
+TOTAL=${TOTAL:-285}
 mkdir -p "$OUT"
+rm -f "$OUT"/bench-*.csv "$OUT"/bench-*.json "$OUT"/bench-*.png # a previous run's, which the summary would merge
 export CUDA_CACHE_PATH=${CUDA_CACHE_PATH:-$OUT/cuda-cache}
 # On the GPU machine a skipped GPU test is a failure: the point is to run them.
 export AIM_REQUIRE_GPU=${AIM_REQUIRE_GPU:-1}
+# The big-size GPU tests (a > 2^31-value token buffer, GAMP-RIE at D = 1000 against the CPU).
+export AIM_GPU_BIG=${AIM_GPU_BIG:-1}
 start=$(date +%s)
+parts=()
 
-section() { printf '\n== %s\n' "$*"; }
+# limit N: the timeout of the next part, N seconds or what is left of TOTAL (less 8 s for the
+# summary and the kill grace), whichever is smaller; 0 when nothing is left.
+limit() {
+	local left=$((TOTAL - 8 - ($(date +%s) - start)))
+	if [ "$left" -lt 5 ]; then
+		echo 0
+	elif [ "$left" -lt "$1" ]; then
+		echo "$left"
+	else
+		echo "$1"
+	fi
+}
 
-section "nvidia-smi"
-nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,compute_cap --format=csv 2>&1 | tee "$OUT/nvidia-smi.txt"
+# part NAME SECONDS COMMAND...: runs COMMAND under a timeout (TERM, then KILL 3 s later), its
+# output shown and kept in OUT/NAME.log, and records its exit status and seconds. A command
+# that contains {T} gets the timeout, less 5 s, in its place (for -test.timeout, so that a
+# hung Go test prints its stack before the kill).
+part() {
+	local name=$1 want=$2
+	shift 2
+	local t
+	t=$(limit "$want")
+	printf '\n== %s (limit %s s)\n' "$name" "$t"
+	if [ "$t" -eq 0 ]; then
+		echo "skipped: the ${TOTAL} s budget is spent" | tee "$OUT/$name.log"
+		parts+=("$name skipped 0")
+		return
+	fi
+	local args=() a
+	for a in "$@"; do args+=("${a//\{T\}/$((t > 10 ? t - 5 : t))}"); done
+	local t0 rc
+	t0=$(date +%s)
+	timeout -k 3 "$t" "${args[@]}" 2>&1 | tee "$OUT/$name.log"
+	rc=${PIPESTATUS[0]}
+	[ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && echo "timed out after $t s" | tee -a "$OUT/$name.log"
+	parts+=("$name $rc $(($(date +%s) - t0))")
+}
 
-section "aim device"
-"$BIN/aim" device 2>&1 | tee "$OUT/device.txt"
+bench=("$BIN/aim" bench --quiet --alpha 0.25 --T 2 --rho 0.5 --repeat 3)
 
-section "GPU tests (every kernel against its CPU twin, GaussianFill bits, GAMP-RIE CPU vs GPU)"
-timeout 150 "$BIN/cuda.test" -test.v -test.count=1 -test.timeout=140s 2>&1 | tee "$OUT/gpu-tests.log"
-tests_rc=${PIPESTATUS[0]}
+part nvidia-smi 10 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,compute_cap,clocks.max.sm,power.limit --format=csv
+part device 60 "$BIN/aim" device
+part gpu-tests 100 "$BIN/cuda.test" -test.v -test.count=1 -test.timeout={T}s
+part bench-gpu 45 "${bench[@]}" --device cuda:0 --D 500,1000,2000 --streamed-D 500,1000,2000 \
+	--out "$OUT/bench-gpu.csv" --plot "$OUT/bench-gpu.png"
+part bench-gpu-4000-amp 75 "${bench[@]}" --device cuda:0 --D none --streamed-D 4000 --algorithms amp \
+	--out "$OUT/bench-gpu-4000-amp.csv" --plot ""
+part bench-gpu-4000-gd 75 "${bench[@]}" --device cuda:0 --D none --streamed-D 4000 --algorithms gd \
+	--out "$OUT/bench-gpu-4000-gd.csv" --plot ""
+part bench-cpu 60 "${bench[@]}" --device cpu --D 500,1000 --streamed-D 500 \
+	--out "$OUT/bench-cpu.csv" --plot "$OUT/bench-cpu.png"
+part gpu-bench 45 "$BIN/cuda.test" -test.run='^$' -test.bench=. -test.benchtime=2x -test.timeout={T}s
 
-section "GPU benchmarks"
-timeout 120 "$BIN/cuda.test" -test.run='^$' -test.bench=. -test.benchtime=1x -test.timeout=110s 2>&1 | tee "$OUT/gpu-bench.log"
-bench_rc=${PIPESTATUS[0]}
+# The bench CSVs, merged (one header) and drawn on one figure.
+csvs=()
+for f in bench-gpu bench-gpu-4000-amp bench-gpu-4000-gd bench-cpu; do
+	[ -s "$OUT/$f.csv" ] && csvs+=("$OUT/$f.csv")
+done
+if [ "${#csvs[@]}" -gt 0 ]; then
+	{
+		head -n 1 "${csvs[0]}"
+		for f in "${csvs[@]}"; do tail -n +2 "$f"; done
+	} >"$OUT/bench-all.csv"
+	timeout 20 "$BIN/aim" plot "$OUT/bench-all.csv" --out "$OUT/bench-all.png" >/dev/null 2>&1
+fi
 
-section "summary"
+printf '\n== summary\n'
 {
-	printf '%-40s %s\n' "tests passed" "$(grep -c -- '^--- PASS' "$OUT/gpu-tests.log")"
-	printf '%-40s %s\n' "tests failed" "$(grep -c -- '^--- FAIL' "$OUT/gpu-tests.log")"
-	printf '%-40s %s\n' "tests skipped" "$(grep -c -- '^--- SKIP' "$OUT/gpu-tests.log")"
-	printf '%-40s %s\n' "test binary exit status" "$tests_rc"
-	printf '%-40s %s\n' "benchmark binary exit status" "$bench_rc"
-	grep -E '^Benchmark' "$OUT/gpu-bench.log" | awk '{ name = $1; $1 = ""; $2 = ""; printf "%-40s %s\n", name, $0 }'
-	printf '%-40s %s s\n' "wall time" "$(( $(date +%s) - start ))"
+	printf '%-22s %-8s %s\n' part status seconds
+	for p in "${parts[@]}"; do
+		set -- $p
+		printf '%-22s %-8s %s\n' "$1" "$2" "$3"
+	done
+	if [ -s "$OUT/gpu-tests.log" ]; then
+		printf '\nGPU tests: %s passed, %s failed, %s skipped\n' "$(grep -c -- '--- PASS' "$OUT/gpu-tests.log")" \
+			"$(grep -c -- '--- FAIL' "$OUT/gpu-tests.log")" "$(grep -c -- '--- SKIP' "$OUT/gpu-tests.log")"
+		grep -E -- '--- (FAIL|SKIP)' "$OUT/gpu-tests.log" | head -n 20
+	fi
+	if [ -s "$OUT/bench-all.csv" ]; then
+		printf '\naim bench: median seconds of one iteration, GFLOP/s, fraction of the device Dgemm, CPU/GPU time\n'
+		printf 'at the same algorithm, D and tokens; per-operation shares of the median iteration in %%\n'
+		awk -F, '
+			FNR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+			{
+				n++
+				for (k in c) v[n, k] = $c[k]
+				if ($c["device"] == "cpu") cpu[$c["algorithm"] " " $c["D"] " " $c["tokens"]] = $c["seconds_median"]
+			}
+			END {
+				split("gemm_s quadformsum_s tokendots_s tokenmix_s channel_s eighsym_s spectral_s gaussian_s other_s host_s", ops, " ")
+				split("gemm qform tdots tmix chan eigh spec gauss other host", short, " ")
+				printf "%-7s %-4s %5s %-8s %10s %8s %6s %6s %7s", "device", "alg", "D", "tokens", "seconds", "GFLOP/s", "dgemm", "cpu/x", "gen_s"
+				for (k = 1; k <= 10; k++) printf " %5s", short[k]
+				printf "\n"
+				for (i = 1; i <= n; i++) {
+					s = v[i, "seconds_median"]
+					key = v[i, "algorithm"] " " v[i, "D"] " " v[i, "tokens"]
+					ratio = (v[i, "device"] != "cpu" && (key in cpu)) ? sprintf("%.1f", cpu[key] / s) : "-"
+					printf "%-7s %-4s %5s %-8s %10.4g %8.1f %6.3f %6s %7.3g", v[i, "device"], v[i, "algorithm"], v[i, "D"], v[i, "tokens"],
+						s, v[i, "gflops"], v[i, "fraction_of_dgemm"], ratio, v[i, "generate_s"]
+					for (k = 1; k <= 10; k++) printf " %5.1f", 100 * v[i, ops[k]] / s
+					printf "\n"
+				}
+				for (i = 1; i <= n; i++) if (!(v[i, "device"] in seen)) {
+					seen[v[i, "device"]] = 1
+					printf "Dgemm rate %s: %.1f GFLOP/s\n", v[i, "device"], v[i, "dgemm_gflops"]
+				}
+			}' "$OUT/bench-all.csv"
+	fi
+	if grep -q -E '^Benchmark' "$OUT/gpu-bench.log" 2>/dev/null; then
+		printf '\nGo GPU benchmarks (-test.benchtime=2x)\n'
+		grep -E '^Benchmark' "$OUT/gpu-bench.log" | awk '{ name = $1; $1 = ""; $2 = ""; printf "%-44s %s\n", name, $0 }'
+	fi
+	printf '\n%-22s %s s (budget %s s)\n' "wall time" "$(($(date +%s) - start))" "$TOTAL"
 } | tee "$OUT/summary.txt"
-[ "$tests_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ]
+
+# Exit 0 only when every part ran and succeeded.
+for p in "${parts[@]}"; do
+	set -- $p
+	[ "$2" = 0 ] || exit 1
+done
+exit 0

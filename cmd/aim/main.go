@@ -61,6 +61,8 @@ Usage:
   aim plot [flags] file.csv ...
                        a figure (PNG or SVG) from saved CSVs: SE lines, AMP and GD points,
                        thresholds; several files overlay
+  aim bench [flags]    benchmarks of the engine: a GAMP-RIE iteration and a GD step at growing D on
+                       every device, per-operation times, GFLOP/s against the device's Dgemm
   aim device           the CPU and CUDA devices aim sees, and which one --device auto picks
   aim version          print the program version
   aim help             this text
@@ -93,6 +95,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runSweep(args[1:], stdout, stderr)
 	case "plot":
 		err = runPlot(args[1:], stdout, stderr)
+	case "bench":
+		err = runBench(args[1:], stdout, stderr)
 	case "device":
 		err = runDevice(args[1:], stdout, stderr)
 	case "version":

@@ -48,6 +48,7 @@ type Figure struct {
 	Series                []Series
 	VLines                []VLine
 	YMin, YMax            float64   // when YMin < YMax, the y range covers at least [YMin, YMax]
+	XTicks                []float64 // when set, the labelled x ticks (e.g. the D of a log axis without a decade in range)
 	Width, Height         vg.Length // zero: 6 x 4.2 inches
 }
 
@@ -89,6 +90,13 @@ func (f *Figure) Render(w io.Writer, format string) error {
 	if f.LogX {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	if len(f.XTicks) > 0 {
+		ticks := make(plot.ConstantTicks, len(f.XTicks))
+		for i, x := range f.XTicks {
+			ticks[i] = plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', -1, 64)}
+		}
+		p.X.Tick.Marker = ticks
 	}
 	// A log y axis is drawn as log10(y) on a linear axis with decade labels: gonum v0.17 places
 	// the rotated y label at the arithmetic middle of a log axis, which pushes the plot down.

@@ -1,5 +1,5 @@
 // Package job is the library of aim's jobs: aim se, amp and gd, aim smi se, thresholds, amp
-// and sgd, and aim plot. Each job is a typed configuration with its validation (Validate), a
+// and sgd, aim bench, and aim plot. Each job is a typed configuration with its validation (Validate), a
 // function that runs it and returns typed rows (Run...), and one definition of its row (a
 // table.Schema) from which its CSV columns and cells, the kind `aim plot` reads back, and its
 // figure all come. Execute... is the job as its command runs it: Run..., with the outputs opened
@@ -139,7 +139,7 @@ func Failures(failed []string, rows int, what string) error {
 // Kinds are the kinds of CSV the jobs write, in the order a reader tries them.
 func Kinds() []table.Def {
 	return []table.Def{SESchema.Def(), AMPSchema.Def(), GDSchema.Def(), AMPTraceSchema.Def(), GDTraceSchema.Def(),
-		SMISESchema.Def(), SMIAMPSchema.Def(), SMIAMPTraceSchema.Def(), SMISGDSchema.Def(), SMIThresholdsSchema.Def()}
+		SMISESchema.Def(), SMIAMPSchema.Def(), SMIAMPTraceSchema.Def(), SMISGDSchema.Def(), SMIThresholdsSchema.Def(), BenchSchema.Def()}
 }
 
 // ReadTable reads a CSV of any job's kind (and the manifest beside it).

@@ -100,9 +100,11 @@ func FuzzReadTable(f *testing.F) {
 }
 
 // TestWordColumns checks that the columns a reader keeps as words are exactly those the old
-// reader listed by name (channel, converged, device, optimizer, finished), in every kind.
+// reader listed by name (channel, converged, device, optimizer, finished), and aim bench's
+// algorithm and tokens, in every kind.
 func TestWordColumns(t *testing.T) {
-	want := map[string]bool{"channel": true, "converged": true, "device": true, "optimizer": true, "finished": true}
+	want := map[string]bool{"channel": true, "converged": true, "device": true, "optimizer": true, "finished": true,
+		"algorithm": true, "tokens": true}
 	for _, d := range Kinds() {
 		h := d.Header(2)
 		tab, err := table.Read(strings.NewReader(strings.Join(h, ",")+"\n"), "x.csv", []table.Def{d})

@@ -74,6 +74,13 @@ func Build(tables []*table.Table, o Options) (*figure.Figure, error) {
 	}
 	var f *figure.Figure
 	switch {
+	case len(by[table.Bench]) > 0:
+		for _, t := range tables {
+			if err := alone(t); err != nil {
+				return nil, err
+			}
+		}
+		f = benchFigure(tables[0], o)
 	case len(by[table.AMPTrace])+len(by[table.GDTrace])+len(by[table.SMIAMPTrace])+len(by[table.SMISGD]) > 0:
 		for _, t := range tables {
 			if err := alone(t); err != nil {

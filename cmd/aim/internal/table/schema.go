@@ -31,6 +31,7 @@ const (
 	SMIAMPTrace   Kind = "aim smi amp --trace"
 	SMISGD        Kind = "aim smi sgd"
 	SMIThresholds Kind = "aim smi thresholds"
+	Bench         Kind = "aim bench"
 )
 
 // FormatFloat writes a number as every CSV does: 12 significant digits, and NaN (no value) as
