@@ -33,7 +33,7 @@ Flags:
 
 // benchFlags registers the flags of `aim bench` into c.
 func benchFlags(fs *flag.FlagSet, c *job.BenchConfig, quiet *bool) {
-	fs.StringVar(&c.Device, "device", c.Device, "devices: all (the CPU and each GPU), auto, or a comma list of cpu, cuda, cuda:K")
+	fs.StringVar(&c.Device, "device", c.Device, "devices: all (the CPU, each GPU, and all GPUs as one group), auto, or a space-separated list of cpu, cuda, cuda:I and groups cuda:I,J,..., cuda:all, cpu:K")
 	fs.StringVar(&c.D, "D", c.D, "dimensions with stored tokens, a comma list, or none (default: the device's, see above)")
 	fs.StringVar(&c.StreamedD, "streamed-D", c.StreamedD, "dimensions with streamed tokens, a comma list, or none (default: the largest --D)")
 	fs.StringVar(&c.Algorithms, "algorithms", c.Algorithms, "amp (a GAMP-RIE iteration), gd (an Adam step), or both")

@@ -16,7 +16,7 @@ import (
 // host's share.
 var benchHeader = []string{"device", "algorithm", "D", "N", "T", "tokens", "chunk", "repeat", "seconds_median",
 	"seconds_min", "generate_s", "flops", "gflops", "dgemm_gflops", "fraction_of_dgemm", "gemm_s", "quadformsum_s",
-	"tokendots_s", "tokenmix_s", "channel_s", "eighsym_s", "spectral_s", "gaussian_s", "other_s", "host_s"}
+	"tokendots_s", "tokenmix_s", "channel_s", "eighsym_s", "spectral_s", "gaussian_s", "other_s", "collective_s", "host_s"}
 
 // TestBenchBadInput checks that bad input exits with status 2, says why and writes nothing.
 func TestBenchBadInput(t *testing.T) {
@@ -32,7 +32,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"--streamed-D", "40;80"}, "not a whole number"},
 		{[]string{"--repeat", "2"}, "at least 3"},
 		{[]string{"--device", "tpu"}, "unknown device"},
-		{[]string{"--device", "cpu,cpu"}, "twice"},
+		{[]string{"--device", "cpu cpu"}, "twice"},
 		{[]string{"--device", "cuda:-1"}, "GPU ordinal"},
 		{[]string{"--algorithms", "sgd"}, "unknown algorithm"},
 		{[]string{"--alpha", "0"}, "alpha"},
@@ -111,7 +111,7 @@ func TestBenchCommand(t *testing.T) {
 				flops/v("seconds_median")/1e9, v("fraction_of_dgemm"))
 		}
 		sum := v("host_s")
-		for _, name := range benchHeader[15:24] {
+		for _, name := range benchHeader[15:25] {
 			sum += v(name)
 		}
 		if rel(sum, v("seconds_median")) > 1e-9 || v("seconds_min") > v("seconds_median") {

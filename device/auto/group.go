@@ -163,3 +163,12 @@ func closeAll(devs []device.Device) {
 		}
 	}
 }
+
+// GPUs returns the number of GPUs CUDA reports when it is usable (cuda.Probe), else 0.
+func GPUs() int {
+	r := cuda.Probe()
+	if !r.Usable() {
+		return 0
+	}
+	return len(r.Devices)
+}

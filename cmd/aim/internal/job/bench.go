@@ -12,6 +12,7 @@ import (
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/device/auto"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/aim/amp"
 	"github.com/aimtheory/aim/engine/aim/gd"
@@ -25,7 +26,7 @@ import (
 // operation, the GFLOP/s and its fraction of the device's square Dgemm rate measured in the
 // same run.
 type BenchConfig struct {
-	Device     string  // "all" (the CPU and each GPU), "auto", or a comma list of cpu, cuda, cuda:K
+	Device     string  // "all" (the CPU, each GPU, and all GPUs as one group), "auto", or a space-separated list of devices and groups
 	D          string  // dimensions with stored tokens, a comma list; "": the device's default; "none": none
 	StreamedD  string  // dimensions with streamed tokens; "": the largest stored D; "none": none
 	Algorithms string  // a comma list of amp and gd
@@ -85,28 +86,29 @@ func parseDims(what, s string) ([]int, error) {
 	return out, nil
 }
 
-// parseDeviceNames reads --device: all, auto, or a comma list of cpu, cuda, cuda:K (cuda is
-// cuda:0), each once.
+// parseDeviceNames reads --device: all, auto, or a space-separated list of the names of
+// --device elsewhere (cpu, cuda, cuda:I, and the groups cuda:I,J,..., cuda:all and cpu:K: one
+// set of rows each; cuda is cuda:0), each once.
 func parseDeviceNames(s string) ([]string, error) {
 	var out []string
-	for _, f := range strings.Split(s, ",") {
-		name := strings.TrimSpace(f)
-		switch {
-		case name == "all" || name == "auto":
-			if strings.Contains(s, ",") {
+	fields := strings.Fields(s)
+	if len(fields) == 0 {
+		return nil, Inputf("--device %q: no device", s)
+	}
+	for _, name := range fields {
+		switch name {
+		case "all", "auto":
+			if len(fields) > 1 {
 				return nil, Inputf("--device %q: %s stands alone", s, name)
 			}
-		case name == "cpu":
-		case name == "cuda":
-			name = "cuda:0"
-		case strings.HasPrefix(name, "cuda:"):
-			k, err := strconv.Atoi(name[len("cuda:"):])
-			if err != nil || k < 0 {
-				return nil, Inputf("--device %q: %q is not a GPU ordinal (want cuda:0, cuda:1, ...)", s, name)
-			}
-			name = "cuda:" + strconv.Itoa(k)
 		default:
-			return nil, Inputf("--device %q: unknown device %q (want cpu, cuda, cuda:K, a comma list of them, auto or all)", s, name)
+			spec, err := auto.Parse(name)
+			if err != nil {
+				return nil, Inputf("--device %q: %v", s, err)
+			}
+			if spec.Kind == "cuda" && len(spec.Ordinals) == 1 {
+				name = "cuda:" + strconv.Itoa(spec.Ordinals[0])
+			}
 		}
 		if slices.Contains(out, name) {
 			return nil, Inputf("--device %q: %s given twice", s, name)
@@ -291,14 +293,14 @@ type benchCase struct {
 	plan TokenPlan
 }
 
-// benchTarget is what one set of rows runs on: today one device, wrapped in the operation
-// timer. A device group would be a target whose generate and algorithms run on the group
-// (amp.RunGroup) with each member timed; the rest of the job does not change.
+// benchTarget is what one set of rows runs on: a device or a device group, each member wrapped
+// in the operation timer and the group's sums timed as the collective bucket (timedGroup).
 type benchTarget struct {
 	name  string // the CSV's device column
 	dev   *Device
-	timed *timedDevice
-	gemm  int // n of the Dgemm rate
+	timed []*timedDevice // one per member, lead first
+	group *device.Group  // the timed members with the timed collective
+	gemm  int            // n of the Dgemm rate, on the lead
 	cases []benchCase
 
 	dgemmSeconds float64 // median seconds of one n x n x n Dgemm
@@ -325,12 +327,20 @@ type BenchResult struct {
 	Note    string // the devices, one sentence each
 }
 
-// openTargets opens every device of --device (all: the CPU and each GPU that cuda.Probe
-// reports usable; auto: the device auto picks). A device that cannot be opened is bad input.
+// openTargets opens every device of --device (all: the CPU, each GPU that CUDA reports usable
+// and, with two or more, all of them as one group; auto: the device auto picks). A device that
+// cannot be opened is bad input.
 func (c *BenchConfig) openTargets(env Env) ([]*benchTarget, error) {
 	names := c.devices
 	if len(names) == 1 && names[0] == "all" {
-		names = append([]string{"cpu"}, gpuNames()...)
+		names = []string{"cpu"}
+		gpus := auto.GPUs()
+		for i := range gpus {
+			names = append(names, "cuda:"+strconv.Itoa(i))
+		}
+		if gpus > 1 {
+			names = append(names, "cuda:all")
+		}
 	}
 	var out []*benchTarget
 	fail := func(err error) ([]*benchTarget, error) {
@@ -340,19 +350,21 @@ func (c *BenchConfig) openTargets(env Env) ([]*benchTarget, error) {
 		return nil, err
 	}
 	for _, name := range names {
-		d, err := openBenchDevice(name, c.Workers, c.Threads)
+		d, err := OpenDevice(name, c.Workers, c.Threads)
 		if err != nil {
 			return fail(err)
 		}
-		if name == "auto" {
+		switch {
+		case d.g.Len() > 1:
+			name = d.Name() // cuda x2, cpu x3
+		case name == "auto" && d.Name() == "cuda":
+			name = "cuda:0"
+		case name == "auto":
 			name = d.Name()
-			if name == "cuda" {
-				name = "cuda:0"
-			}
 		}
 		env.notef("bench on %s: %s", name, d.Note)
-		kind := strings.SplitN(name, ":", 2)[0]
-		t := &benchTarget{name: name, dev: d, timed: newTimed(d.dev, c.HostTimer), gemm: c.GemmSize}
+		kind := d.g.Lead().Info().Name
+		t := newTarget(name, d, c.HostTimer, c.GemmSize)
 		if t.gemm == 0 {
 			t.gemm = benchDefaults[kind].gemm
 		}
@@ -375,8 +387,7 @@ func (c *BenchConfig) openTargets(env Env) ([]*benchTarget, error) {
 // plan checks that the Dgemm and every case fit in the target's memory (within --max-memory),
 // with the memory model of `aim amp` and `aim gd` (the larger of the two), and sets its cases.
 func (c *BenchConfig) plan(t *benchTarget, dims, streamed []int) error {
-	info := t.dev.dev.Info()
-	limit := info.FreeBytes
+	limit := t.dev.freeBytes()
 	if c.MaxMemory != "" {
 		m, _ := ParseBytes(c.MaxMemory) // validated
 		limit = min(limit, m)
@@ -386,9 +397,9 @@ func (c *BenchConfig) plan(t *benchTarget, dims, streamed []int) error {
 			device.Bytes(need), device.Bytes(limit))
 	}
 	o := gd.DefaultOptions()
-	stored := func(p aim.Params) uint64 { return max(storedPeak(p, amp.Bytes(p)), storedPeak(p, gd.Bytes(p, o))) }
-	streamedNeed := func(p aim.Params, chunk int) uint64 {
-		return max(streamedPeak(p, chunk, amp.StreamedBytes(p, chunk)), streamedPeak(p, chunk, gd.StreamedBytes(p, o, chunk)))
+	stored := func(p aim.Params, n int) uint64 { return max(storedPeak(p, n, amp.Bytes(p, n)), storedPeak(p, n, gd.Bytes(p, o, n))) }
+	streamedNeed := func(p aim.Params, n, chunk int) uint64 {
+		return max(streamedPeak(p, n, chunk, amp.StreamedBytes(p, n, chunk)), streamedPeak(p, n, chunk, gd.StreamedBytes(p, o, n, chunk)))
 	}
 	for _, mode := range []struct {
 		name string
@@ -402,7 +413,7 @@ func (c *BenchConfig) plan(t *benchTarget, dims, streamed []int) error {
 			sim := Sim{Model: Model{T: c.T, rhos: []float64{c.Rho}, alphas: []float64{c.Alpha}}, D: D, Seed: c.Seed,
 				Tokens: Tokens{Mode: mode.name, Chunk: c.Chunk, MaxMemory: c.MaxMemory}}
 			sim.Channel, sim.Beta = "softmax", c.Beta
-			pl, err := sim.planTokens(t.dev.dev, stored, streamedNeed)
+			pl, err := sim.planTokens(t.dev, stored, streamedNeed)
 			if err != nil {
 				return Inputf("%s, %s tokens: %v", t.name, mode.name, err)
 			}
@@ -419,17 +430,17 @@ type sample struct {
 }
 
 // recorder marks the end of each iteration (the engine's Progress callback) with the host clock
-// and the timer's totals; samples are the differences between consecutive marks, so the first
-// iteration (the warm-up) is not one of them.
+// and the target's operation totals; samples are the differences between consecutive marks, so
+// the first iteration (the warm-up) is not one of them.
 type recorder struct {
-	timed *timedDevice
-	at    []time.Time
-	ops   []OpTimes
+	t   *benchTarget
+	at  []time.Time
+	ops []OpTimes
 }
 
 func (r *recorder) mark() {
 	r.at = append(r.at, time.Now())
-	r.ops = append(r.ops, r.timed.Times())
+	r.ops = append(r.ops, r.t.times())
 }
 
 func (r *recorder) samples() []sample {
@@ -468,41 +479,43 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// iterate runs repeat + 1 iterations of algo (the first a warm-up) on the target's timed device
+// iterate runs repeat + 1 iterations of algo (the first a warm-up) on the target's timed group
 // and returns the repeat timed ones.
-func (t *benchTarget) iterate(algo string, data *aim.Data, repeat int) ([]sample, error) {
-	rec := &recorder{timed: t.timed}
+func (t *benchTarget) iterate(algo string, parts []*aim.Data, repeat int) ([]sample, error) {
+	rec := &recorder{t: t}
+	D := parts[0].P.D
 	var done int
 	switch algo {
 	case "amp":
 		o := amp.DefaultOptions()
 		o.MaxIter, o.Tol = repeat+1, math.SmallestNonzeroFloat64 // every iteration runs
 		o.Progress = func(amp.Iteration) { rec.mark() }
-		res, err := amp.Run(t.timed, data, o)
+		res, err := amp.RunGroup(t.group, parts, o)
 		if err != nil {
-			return nil, fmt.Errorf("%s GAMP-RIE at D = %d: %w", t.name, data.P.D, err)
+			return nil, fmt.Errorf("%s GAMP-RIE at D = %d: %w", t.name, D, err)
 		}
 		done = res.Iterations
 	case "gd":
 		o := gd.DefaultOptions()
 		o.Steps = repeat + 1
 		o.Progress = func() { rec.mark() }
-		if _, err := gd.Run(t.timed, data, o); err != nil {
-			return nil, fmt.Errorf("%s GD at D = %d: %w", t.name, data.P.D, err)
+		if _, err := gd.RunGroup(t.group, parts, o); err != nil {
+			return nil, fmt.Errorf("%s GD at D = %d: %w", t.name, D, err)
 		}
 		done = len(rec.at)
 	}
 	if s := rec.samples(); done == repeat+1 && len(s) == repeat {
 		return s, nil
 	}
-	return nil, fmt.Errorf("%s %s at D = %d stopped after %d of %d iterations", t.name, algo, data.P.D, done, repeat+1)
+	return nil, fmt.Errorf("%s %s at D = %d stopped after %d of %d iterations", t.name, algo, D, done, repeat+1)
 }
 
-// measureDgemm sets the target's square Dgemm rate: C = A B with n x n operands of normals,
-// one warm-up product then repeat timed ones (the GPU's events where it has them), their median.
+// measureDgemm sets the target's square Dgemm rate on its lead: C = A B with n x n operands of
+// normals, one warm-up product then repeat timed ones (the GPU's events where it has them),
+// their median.
 func (t *benchTarget) measureDgemm(repeat int) error {
 	n := t.gemm
-	dev := t.dev.dev
+	dev := t.dev.g.Lead()
 	bufs, err := device.AllocAll(dev, n*n, n*n, n*n)
 	if err != nil {
 		return fmt.Errorf("%s Dgemm %d: %w", t.name, n, err)
@@ -516,7 +529,7 @@ func (t *benchTarget) measureDgemm(repeat int) error {
 	gemm := func() error { return dev.Gemm(false, false, n, n, n, 1, bufs[0], bufs[1], 0, bufs[2]) }
 	var secs []float64
 	for i := 0; i <= repeat; i++ {
-		s, err := t.timed.clock(gemm)
+		s, err := t.timed[0].clock(gemm)
 		if err != nil {
 			return fmt.Errorf("%s Dgemm %d: %w", t.name, n, err)
 		}
@@ -541,21 +554,21 @@ func (t *benchTarget) run(c *BenchConfig, bar Progress) ([]BenchRow, error) {
 	}
 	var rows []BenchRow
 	for _, bc := range t.cases {
-		var data *aim.Data
-		gen, err := t.timed.clock(func() (err error) { data, err = bc.plan.generate(t.dev.dev, bc.p); return err })
+		var parts []*aim.Data
+		gen, err := hostTime(func() (err error) { parts, err = bc.plan.generate(t.dev, bc.p); return err })
 		if err != nil {
 			return nil, fmt.Errorf("%s: data at D = %d: %w", t.name, bc.p.D, err)
 		}
 		for _, algo := range c.algos {
-			s, err := t.iterate(algo, data, c.Repeat)
+			s, err := t.iterate(algo, parts, c.Repeat)
 			if err != nil {
-				data.Free(t.dev.dev)
+				aim.FreeGroup(t.dev.g, parts)
 				return nil, err
 			}
 			rows = append(rows, t.row(c, bc, algo, s, gen))
 			bar.Add(1)
 		}
-		data.Free(t.dev.dev)
+		aim.FreeGroup(t.dev.g, parts)
 	}
 	return rows, nil
 }
@@ -603,7 +616,7 @@ func RunBench(c *BenchConfig, env Env) (*BenchResult, error) {
 			return nil, err
 		}
 		res.Rows = append(res.Rows, rows...)
-		bd := BenchDevice{Name: t.name, Description: t.dev.dev.Info().Description, OpTimer: t.timed.timer, GemmSize: t.gemm,
+		bd := BenchDevice{Name: t.name, Description: t.dev.g.Describe(), OpTimer: t.timed[0].timer, GemmSize: t.gemm,
 			DgemmSeconds: t.dgemmSeconds, DgemmGFlops: t.dgemmGFlops, Dims: []int{}, StreamedDims: []int{}}
 		for _, bc := range t.cases {
 			if bc.plan.Streamed {

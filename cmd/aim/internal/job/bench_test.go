@@ -36,7 +36,7 @@ func TestBenchValidate(t *testing.T) {
 		{"no stored", func(c *BenchConfig) { c.D = "none" }, ""},
 		{"nothing", func(c *BenchConfig) { c.D, c.StreamedD = "none", "" }, "nothing to run"},
 		{"nothing at all", func(c *BenchConfig) { c.D, c.StreamedD = "none", "none" }, "nothing to run"},
-		{"device list", func(c *BenchConfig) { c.Device = "cpu, cuda:1" }, ""},
+		{"device list", func(c *BenchConfig) { c.Device = "cpu cuda:1 cuda:0,1 cpu:2" }, ""},
 		{"D < 2", func(c *BenchConfig) { c.D = "1,40" }, "D >= 2"},
 		{"D word", func(c *BenchConfig) { c.D = "40,abc" }, "not a whole number"},
 		{"D empty item", func(c *BenchConfig) { c.D = "40,,80" }, "not a whole number"},
@@ -45,8 +45,10 @@ func TestBenchValidate(t *testing.T) {
 		{"repeat 2", func(c *BenchConfig) { c.Repeat = 2 }, "at least 3"},
 		{"unknown device", func(c *BenchConfig) { c.Device = "tpu" }, "unknown device"},
 		{"bad ordinal", func(c *BenchConfig) { c.Device = "cuda:x" }, "GPU ordinal"},
-		{"device twice", func(c *BenchConfig) { c.Device = "cuda,cuda:0" }, "twice"},
-		{"all in a list", func(c *BenchConfig) { c.Device = "all,cpu" }, "stands alone"},
+		{"device twice", func(c *BenchConfig) { c.Device = "cuda cuda:0" }, "twice"},
+		{"all in a list", func(c *BenchConfig) { c.Device = "all cpu" }, "stands alone"},
+		{"mixed group", func(c *BenchConfig) { c.Device = "cpu,cuda:0" }, "cannot mix"},
+		{"GPU twice in a group", func(c *BenchConfig) { c.Device = "cuda:0,0" }, "listed twice"},
 		{"algorithm", func(c *BenchConfig) { c.Algorithms = "amp,sgd" }, "unknown algorithm"},
 		{"alpha", func(c *BenchConfig) { c.Alpha = 0 }, "alpha"},
 		{"N = 0", func(c *BenchConfig) { c.Alpha = 1e-4 }, "N = floor(alpha D^2) = 0"},
@@ -86,7 +88,7 @@ func TestBenchRefusedWritesNothing(t *testing.T) {
 		{"streamed over max-memory", func(c *BenchConfig) { c.D, c.StreamedD, c.MaxMemory = "40", "400", "2MiB" }, "streamed tokens"},
 		{"dgemm over max-memory", func(c *BenchConfig) { c.GemmSize = 4096; c.MaxMemory = "64MiB" }, "Dgemm"},
 		{"larger than the host", func(c *BenchConfig) { c.D = "20000" }, "available"},
-		{"gpu ordinal absent", func(c *BenchConfig) { c.Device = "cpu,cuda:7" }, "cuda:7"},
+		{"gpu ordinal absent", func(c *BenchConfig) { c.Device = "cpu cuda:7" }, "cuda:7"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,7 +149,7 @@ func TestTimedDeviceBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	td := newTimed(d.dev, false)
+	td := newTimed(d.g.Lead(), false)
 	if td.timer != "host clock" {
 		t.Errorf("CPU timer %q, want the host clock", td.timer)
 	}
@@ -319,5 +321,32 @@ func TestBenchFigure(t *testing.T) {
 	at200 := ref.Y[0] * math.Pow(2, 4)
 	if math.Abs(slope-4) > 1e-12 || math.Abs(at200-0.3) > 1e-12 {
 		t.Errorf("reference slope %g (want 4), at D = 200 %g (want the slowest point, 0.3)", slope, at200)
+	}
+}
+
+// TestBenchCPUGroup runs the bench on a group of two CPU devices: one row per algorithm named
+// for the group, each member's operations counted (they take turns), and the group's sums in
+// the collective bucket: a reduce and a broadcast per iteration for both algorithms.
+func TestBenchCPUGroup(t *testing.T) {
+	c := tinyBench(t.TempDir())
+	c.Device, c.D, c.StreamedD = "cpu:2", "40", "none"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunBench(c, Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 2 || len(res.Devices) != 1 || res.Devices[0].Name != "cpu x2" {
+		t.Fatalf("%d rows, devices %+v", len(res.Rows), res.Devices)
+	}
+	for _, r := range res.Rows {
+		calls := r.Ops.Calls
+		if r.Device != "cpu x2" || calls[OpCollective] != 2 || calls[OpTokenDots] != 2 || !(r.Ops.Seconds[OpCollective] > 0) {
+			t.Errorf("%s: device %q, calls %v", r.Algorithm, r.Device, calls)
+		}
+		if r.Algorithm == "amp" && calls[OpEigh] != 1 {
+			t.Errorf("amp: %d EighSym per iteration on a group, want 1 (the lead's)", calls[OpEigh])
+		}
 	}
 }

@@ -16,7 +16,8 @@ type OpKind int
 // back-projection sum_mu X_mu^T C_mu X_mu where the device has it (the CPU with a native BLAS);
 // Channel the channel's outputs, g_out and the softmax loss gradient; Gaussian the Philox fill,
 // that is the regeneration of streamed tokens; Other the small operations (Scal, Axpby, Dot,
-// SqDist, AddDiag, SumDiag, MulPattern, Copy, Upload, Download) and Adam.
+// SqDist, AddDiag, SumDiag, MulPattern, Copy, Upload, Download) and Adam; Collective the sums
+// and broadcasts across the members of a device group (device.Group.Sum).
 const (
 	OpGemm OpKind = iota
 	OpQuadForm
@@ -27,13 +28,14 @@ const (
 	OpSpectral
 	OpGaussian
 	OpOther
+	OpCollective
 	numOps
 )
 
 // OpColumns are the CSV columns of the buckets, in OpKind order: seconds per iteration spent in
 // each.
 var OpColumns = [numOps]string{"gemm_s", "quadformsum_s", "tokendots_s", "tokenmix_s", "channel_s",
-	"eighsym_s", "spectral_s", "gaussian_s", "other_s"}
+	"eighsym_s", "spectral_s", "gaussian_s", "other_s", "collective_s"}
 
 // OpTimes are the seconds spent in, and the calls of, each bucket of operations.
 type OpTimes struct {
@@ -103,8 +105,11 @@ func (t *timedDevice) Times() OpTimes {
 }
 
 // do runs f, adding its time and one call to bucket k.
-func (t *timedDevice) do(k OpKind, f func() error) error {
-	s, err := t.clock(f)
+func (t *timedDevice) do(k OpKind, f func() error) error { return t.doWith(t.clock, k, f) }
+
+// doWith is do on the given clock.
+func (t *timedDevice) doWith(clock func(f func() error) (float64, error), k OpKind, f func() error) error {
+	s, err := clock(f)
 	t.mu.Lock()
 	t.acc.Seconds[k] += s
 	t.acc.Calls[k]++
@@ -245,4 +250,61 @@ type timedQuadForm struct {
 // QuadFormSum (out = alpha sum_mu X_mu^T C_mu X_mu) is timed as QuadForm.
 func (k timedQuadForm) QuadFormSum(out, c, x, scratch device.Buffer, n, t, d int, alpha float64) error {
 	return k.t.do(OpQuadForm, func() error { return k.QuadFormSummer.QuadFormSum(out, c, x, scratch, n, t, d, alpha) })
+}
+
+// newTarget wraps every member of the device (or group) d in the operation timer (host: the
+// host clock even where a GPU timer exists) and its Collective in the collective bucket of the
+// lead's timer.
+func newTarget(name string, d *Device, host bool, gemm int) *benchTarget {
+	g := d.g
+	t := &benchTarget{name: name, dev: d, gemm: gemm}
+	members := make([]device.Device, g.Len())
+	for j, m := range g.Members {
+		td := newTimed(m, host)
+		t.timed, members[j] = append(t.timed, td), td
+	}
+	t.group = &device.Group{Members: members, Sum: timedCollective{t: t.timed[0], inner: g.Sum, raw: g.Members}, Concurrent: g.Concurrent}
+	return t
+}
+
+// times returns the target's operation totals so far: the lead's when the members run
+// concurrently (the lead holds a shard like the others and runs the denoiser besides: its
+// operations plus the wait for the slowest member are the iteration), the members' sum when
+// they take turns.
+func (t *benchTarget) times() OpTimes {
+	if t.group.Concurrent {
+		return t.timed[0].Times()
+	}
+	var sum OpTimes
+	for _, td := range t.timed {
+		o := td.Times()
+		for k := range sum.Seconds {
+			sum.Seconds[k] += o.Seconds[k]
+			sum.Calls[k] += o.Calls[k]
+		}
+	}
+	return sum
+}
+
+// timedCollective is a group's Collective timed on the host clock as the collective bucket of
+// the lead (both implementations wait for their result before they return). It hands the inner
+// Collective the group's own members (raw), not their timed wrappers: NCCL checks them, and
+// HostSum's transfers are then not counted twice.
+type timedCollective struct {
+	t     *timedDevice
+	inner device.Collective
+	raw   []device.Device
+}
+
+// Name is the inner Collective's.
+func (c timedCollective) Name() string { return c.inner.Name() }
+
+// Reduce (bufs[0] = sum_j bufs[j]) is timed as Collective.
+func (c timedCollective) Reduce(_ []device.Device, bufs []device.Buffer) error {
+	return c.t.doWith(hostTime, OpCollective, func() error { return c.inner.Reduce(c.raw, bufs) })
+}
+
+// Broadcast (bufs[j] = bufs[0]) is timed as Collective.
+func (c timedCollective) Broadcast(_ []device.Device, bufs []device.Buffer) error {
+	return c.t.doWith(hostTime, OpCollective, func() error { return c.inner.Broadcast(c.raw, bufs) })
 }
