@@ -397,7 +397,9 @@ func (c *BenchConfig) plan(t *benchTarget, dims, streamed []int) error {
 			device.Bytes(need), device.Bytes(limit))
 	}
 	o := gd.DefaultOptions()
-	stored := func(p aim.Params, n int) uint64 { return max(storedPeak(p, n, amp.Bytes(p, n)), storedPeak(p, n, gd.Bytes(p, o, n))) }
+	stored := func(p aim.Params, n int) uint64 {
+		return max(storedPeak(p, n, amp.Bytes(p, n)), storedPeak(p, n, gd.Bytes(p, o, n)))
+	}
 	streamedNeed := func(p aim.Params, n, chunk int) uint64 {
 		return max(streamedPeak(p, n, chunk, amp.StreamedBytes(p, n, chunk)), streamedPeak(p, n, chunk, gd.StreamedBytes(p, o, n, chunk)))
 	}
