@@ -15,24 +15,26 @@
 # 4 N T D^2 = 5.1e14 flops (~9 s), and its time grows like D^4.
 #   1. nvidia-smi                                         limit  10 s, expected  1 s
 #   2. aim device (drivers, GPUs, libraries found)        limit  60 s, expected  2 s
-#   3. GPU tests, verbose, AIM_GPU_BIG=1 (every kernel against its CPU twin, GaussianFill bits,
-#      the > 2^31-value token test, GAMP-RIE at D = 1000 against the CPU)
-#                                                         limit 100 s, expected 40-70 s
+#   3. GPU tests, verbose (every kernel against its CPU twin, GaussianFill bits, NCCL on one
+#      rank, the JIT log, GAMP-RIE at D = 200 against the CPU), the big ones excepted
+#                                                         limit  60 s, expected 20-30 s
 #   4. aim bench on the GPU, stored D = 500, 1000, 2000 and streamed D = 500, 1000, 2000: a
 #      warm-up then 3 timed GAMP-RIE iterations and GD steps, per-operation seconds, GFLOP/s
 #      against the GPU's 8192 Dgemm (D = 2000: 3.2e13 flops a pass, ~0.6 s; 4 AMP iterations,
 #      5 GD passes and the data per mode)                limit  45 s, expected 20 s
-#   5. aim bench on the GPU, streamed D = 4000, GAMP-RIE (the data, a warm-up, 3 iterations:
+#   5. the big GPU tests, AIM_GPU_BIG=1: the > 2^31-value token test (about 90 GiB) and a
+#      D = 1000 GAMP-RIE trajectory against the CPU's    limit  90 s, expected 30-60 s
+#   6. aim bench on the GPU, streamed D = 4000, GAMP-RIE (the data, a warm-up, 3 iterations:
 #      ~4.5 passes of 5.1e14 flops)                      limit  75 s, expected 45-55 s
-#   6. the same, GD (gd.Run also evaluates the loss after its last step: 5 passes)
-#                                                         limit  75 s, expected 50-60 s
 #   7. aim bench on the CPU backend of the same host, stored D = 500, 1000 and streamed D = 500,
 #      so that each GPU row has its CPU ratio at a common D (D = 1000: 2e12 flops a pass,
 #      ~3 s on 16 cores)                                 limit  60 s, expected 30 s
-#   8. the Go GPU benchmarks, warm (-test.benchtime=2x: Dgemm, forward and back-projection,
-#      GAMP-RIE at D = 1000 and 2000, the largest D that fits, GD steps)
+#   8. the same streamed D = 4000 for GD (gd.Run also evaluates the loss after its last step:
+#      5 passes), if the budget allows                   limit  75 s, expected 50-60 s
+#   9. the Go GPU benchmarks, warm (-test.benchtime=2x: Dgemm, forward and back-projection,
+#      GAMP-RIE at D = 1000 and 2000, the largest D that fits, GD steps), if the budget allows
 #                                                         limit  45 s, expected 30 s
-#   9. summary: the bench CSVs merged and drawn, the table
+#  10. summary: the bench CSVs merged and drawn, the table
 set -u
 OUT=${1:-${OUT:-results/gpu-check}}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,8 +48,9 @@ rm -f "$OUT"/bench-*.csv "$OUT"/bench-*.json "$OUT"/bench-*.png # a previous run
 export CUDA_CACHE_PATH=${CUDA_CACHE_PATH:-$OUT/cuda-cache}
 # On the GPU machine a skipped GPU test is a failure: the point is to run them.
 export AIM_REQUIRE_GPU=${AIM_REQUIRE_GPU:-1}
-# The big-size GPU tests (a > 2^31-value token buffer, GAMP-RIE at D = 1000 against the CPU).
-export AIM_GPU_BIG=${AIM_GPU_BIG:-1}
+# The big-size GPU tests (a > 2^31-value token buffer, GAMP-RIE at D = 1000 against the CPU) run
+# in a part of their own, so that a slow CPU twin cannot cost the other tests' results.
+big='TestGPUBigTokens|TestAMPTrajectoryD1000CPUvsGPU'
 start=$(date +%s)
 parts=()
 
@@ -93,15 +96,16 @@ bench=("$BIN/aim" bench --quiet --alpha 0.25 --T 2 --rho 0.5 --repeat 3)
 
 part nvidia-smi 10 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,compute_cap,clocks.max.sm,power.limit --format=csv
 part device 60 "$BIN/aim" device
-part gpu-tests 100 "$BIN/cuda.test" -test.v -test.count=1 -test.timeout={T}s
+part gpu-tests 60 "$BIN/cuda.test" -test.v -test.count=1 -test.skip "$big" -test.timeout={T}s
 part bench-gpu 45 "${bench[@]}" --device cuda:0 --D 500,1000,2000 --streamed-D 500,1000,2000 \
 	--out "$OUT/bench-gpu.csv" --plot "$OUT/bench-gpu.png"
+part gpu-big 90 env AIM_GPU_BIG=1 "$BIN/cuda.test" -test.v -test.count=1 -test.run "$big" -test.timeout={T}s
 part bench-gpu-4000-amp 75 "${bench[@]}" --device cuda:0 --D none --streamed-D 4000 --algorithms amp \
 	--out "$OUT/bench-gpu-4000-amp.csv" --plot ""
-part bench-gpu-4000-gd 75 "${bench[@]}" --device cuda:0 --D none --streamed-D 4000 --algorithms gd \
-	--out "$OUT/bench-gpu-4000-gd.csv" --plot ""
 part bench-cpu 60 "${bench[@]}" --device cpu --D 500,1000 --streamed-D 500 \
 	--out "$OUT/bench-cpu.csv" --plot "$OUT/bench-cpu.png"
+part bench-gpu-4000-gd 75 "${bench[@]}" --device cuda:0 --D none --streamed-D 4000 --algorithms gd \
+	--out "$OUT/bench-gpu-4000-gd.csv" --plot ""
 part gpu-bench 45 "$BIN/cuda.test" -test.run='^$' -test.bench=. -test.benchtime=2x -test.timeout={T}s
 
 # The bench CSVs, merged (one header) and drawn on one figure.
@@ -124,11 +128,12 @@ printf '\n== summary\n'
 		set -- $p
 		printf '%-22s %-8s %s\n' "$1" "$2" "$3"
 	done
-	if [ -s "$OUT/gpu-tests.log" ]; then
-		printf '\nGPU tests: %s passed, %s failed, %s skipped\n' "$(grep -c -- '--- PASS' "$OUT/gpu-tests.log")" \
-			"$(grep -c -- '--- FAIL' "$OUT/gpu-tests.log")" "$(grep -c -- '--- SKIP' "$OUT/gpu-tests.log")"
-		grep -E -- '--- (FAIL|SKIP)' "$OUT/gpu-tests.log" | head -n 20
-	fi
+	for log in gpu-tests gpu-big; do
+		[ -s "$OUT/$log.log" ] || continue
+		printf '\n%s: %s passed, %s failed, %s skipped\n' "$log" "$(grep -c -- '--- PASS' "$OUT/$log.log")" \
+			"$(grep -c -- '--- FAIL' "$OUT/$log.log")" "$(grep -c -- '--- SKIP' "$OUT/$log.log")"
+		grep -E -- '--- (FAIL|SKIP)' "$OUT/$log.log" | head -n 20
+	done
 	if [ -s "$OUT/bench-all.csv" ]; then
 		printf '\naim bench: median seconds of one iteration, GFLOP/s, fraction of the device Dgemm, CPU/GPU time\n'
 		printf 'at the same algorithm, D and tokens; per-operation shares of the median iteration in %%\n'
@@ -140,10 +145,10 @@ printf '\n== summary\n'
 				if ($c["device"] == "cpu") cpu[$c["algorithm"] " " $c["D"] " " $c["tokens"]] = $c["seconds_median"]
 			}
 			END {
-				split("gemm_s quadformsum_s tokendots_s tokenmix_s channel_s eighsym_s spectral_s gaussian_s other_s host_s", ops, " ")
-				split("gemm qform tdots tmix chan eigh spec gauss other host", short, " ")
+				split("gemm_s quadformsum_s tokendots_s tokenmix_s channel_s eighsym_s spectral_s gaussian_s other_s collective_s host_s", ops, " ")
+				split("gemm qform tdots tmix chan eigh spec gauss other coll host", short, " ")
 				printf "%-7s %-4s %5s %-8s %10s %8s %6s %6s %7s", "device", "alg", "D", "tokens", "seconds", "GFLOP/s", "dgemm", "cpu/x", "gen_s"
-				for (k = 1; k <= 10; k++) printf " %5s", short[k]
+				for (k = 1; k <= 11; k++) printf " %5s", short[k]
 				printf "\n"
 				for (i = 1; i <= n; i++) {
 					s = v[i, "seconds_median"]
@@ -151,7 +156,7 @@ printf '\n== summary\n'
 					ratio = (v[i, "device"] != "cpu" && (key in cpu)) ? sprintf("%.1f", cpu[key] / s) : "-"
 					printf "%-7s %-4s %5s %-8s %10.4g %8.1f %6.3f %6s %7.3g", v[i, "device"], v[i, "algorithm"], v[i, "D"], v[i, "tokens"],
 						s, v[i, "gflops"], v[i, "fraction_of_dgemm"], ratio, v[i, "generate_s"]
-					for (k = 1; k <= 10; k++) printf " %5.1f", 100 * v[i, ops[k]] / s
+					for (k = 1; k <= 11; k++) printf " %5.1f", 100 * v[i, ops[k]] / s
 					printf "\n"
 				}
 				for (i = 1; i <= n; i++) if (!(v[i, "device"] in seen)) {
