@@ -254,7 +254,7 @@ type BenchRow struct {
 	Generate      float64 // seconds to draw the teacher and the data (once per D and tokens)
 	Flops         float64 // AMPFlops or GDFlops
 	GFlops        float64 // Flops / SecondsMedian / 1e9
-	DgemmGFlops   float64 // the device's square Dgemm rate, 2 n^3 / median seconds / 1e9
+	DgemmGFlops   float64 // the device's square Dgemm rate measured just before the row, 2 n^3 / median seconds / 1e9
 	Fraction      float64 // GFlops / DgemmGFlops
 	Ops           OpTimes // per operation, of the median iteration (the mean of the two middle ones for an even Repeat)
 	Host          float64 // SecondsMedian - Ops.Sum(): the host's work between operations
@@ -303,8 +303,9 @@ type benchTarget struct {
 	gemm  int            // n of the Dgemm rate, on the lead
 	cases []benchCase
 
-	dgemmSeconds float64 // median seconds of one n x n x n Dgemm
-	dgemmGFlops  float64
+	dgemmSeconds float64   // median seconds of one n x n x n Dgemm, over all the target's measures
+	dgemmGFlops  float64   // its rate
+	dgemmRates   []float64 // the rate measured before each row
 }
 
 // BenchDevice is what the manifest records of a device of the run.
@@ -512,20 +513,22 @@ func (t *benchTarget) iterate(algo string, parts []*aim.Data, repeat int) ([]sam
 	return nil, fmt.Errorf("%s %s at D = %d stopped after %d of %d iterations", t.name, algo, D, done, repeat+1)
 }
 
-// measureDgemm sets the target's square Dgemm rate on its lead: C = A B with n x n operands of
-// normals, one warm-up product then repeat timed ones (the GPU's events where it has them),
-// their median.
-func (t *benchTarget) measureDgemm(repeat int) error {
+// measureDgemm measures the target's square Dgemm rate on its lead, C = A B with n x n operands
+// of normals: one warm-up product then repeat timed ones (the GPU's events where it has them),
+// their median, in GFLOP/s (2 n^3 per product). It runs before each row, so that a row's
+// fraction of the Dgemm rate is a ratio of two figures measured back to back on a machine whose
+// load may change between rows.
+func (t *benchTarget) measureDgemm(repeat int) (float64, error) {
 	n := t.gemm
 	dev := t.dev.g.Lead()
 	bufs, err := device.AllocAll(dev, n*n, n*n, n*n)
 	if err != nil {
-		return fmt.Errorf("%s Dgemm %d: %w", t.name, n, err)
+		return 0, fmt.Errorf("%s Dgemm %d: %w", t.name, n, err)
 	}
 	defer device.FreeAll(dev, bufs...)
 	for i, b := range bufs[:2] {
 		if err := dev.GaussianFill(b, 7, stream.Data+uint64(i*n*n), 1); err != nil {
-			return fmt.Errorf("%s Dgemm %d: %w", t.name, n, err)
+			return 0, fmt.Errorf("%s Dgemm %d: %w", t.name, n, err)
 		}
 	}
 	gemm := func() error { return dev.Gemm(false, false, n, n, n, 1, bufs[0], bufs[1], 0, bufs[2]) }
@@ -533,27 +536,32 @@ func (t *benchTarget) measureDgemm(repeat int) error {
 	for i := 0; i <= repeat; i++ {
 		s, err := t.timed[0].clock(gemm)
 		if err != nil {
-			return fmt.Errorf("%s Dgemm %d: %w", t.name, n, err)
+			return 0, fmt.Errorf("%s Dgemm %d: %w", t.name, n, err)
 		}
 		if i > 0 {
 			secs = append(secs, s)
 		}
 	}
-	slices.Sort(secs)
-	t.dgemmSeconds = secs[len(secs)/2]
-	if len(secs)%2 == 0 {
-		t.dgemmSeconds = (secs[len(secs)/2-1] + secs[len(secs)/2]) / 2
+	rate := 2 * float64(n) * float64(n) * float64(n) / median(secs) / 1e9
+	t.dgemmRates = append(t.dgemmRates, rate)
+	t.dgemmGFlops = median(t.dgemmRates)
+	t.dgemmSeconds = 2 * float64(n) * float64(n) * float64(n) / t.dgemmGFlops / 1e9
+	return rate, nil
+}
+
+// median returns the median of v (the mean of the two middle values for an even count).
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if n := len(v); n%2 == 0 {
+		return (v[n/2-1] + v[n/2]) / 2
 	}
-	t.dgemmGFlops = 2 * float64(n) * float64(n) * float64(n) / t.dgemmSeconds / 1e9
-	return nil
+	return v[len(v)/2]
 }
 
 // run measures the target: its Dgemm rate, then for every case the data drawn once (timed) and
 // each algorithm's iterations.
 func (t *benchTarget) run(c *BenchConfig, bar Progress) ([]BenchRow, error) {
-	if err := t.measureDgemm(c.Repeat); err != nil {
-		return nil, err
-	}
 	var rows []BenchRow
 	for _, bc := range t.cases {
 		var parts []*aim.Data
@@ -562,12 +570,17 @@ func (t *benchTarget) run(c *BenchConfig, bar Progress) ([]BenchRow, error) {
 			return nil, fmt.Errorf("%s: data at D = %d: %w", t.name, bc.p.D, err)
 		}
 		for _, algo := range c.algos {
+			rate, err := t.measureDgemm(c.Repeat)
+			if err != nil {
+				aim.FreeGroup(t.dev.g, parts)
+				return nil, err
+			}
 			s, err := t.iterate(algo, parts, c.Repeat)
 			if err != nil {
 				aim.FreeGroup(t.dev.g, parts)
 				return nil, err
 			}
-			rows = append(rows, t.row(c, bc, algo, s, gen))
+			rows = append(rows, t.row(c, bc, algo, s, gen, rate))
 			bar.Add(1)
 		}
 		aim.FreeGroup(t.dev.g, parts)
@@ -576,7 +589,7 @@ func (t *benchTarget) run(c *BenchConfig, bar Progress) ([]BenchRow, error) {
 }
 
 // row summarises the samples of one (case, algorithm).
-func (t *benchTarget) row(c *BenchConfig, bc benchCase, algo string, s []sample, gen float64) BenchRow {
+func (t *benchTarget) row(c *BenchConfig, bc benchCase, algo string, s []sample, gen, dgemm float64) BenchRow {
 	med, least, ops := summary(s)
 	tokens, chunk := "stored", 0
 	if bc.plan.Streamed {
@@ -586,7 +599,7 @@ func (t *benchTarget) row(c *BenchConfig, bc benchCase, algo string, s []sample,
 	gf := f / med / 1e9
 	return BenchRow{Device: t.name, Algorithm: algo, D: bc.p.D, N: bc.p.N(), T: bc.p.T(), Tokens: tokens, Chunk: chunk,
 		Repeat: c.Repeat, SecondsMedian: med, SecondsMin: least, Generate: gen, Flops: f, GFlops: gf,
-		DgemmGFlops: t.dgemmGFlops, Fraction: gf / t.dgemmGFlops, Ops: ops, Host: med - ops.Sum()}
+		DgemmGFlops: dgemm, Fraction: gf / dgemm, Ops: ops, Host: med - ops.Sum()}
 }
 
 // RunBench opens every device, checks that every case fits (bad input otherwise, before
