@@ -47,12 +47,20 @@ func TestAMPTrajectoryCPUvsGPU(t *testing.T) {
 	if e := relErr(yg, yc); e > tol {
 		t.Errorf("teacher outputs differ: relative error %.3g", e)
 	}
-	if len(rc.Trace) < 10 || len(rg.Trace) != len(rc.Trace) {
-		t.Fatalf("trajectories of %d (cpu) and %d (cuda) iterations, want 10 each", len(rc.Trace), len(rg.Trace))
+	compareTrajectories(t, rc, rg, 10)
+}
+
+// compareTrajectories fails the test unless the first iters iterations of the CPU's and the
+// GPU's runs have errors ||S-hat - S||^2/D within 1e-8 of each other (relative), and logs every
+// iteration and the largest difference.
+func compareTrajectories(t *testing.T, rc, rg amp.Result, iters int) {
+	t.Helper()
+	if len(rc.Trace) < iters || len(rg.Trace) != len(rc.Trace) {
+		t.Fatalf("trajectories of %d (cpu) and %d (cuda) iterations, want %d each", len(rc.Trace), len(rg.Trace), iters)
 	}
 	var worst float64
 	at := 0
-	for i := 0; i < 10; i++ {
+	for i := 0; i < iters; i++ {
 		ec, eg := rc.Trace[i].Error, rg.Trace[i].Error
 		d := relScalar(eg, ec)
 		t.Logf("iteration %2d: error cpu %.15g cuda %.15g  relative difference %.3g  (delta cpu %.6g cuda %.6g)",
@@ -64,6 +72,6 @@ func TestAMPTrajectoryCPUvsGPU(t *testing.T) {
 			t.Errorf("iteration %d: error cpu %.15g, cuda %.15g: relative difference %.3g >= 1e-8", i+1, ec, eg, d)
 		}
 	}
-	t.Logf("TestAMPTrajectoryCPUvsGPU: max relative difference of the error over 10 iterations %.3g (iteration %d); cpu %.2f s, cuda %.2f s",
-		worst, at, rc.Seconds, rg.Seconds)
+	t.Logf("%s: max relative difference of the error over %d iterations %.3g (iteration %d); cpu %.2f s, cuda %.2f s",
+		t.Name(), iters, worst, at, rc.Seconds, rg.Seconds)
 }

@@ -322,22 +322,5 @@ func TestAMPTrajectoryD1000CPUvsGPU(t *testing.T) {
 	if e := relErr(yg, yc); e > tol {
 		t.Errorf("teacher outputs differ: relative error %.3g", e)
 	}
-	if len(rc.Trace) < iters || len(rg.Trace) != len(rc.Trace) {
-		t.Fatalf("trajectories of %d (cpu) and %d (cuda) iterations, want %d each", len(rc.Trace), len(rg.Trace), iters)
-	}
-	var worst float64
-	at := 0
-	for i := 0; i < iters; i++ {
-		ec, eg := rc.Trace[i].Error, rg.Trace[i].Error
-		d := relScalar(eg, ec)
-		t.Logf("iteration %d: error cpu %.15g cuda %.15g  relative difference %.3g", i+1, ec, eg, d)
-		if d > worst || math.IsNaN(d) {
-			worst, at = d, i+1
-		}
-		if !(d < 1e-8) {
-			t.Errorf("iteration %d: error cpu %.15g, cuda %.15g: relative difference %.3g >= 1e-8", i+1, ec, eg, d)
-		}
-	}
-	t.Logf("TestAMPTrajectoryD1000CPUvsGPU: max relative difference %.3g (iteration %d); cpu %.1f s, cuda %.1f s",
-		worst, at, rc.Seconds, rg.Seconds)
+	compareTrajectories(t, rc, rg, iters)
 }

@@ -236,6 +236,22 @@ func (d *Data) EachChunk(dev device.Device, xc device.Buffer, f func(lo, n int, 
 	return nil
 }
 
+// EachChunkSum is EachChunk for a pass that also sums a D x D matrix over the chunks: f(lo, n,
+// x, out) writes the chunk's part into out, which is sum itself for the first chunk and part
+// (a D x D scratch, nil when the tokens are stored: one chunk) for the others, each then added
+// into sum (Axpby(sum, 1, part, 1)), in chunk order.
+func (d *Data) EachChunkSum(dev device.Device, xc, sum, part device.Buffer, f func(lo, n int, x, out device.Buffer) error) error {
+	return d.EachChunk(dev, xc, func(lo, n int, x device.Buffer) error {
+		if lo == 0 {
+			return f(lo, n, x, sum)
+		}
+		return device.Seq(
+			func() error { return f(lo, n, x, part) },
+			func() error { return dev.Axpby(sum, 1, part, 1) },
+		)
+	})
+}
+
 // Indices computes h_mu = (X_mu A X_mu^T - trA I)/sqrt(D) for the N samples of X (N x T x D)
 // and a D x D matrix A with trace trA, using xa (N x T x D) as scratch: Gemm for X A, then
 // TokenDots.

@@ -243,14 +243,10 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 		err = g.Each(func(j int, dev device.Device) error {
 			m := ms[j]
 			m.sumSq, m.trC = 0, 0
-			return m.data.EachChunk(dev, m.xc, func(lo, n int, x device.Buffer) error {
+			return m.data.EachChunkSum(dev, m.xc, m.back, m.backChunk, func(lo, n int, x, out device.Buffer) error {
 				om, omc := view(m.omegaNew, lo*T*T, n*T*T), view(m.omega, lo*T*T, n*T*T)
 				gc, cc, yc := view(m.g, lo*T*T, n*T*T), view(m.c, lo*T*T, n*T*T), view(m.data.Y, lo*T*T, n*T*T)
 				sc := view(m.scratch, 0, n*T*D)
-				out := m.back
-				if lo > 0 {
-					out = m.backChunk
-				}
 				return device.Seq(
 					func() error { return aim.Indices(dev, om, sc, x, m.sHat, trS, n, T, D) },
 					func() error { return dev.MulPattern(om, m.tau, n, T*T) },
@@ -270,12 +266,6 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 					func() error { return dev.MulPattern(cc, m.kappa, n, T*T) },
 					func() error { tr, err := dev.SumDiag(cc, n, T); m.trC += tr; return err },
 					func() error { return backProject(dev, out, cc, x, sc, n, T, D, 1/sqrtD) },
-					func() error {
-						if lo == 0 {
-							return nil
-						}
-						return dev.Axpby(m.back, 1, m.backChunk, 1)
-					},
 				)
 			})
 		})

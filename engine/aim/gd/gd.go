@@ -302,13 +302,9 @@ func (st *student) lossAndGrad() (float64, error) {
 	if err := g.Each(func(j int, dev device.Device) error {
 		sh := st.shards[j]
 		sh.loss, sh.trG = 0, 0
-		return sh.data.EachChunk(dev, sh.xc, func(lo, n int, x device.Buffer) error {
+		return sh.data.EachChunkSum(dev, sh.xc, sh.gS, sh.gChunk, func(lo, n int, x, out device.Buffer) error {
 			hc, yh, gc, yc := view(sh.h, lo*T*T, n*T*T), view(sh.yhat, lo*T*T, n*T*T), view(sh.gamma, lo*T*T, n*T*T), view(sh.data.Y, lo*T*T, n*T*T)
 			sc := view(sh.scratch, 0, n*T*D)
-			out := sh.gS
-			if lo > 0 {
-				out = sh.gChunk
-			}
 			return device.Seq(
 				func() error { return aim.Indices(dev, hc, sc, x, sh.s, trS, n, T, D) },
 				func() error { return dev.ChannelOutput(p.Channel, yh, hc, n) },
@@ -320,12 +316,6 @@ func (st *student) lossAndGrad() (float64, error) {
 				func() error { t, err := dev.SumDiag(gc, n, T); sh.trG += t; return err },
 				func() error { return dev.TokenMix(sc, gc, x, n, T, D) },
 				func() error { return dev.Gemm(true, false, D, D, n*T, 1/sqrtD, x, sc, 0, out) },
-				func() error {
-					if lo == 0 {
-						return nil
-					}
-					return dev.Axpby(sh.gS, 1, sh.gChunk, 1)
-				},
 			)
 		})
 	}); err != nil {
