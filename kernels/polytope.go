@@ -94,7 +94,6 @@ type Polytope struct {
 	c     []float64
 	w     []float64 // a lattice point
 	eta   []float64
-	sumM  []float64 // per shift: sum of weights times eta
 	hh    []float64 // Householder work (M x K copy of the ordered A^T)
 }
 
@@ -132,7 +131,7 @@ type Estimate struct {
 // Moments estimates Z and m (written into m, M values) for thresholds c (K values) with rule
 // (of dimension M - 1 or more). Z = 0 (every point outside, LogZ = -Inf) leaves m NaN.
 func (p *Polytope) Moments(m, c []float64, rule *Lattice) Estimate {
-	K, M := p.K, p.M
+	M := p.M
 	p.prepare(c)
 	R, n := rule.R, rule.N
 	logZr := make([]float64, R)
@@ -225,7 +224,6 @@ func (p *Polytope) Moments(m, c []float64, rule *Lattice) Estimate {
 	for j := 0; j < M; j++ {
 		m[j] = p.rotate(eta, j)
 	}
-	_ = K
 	return est
 }
 
@@ -370,15 +368,6 @@ func (p *Polytope) sample(w []float64) (float64, bool) {
 		p.eta[j] = x
 	}
 	return lw, true
-}
-
-// logIntervalProb returns log(Phi(hi) - Phi(lo)) for lo < hi, accurate in both tails.
-func logIntervalProb(lo, hi float64) float64 {
-	if lo > 0 { // the upper tail: Phi(-lo) - Phi(-hi)
-		lo, hi = -hi, -lo
-	}
-	a, b := LogNormCDF(hi), LogNormCDF(lo)
-	return a + math.Log1p(-math.Exp(b-a))
 }
 
 // truncated returns, for the standard normal truncated to [lo, hi] (lo < hi), log(Phi(hi) -
