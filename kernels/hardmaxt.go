@@ -20,6 +20,9 @@ import (
 // bivariate normal), which is how it is tested; it exists for T > 2, where no closed form is
 // known.
 type HardmaxT struct {
+	// Tol is the target of each estimate's reported errors (Polytope.Moments): the points
+	// double from 64 per shift until they are met or the rule's are used up. 0: every point.
+	Tol   float64
 	t, m  int
 	rule  *Lattice
 	polys map[string]*Polytope // by the winners b, one per pattern met
@@ -35,8 +38,8 @@ const (
 	hardmaxTMaxT   = 6
 )
 
-// NewHardmaxT returns the hardmax channel for 2 <= T <= 6 with a lattice rule of points points
-// of each of shifts shifts (0 for the defaults).
+// NewHardmaxT returns the hardmax channel for 2 <= T <= 6 with a lattice rule of at most points
+// points of each of shifts shifts (0 for the defaults), using them all (Tol 0).
 func NewHardmaxT(T, points, shifts int) (*HardmaxT, error) {
 	if T < 2 || T > hardmaxTMaxT {
 		return nil, fmt.Errorf("hardmax channel: T = %d, need 2 <= T <= %d", T, hardmaxTMaxT)
@@ -146,7 +149,7 @@ func (h *HardmaxT) GOut(g, y, omega []float64, V float64) Estimate {
 		}
 		h.c[k] = -s / sv
 	}
-	est := p.Moments(h.xi, h.c, h.rule)
+	est := p.Moments(h.xi, h.c, h.rule, h.Tol)
 	for j := range g {
 		g[j] = h.xi[j] / sv
 	}

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -161,27 +162,32 @@ func TestHardmaxTPermutation(t *testing.T) {
 }
 
 // BenchmarkHardmaxTGOut times one g_out evaluation (one sample) at T = 2, 3, 4 with the default
-// rule (1024 points x 8 shifts), and reports the reported relative error of Z_out.
+// rule (1024 points x 8 shifts), all points (tol 0) or until the errors reach 1e-3, and reports
+// the points per shift used and the reported relative error of Z_out.
 func BenchmarkHardmaxTGOut(b *testing.B) {
 	for _, T := range []int{2, 3, 4} {
-		b.Run("T="+string(rune('0'+T)), func(b *testing.B) {
-			h, _ := NewHardmaxT(T, 0, 0)
-			M := Fields(T)
-			r := rand.New(rand.NewPCG(1, uint64(T)))
-			omega, g, y := make([]float64, M), make([]float64, M), make([]float64, T*T)
-			for j := range omega {
-				omega[j] = 0.5 * r.NormFloat64()
-			}
-			for a := 0; a < T; a++ {
-				y[a*T] = 1 // every row picks token 0: a feasible pattern
-			}
-			var est Estimate
-			for b.Loop() {
-				est = h.GOut(g, y, omega, 0.5)
-			}
-			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/sample")
-			b.ReportMetric(est.ErrLogZ, "relerr-Z")
-		})
+		for _, tol := range []float64{0, 1e-3} {
+			b.Run(fmt.Sprintf("T=%d/tol=%g", T, tol), func(b *testing.B) {
+				h, _ := NewHardmaxT(T, 0, 0)
+				h.Tol = tol
+				M := Fields(T)
+				r := rand.New(rand.NewPCG(1, uint64(T)))
+				omega, g, y := make([]float64, M), make([]float64, M), make([]float64, T*T)
+				for j := range omega {
+					omega[j] = 0.5 * r.NormFloat64()
+				}
+				for a := 0; a < T; a++ {
+					y[a*T] = 1 // every row picks token 0: a feasible pattern
+				}
+				var est Estimate
+				for b.Loop() {
+					est = h.GOut(g, y, omega, 0.5)
+				}
+				b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/sample")
+				b.ReportMetric(float64(est.Points), "points")
+				b.ReportMetric(est.ErrLogZ, "relerr-Z")
+			})
+		}
 	}
 }
 
@@ -199,4 +205,55 @@ func TestHardmaxTInfeasible(t *testing.T) {
 	if !math.IsInf(est.LogZ, -1) || !math.IsNaN(g[0]) {
 		t.Errorf("cyclic pattern: log Z %g, g %v; want -Inf and NaN", est.LogZ, g)
 	}
+}
+
+// TestHardmaxTErrorsHonest: the reported errors are honest and Tol stops early. A rerun with 4x
+// the points (4096 against 1024 per shift) moves log Z_out and every g_out by no more than 4
+// of the smaller rule's reported standard errors, at T = 3 on random inputs; with Tol = 1e-2 the
+// estimate stops before the rule's end and stays within 4 of its reported errors of the
+// 4096-point value.
+func TestHardmaxTErrorsHonest(t *testing.T) {
+	small, _ := NewHardmaxT(3, 1024, 8)
+	big, _ := NewHardmaxT(3, 4096, 8)
+	quick, _ := NewHardmaxT(3, 4096, 8)
+	quick.Tol = 1e-2
+	r := rand.New(rand.NewPCG(11, 12))
+	M := 6
+	early := 0
+	for n := 0; n < 8; n++ {
+		omega := make([]float64, M)
+		for j := range omega {
+			omega[j] = r.NormFloat64()
+		}
+		V := 0.2 + r.Float64()
+		u, hm, y := make([]float64, M), make([]float64, 9), make([]float64, 9)
+		for j := range u {
+			u[j] = omega[j] + math.Sqrt(V)*r.NormFloat64()
+		}
+		HFromU(hm, u, 3)
+		small.Output(y, hm)
+		gs, gb, gq := make([]float64, M), make([]float64, M), make([]float64, M)
+		es, eb, eq := small.GOut(gs, y, omega, V), big.GOut(gb, y, omega, V), quick.GOut(gq, y, omega, V)
+		if d := math.Abs(es.LogZ - eb.LogZ); d > 4*es.ErrLogZ {
+			t.Errorf("case %d: log Z moved by %.3g with 4x the points, reported error %.3g", n, d, es.ErrLogZ)
+		}
+		if d := math.Abs(eq.LogZ - eb.LogZ); d > 4*eq.ErrLogZ {
+			t.Errorf("case %d: Tol's log Z is %.3g from the full rule's, reported error %.3g", n, d, eq.ErrLogZ)
+		}
+		for j := range gs {
+			if d := math.Abs(gs[j] - gb[j]); d > 4*es.ErrM/math.Sqrt(V) {
+				t.Errorf("case %d: g[%d] moved by %.3g with 4x the points, reported error %.3g", n, j, d, es.ErrM/math.Sqrt(V))
+			}
+			if d := math.Abs(gq[j] - gb[j]); d > 4*eq.ErrM/math.Sqrt(V) {
+				t.Errorf("case %d: Tol's g[%d] is %.3g from the full rule's, reported error %.3g", n, j, d, eq.ErrM/math.Sqrt(V))
+			}
+		}
+		if eq.Points < 4096 {
+			early++
+		}
+	}
+	if early == 0 {
+		t.Error("Tol = 1e-2 never stopped before the rule's 4096 points")
+	}
+	t.Logf("Tol = 1e-2 stopped early in %d of 8 cases", early)
 }

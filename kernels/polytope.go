@@ -126,58 +126,91 @@ type Estimate struct {
 	LogZ    float64 // log Z
 	ErrLogZ float64 // the standard error of log Z over the shifts (about the relative error of Z)
 	ErrM    float64 // the largest standard error of a coordinate of m over the shifts
+	Points  int     // lattice points per shift used
 }
 
 // Moments estimates Z and m (written into m, M values) for thresholds c (K values) with rule
-// (of dimension M - 1 or more). Z = 0 (every point outside, LogZ = -Inf) leaves m NaN.
-func (p *Polytope) Moments(m, c []float64, rule *Lattice) Estimate {
+// (of dimension M - 1 or more). With tol > 0 it starts from 64 points per shift (fewer when the
+// rule has fewer) and doubles them, up to rule.N, until the reported errors are below tol
+// (ErrLogZ <= tol and ErrM <= tol max(1, |m|_inf)); the lattice is extensible, so the points of
+// a smaller count are the first points of a larger one. With tol = 0 it takes rule.N points.
+// Z = 0 (every point outside, LogZ = -Inf) leaves m NaN.
+func (p *Polytope) Moments(m, c []float64, rule *Lattice, tol float64) Estimate {
 	M := p.M
 	p.prepare(c)
-	R, n := rule.R, rule.N
-	logZr := make([]float64, R)
-	mr := make([][]float64, R)
-	w := p.w[:max(M-1, 0)]
-	for r := 0; r < R; r++ {
-		// log-sum-exp of the points' log weights, with the weighted sums of eta rescaled as
-		// the running maximum moves.
-		top := math.Inf(-1)
-		var sw float64
-		sm := make([]float64, M)
-		for i := 0; i < n; i++ {
-			rule.point(w, r, i)
-			lw, ok := p.sample(w)
-			if !ok {
-				continue
-			}
-			if lw > top {
-				f := math.Exp(top - lw)
-				sw *= f
-				for j := range sm {
-					sm[j] *= f
-				}
-				top = lw
-			}
-			e := math.Exp(lw - top)
-			sw += e
-			for j := range sm {
-				sm[j] += e * p.eta[j]
-			}
+	acc := make([]shiftSum, rule.R)
+	for r := range acc {
+		acc[r] = shiftSum{top: math.Inf(-1), sm: make([]float64, M)}
+	}
+	n := rule.N
+	if tol > 0 {
+		n = min(64, rule.N)
+	}
+	done := 0
+	for {
+		for r := range acc {
+			p.accumulate(&acc[r], rule, r, done, n)
 		}
-		if sw == 0 {
-			logZr[r] = math.Inf(-1)
-			mr[r] = nil
+		done = n
+		est := p.combine(m, acc, n)
+		if n >= rule.N || (est.ErrLogZ <= tol && est.ErrM <= tol*math.Max(1, maxAbs(m))) || math.IsInf(est.LogZ, -1) {
+			est.Points = n
+			return est
+		}
+		n = min(2*n, rule.N)
+	}
+}
+
+func maxAbs(v []float64) float64 {
+	var x float64
+	for _, e := range v {
+		x = math.Max(x, math.Abs(e))
+	}
+	return x
+}
+
+// shiftSum is one shift's running sums: the points' weights exp(lw) as top + log(sw), and sm
+// the weighted sum of eta, both relative to exp(top), rescaled as the largest weight moves.
+type shiftSum struct {
+	top, sw float64
+	sm      []float64
+}
+
+// accumulate adds points [i0, i1) of shift r.
+func (p *Polytope) accumulate(s *shiftSum, rule *Lattice, r, i0, i1 int) {
+	w := p.w[:max(p.M-1, 0)]
+	for i := i0; i < i1; i++ {
+		rule.point(w, r, i)
+		lw, ok := p.sample(w)
+		if !ok {
 			continue
 		}
-		logZr[r] = top + math.Log(sw/float64(n))
-		for j := range sm {
-			sm[j] /= sw
+		if lw > s.top {
+			f := math.Exp(s.top - lw)
+			s.sw *= f
+			for j := range s.sm {
+				s.sm[j] *= f
+			}
+			s.top = lw
 		}
-		mr[r] = sm
+		e := math.Exp(lw - s.top)
+		s.sw += e
+		for j := range s.sm {
+			s.sm[j] += e * p.eta[j]
+		}
 	}
-	// Combine the shifts: Z is the mean of the shifts' Z (in logarithms), m the Z-weighted mean.
+}
+
+// combine turns the shifts' sums over n points each into the estimate, writing m: Z is the
+// mean of the shifts' Z (in logarithms), m the Z-weighted mean of the shifts' ratios, and the
+// errors the standard errors over the shifts.
+func (p *Polytope) combine(m []float64, acc []shiftSum, n int) Estimate {
+	M, R := p.M, len(acc)
 	top := math.Inf(-1)
-	for _, v := range logZr {
-		top = math.Max(top, v)
+	for _, s := range acc {
+		if s.sw > 0 {
+			top = math.Max(top, s.top+math.Log(s.sw/float64(n)))
+		}
 	}
 	if math.IsInf(top, -1) {
 		for j := range m {
@@ -187,15 +220,18 @@ func (p *Polytope) Moments(m, c []float64, rule *Lattice) Estimate {
 	}
 	var sz, sz2 float64
 	eta := make([]float64, M)
-	for r, v := range logZr {
-		if mr[r] == nil {
+	ratio := make([][]float64, R)
+	for r, s := range acc {
+		if s.sw == 0 {
 			continue
 		}
-		z := math.Exp(v - top)
+		z := math.Exp(s.top + math.Log(s.sw/float64(n)) - top)
 		sz += z
 		sz2 += z * z
+		ratio[r] = make([]float64, M)
 		for j := range eta {
-			eta[j] += z * mr[r][j]
+			ratio[r][j] = s.sm[j] / s.sw
+			eta[j] += z * ratio[r][j]
 		}
 	}
 	for j := range eta {
@@ -207,10 +243,10 @@ func (p *Polytope) Moments(m, c []float64, rule *Lattice) Estimate {
 	// The standard error of each coordinate of m from the spread of the shifts' ratios.
 	for j := 0; j < M; j++ {
 		var s, s2 float64
-		for r := range mr {
+		for r := range ratio {
 			x := math.NaN()
-			if mr[r] != nil {
-				x = p.rotate(mr[r], j)
+			if ratio[r] != nil {
+				x = p.rotate(ratio[r], j)
 			}
 			s += x
 			s2 += x * x

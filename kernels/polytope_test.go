@@ -28,7 +28,7 @@ func TestPolytopeExact(t *testing.T) {
 	for _, c := range []float64{-3, 0, 1.5, 40, 400} {
 		p, _ := NewPolytope([]float64{2}, 1, 1)
 		m := make([]float64, 1)
-		est := p.Moments(m, []float64{2 * c}, rule)
+		est := p.Moments(m, []float64{2 * c}, rule, 0)
 		wantZ := LogNormCDF(-c)
 		wantM := math.Exp(LogNormPDF(c) - wantZ)
 		if math.Abs(est.LogZ-wantZ) > 1e-12*math.Max(1, math.Abs(wantZ)) || math.Abs(m[0]-wantM) > 1e-12*wantM {
@@ -49,7 +49,7 @@ func TestPolytopeExact(t *testing.T) {
 	} {
 		p, _ := NewPolytope(tc.a[:], 2, 2)
 		m := make([]float64, 2)
-		est := p.Moments(m, tc.c[:], rule)
+		est := p.Moments(m, tc.c[:], rule, 0)
 		n1, n2 := math.Hypot(tc.a[0], tc.a[1]), math.Hypot(tc.a[2], tc.a[3])
 		r := (tc.a[0]*tc.a[2] + tc.a[1]*tc.a[3]) / (n1 * n2)
 		want := math.Log(BivariateNormalCDF(-tc.c[0]/n1, -tc.c[1]/n2, r))
@@ -80,7 +80,7 @@ func TestPolytopeMonteCarlo(t *testing.T) {
 		}
 		rule, _ := NewLattice(M-1, 4096, 8, 3)
 		m := make([]float64, M)
-		est := p.Moments(m, c, rule)
+		est := p.Moments(m, c, rule, 0)
 		const draws = 2000000
 		hits := 0
 		sum := make([]float64, M)
