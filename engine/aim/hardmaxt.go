@@ -1,0 +1,154 @@
+package aim
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/internal/par"
+	"github.com/aimtheory/aim/kernels"
+)
+
+// HardmaxT is the hardmax channel at any T (kernels.HardmaxT: g_out by a Gaussian polytope
+// integral with its error) as the state evolution will see it (issue 15, begun). It gives
+// FisherSum(q, V) = E[sum_{a<=b} g_ab^2] with an error: at q = 0 exactly over the output
+// patterns, and for q > 0 by Monte Carlo over (omega, y).
+type HardmaxT struct {
+	T       int
+	Tol     float64 // the target error of each g_out (kernels.HardmaxT.Tol)
+	Points  int     // the most lattice points per shift of each g_out (0: kernels.HardmaxTPoints)
+	Samples int     // Monte Carlo samples of FisherSumEstimate
+	Workers int     // goroutines (0: all cores)
+}
+
+// NewHardmaxT returns the channel for 2 <= T <= 6 with 20 000 Monte Carlo samples and g_out
+// to 1e-3.
+func NewHardmaxT(T int) (*HardmaxT, error) {
+	if _, err := kernels.NewHardmaxT(T, 0, 0); err != nil {
+		return nil, err
+	}
+	return &HardmaxT{T: T, Tol: 1e-3, Samples: 20000}, nil
+}
+
+// kernel returns a per-goroutine kernels.HardmaxT with the channel's rule and tolerance.
+func (h *HardmaxT) kernel() (*kernels.HardmaxT, error) {
+	k, err := kernels.NewHardmaxT(h.T, h.Points, 0)
+	if err == nil {
+		k.Tol = h.Tol
+	}
+	return k, err
+}
+
+// Value is an estimate with its standard error.
+type Value struct {
+	V, Err float64
+}
+
+// hardmaxTSeed fixes the Monte Carlo draws of FisherSumEstimate (common random numbers: the
+// same draws for every q, so that the SE map is a deterministic function of q).
+const hardmaxTSeed = 0x61696d2d68617264 // "aim-hard"
+
+// FisherSumZero returns FisherSum(0, V) = sum_y Z_out(y; 0, V) |g_out(y; 0, V)|^2, summed over
+// the T^T output patterns (row a's winner b_a), which at q = 0 is the whole expectation: omega
+// is 0 and y = hardmax(h(sqrt(V) xi)). Each term is a polytope estimate, and the errors of the
+// terms (independent lattices' shifts) are added in quadrature. It scales as 1/V. alpha-bar_c
+// = 1/(2 FisherSum(0, 1)) is the weak-recovery threshold of the rho -> 0 limit (docs/AIM.md 2.3).
+func (h *HardmaxT) FisherSumZero(V float64) (Value, error) {
+	if !(V > 0) || math.IsInf(V, 0) {
+		return Value{}, fmt.Errorf("hardmax T = %d: FisherSum(0, V = %g): need 0 < V < inf", h.T, V)
+	}
+	T, M := h.T, kernels.Fields(h.T)
+	n := 1
+	for range T {
+		n *= T
+	}
+	type acc struct{ s, v float64 }
+	res, err := par.MapReduce(h.Workers, par.Chunks(n, 8), func() (*kernels.HardmaxT, error) {
+		return h.kernel()
+	}, func(k *kernels.HardmaxT, c int) (acc, error) {
+		lo, hi := par.Span(c, n, 8)
+		y, g, omega := make([]float64, T*T), make([]float64, M), make([]float64, M)
+		var a acc
+		for p := lo; p < hi; p++ {
+			for i := range y {
+				y[i] = 0
+			}
+			q := p
+			for row := 0; row < T; row++ {
+				y[row*T+q%T] = 1
+				q /= T
+			}
+			est := k.GOut(g, y, omega, V)
+			if math.IsInf(est.LogZ, -1) {
+				continue // an impossible pattern
+			}
+			z := math.Exp(est.LogZ)
+			var g2 float64
+			for _, x := range g {
+				g2 += x * x
+			}
+			a.s += z * g2
+			// The error of z g^2: z's relative error and g's absolute error (ErrM/sqrt(V) per coordinate).
+			eg := est.ErrM / math.Sqrt(V)
+			e := z*g2*est.ErrLogZ + z*2*math.Sqrt(g2)*eg
+			a.v += e * e
+		}
+		return a, nil
+	}, acc{}, func(a, b acc) acc { return acc{a.s + b.s, a.v + b.v} })
+	if err != nil {
+		return Value{}, fmt.Errorf("hardmax T = %d: FisherSum(0, %g): %w", T, V, err)
+	}
+	return Value{V: res.s, Err: math.Sqrt(res.v)}, nil
+}
+
+// FisherSumEstimate returns FisherSum(q, V) = E[sum_{a<=b} g_ab(y; omega, V)^2] for
+// omega ~ N(0, q I_M), u = omega + sqrt(V) xi, y = hardmax(h(u)), by Monte Carlo over
+// Samples draws of (omega, xi) (the fixed stream of hardmaxTSeed: sample s takes normals
+// 2 M s .. 2 M s + 2M - 1), g_out by the polytope estimate. Err is the standard error over the
+// draws (the polytope errors, below Tol, are much smaller).
+func (h *HardmaxT) FisherSumEstimate(q, V float64) (Value, error) {
+	if !(q >= 0) || !(V > 0) || math.IsInf(q, 0) || math.IsInf(V, 0) {
+		return Value{}, fmt.Errorf("hardmax T = %d: FisherSum(q = %g, V = %g): need q >= 0 and V > 0, finite", h.T, q, V)
+	}
+	if h.Samples < 2 {
+		return Value{}, fmt.Errorf("hardmax T = %d: %d samples, need at least 2", h.T, h.Samples)
+	}
+	T, M, n := h.T, kernels.Fields(h.T), h.Samples
+	const chunk = 64
+	type acc struct{ s, s2 float64 }
+	res, err := par.MapReduce(h.Workers, par.Chunks(n, chunk), func() (*kernels.HardmaxT, error) {
+		return h.kernel()
+	}, func(k *kernels.HardmaxT, c int) (acc, error) {
+		lo, hi := par.Span(c, n, chunk)
+		z := make([]float64, 2*M)
+		u, omega, g := make([]float64, M), make([]float64, M), make([]float64, M)
+		hm, y := make([]float64, T*T), make([]float64, T*T)
+		var a acc
+		for s := lo; s < hi; s++ {
+			device.FillNormals(z, hardmaxTSeed, uint64(2*M*s))
+			for j := 0; j < M; j++ {
+				omega[j] = math.Sqrt(q) * z[j]
+				u[j] = omega[j] + math.Sqrt(V)*z[M+j]
+			}
+			kernels.HFromU(hm, u, T)
+			k.Output(y, hm)
+			k.GOut(g, y, omega, V)
+			var g2 float64
+			for _, x := range g {
+				g2 += x * x
+			}
+			if math.IsNaN(g2) {
+				return a, fmt.Errorf("sample %d: g_out is NaN", s)
+			}
+			a.s += g2
+			a.s2 += g2 * g2
+		}
+		return a, nil
+	}, acc{}, func(a, b acc) acc { return acc{a.s + b.s, a.s2 + b.s2} })
+	if err != nil {
+		return Value{}, fmt.Errorf("hardmax T = %d: FisherSum(%g, %g): %w", T, q, V, err)
+	}
+	mean := res.s / float64(n)
+	v := (res.s2/float64(n) - mean*mean) * float64(n) / float64(n-1)
+	return Value{V: mean, Err: math.Sqrt(math.Max(v, 0) / float64(n))}, nil
+}

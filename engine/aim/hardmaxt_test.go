@@ -1,0 +1,63 @@
+package aim
+
+import (
+	"math"
+	"testing"
+)
+
+// TestHardmaxTFisherSumT2: at T = 2 the polytope channel's FisherSum, over the patterns at
+// q = 0 and by Monte Carlo at q > 0, equals the closed-form H(q/V)/(3V) of Hardmax within 4
+// reported standard errors.
+func TestHardmaxTFisherSumT2(t *testing.T) {
+	ex, _ := NewHardmax(2, false)
+	h, err := NewHardmaxT(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Samples = 4000
+	z, err := h.FisherSumZero(0.7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := ex.FisherSum(0, 0.7)
+	if math.Abs(z.V-want) > 4*z.Err+1e-12 {
+		t.Errorf("FisherSum(0, 0.7) over the patterns %.8g +- %.2g, closed form %.8g", z.V, z.Err, want)
+	}
+	t.Logf("FisherSum(0, 0.7): patterns %.8g +- %.2g, closed form %.8g", z.V, z.Err, want)
+	for _, qv := range [][2]float64{{0.5, 1}, {1.2, 0.3}} {
+		got, err := h.FisherSumEstimate(qv[0], qv[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := ex.FisherSum(qv[0], qv[1])
+		if math.Abs(got.V-want) > 4*got.Err {
+			t.Errorf("FisherSum(%g, %g): Monte Carlo %.6g +- %.2g, closed form %.6g", qv[0], qv[1], got.V, got.Err, want)
+		}
+		t.Logf("FisherSum(%g, %g): Monte Carlo %.6g +- %.2g, closed form %.6g", qv[0], qv[1], got.V, got.Err, want)
+	}
+}
+
+// TestHardmaxTFisherSumT3: at T = 3 the two estimates of FisherSum(0, 1), the sum over the 27
+// output patterns and Monte Carlo over (omega, y), are independent methods and agree within 4
+// combined standard errors; the sum gives the rho -> 0 weak-recovery threshold
+// alpha-bar_c(T = 3) = 1/(2 FisherSum(0, 1)).
+func TestHardmaxTFisherSumT3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds of polytope integrals")
+	}
+	h, _ := NewHardmaxT(3)
+	h.Tol, h.Samples = 1e-2, 3000
+	z, err := h.FisherSumZero(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc, err := h.FisherSumEstimate(0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(z.V-mc.V) > 4*math.Hypot(z.Err, mc.Err) {
+		t.Errorf("FisherSum(0, 1) at T = 3: patterns %.6g +- %.2g, Monte Carlo %.6g +- %.2g", z.V, z.Err, mc.V, mc.Err)
+	}
+	t.Logf("T = 3: FisherSum(0, 1) patterns %.6g +- %.2g, Monte Carlo %.6g +- %.2g; alpha-bar_c = %.5g +- %.2g",
+		z.V, z.Err, mc.V, mc.Err, 1/(2*z.V), z.Err/(2*z.V*z.V))
+}
