@@ -173,8 +173,11 @@ func (h *Hardmax) PaperCompat() bool { return h.paper }
 
 // Output writes y = hardmax(hm) row by row: y_ab = 1 if b = argmax_c hm_ac (ties go to the
 // lowest index), 0 otherwise. y and hm are 2 x 2, row-major.
-func (h *Hardmax) Output(y, hm []float64) {
-	const T = 2
+func (h *Hardmax) Output(y, hm []float64) { hardmaxRows(y, hm, 2) }
+
+// hardmaxRows writes the T x T one-hot y with y_ab = 1 for b = argmax_c hm_ac (ties to the
+// lowest index), row by row.
+func hardmaxRows(y, hm []float64, T int) {
 	for a := 0; a < T; a++ {
 		best := 0
 		for c := 1; c < T; c++ {

@@ -62,21 +62,7 @@ func NewHardmaxT(T, points, shifts int) (*HardmaxT, error) {
 func (h *HardmaxT) Tokens() int { return h.t }
 
 // Output writes y = hardmax(hm) row by row (ties to the lowest index), as Hardmax.Output.
-func (h *HardmaxT) Output(y, hm []float64) {
-	T := h.t
-	for a := 0; a < T; a++ {
-		best := 0
-		for c := 1; c < T; c++ {
-			if hm[a*T+c] > hm[a*T+best] {
-				best = c
-			}
-		}
-		for c := 0; c < T; c++ {
-			y[a*T+c] = 0
-		}
-		y[a*T+best] = 1
-	}
-}
+func (h *HardmaxT) Output(y, hm []float64) { hardmaxRows(y, hm, h.t) }
 
 // Winners returns b with b_a the column of the 1 in row a of the one-hot y (T x T, row-major;
 // entries above 1/2 count as the 1).
