@@ -50,7 +50,8 @@ const hardmaxTSeed = 0x61696d2d68617264 // "aim-hard"
 
 // FisherSumZero returns FisherSum(0, V) = sum_y Z_out(y; 0, V) |g_out(y; 0, V)|^2, summed over
 // the T^T output patterns (row a's winner b_a), which at q = 0 is the whole expectation: omega
-// is 0 and y = hardmax(h(sqrt(V) xi)). Each term is a polytope estimate, and the errors of the
+// is 0 and y = hardmax(h(sqrt(V) xi)). At omega = 0 a relabelling of the tokens changes no term,
+// so one pattern of each class (PatternClasses) is computed and counted with its class's size. Each term is a polytope estimate, and the errors of the
 // terms (independent lattices' shifts) are added in quadrature. It scales as 1/V. alpha-bar_c
 // = 1/(2 FisherSum(0, 1)) is the weak-recovery threshold of the rho -> 0 limit (docs/AIM.md 2.3).
 func (h *HardmaxT) FisherSumZero(V float64) (Value, error) {
@@ -58,10 +59,8 @@ func (h *HardmaxT) FisherSumZero(V float64) (Value, error) {
 		return Value{}, fmt.Errorf("hardmax T = %d: FisherSum(0, V = %g): need 0 < V < inf", h.T, V)
 	}
 	T, M := h.T, kernels.Fields(h.T)
-	n := 1
-	for range T {
-		n *= T
-	}
+	reps, counts := PatternClasses(T)
+	n := len(reps)
 	type acc struct{ s, v float64 }
 	res, err := par.MapReduce(h.Workers, par.Chunks(n, 8), func() (*kernels.HardmaxT, error) {
 		return h.kernel()
@@ -73,10 +72,8 @@ func (h *HardmaxT) FisherSumZero(V float64) (Value, error) {
 			for i := range y {
 				y[i] = 0
 			}
-			q := p
-			for row := 0; row < T; row++ {
-				y[row*T+q%T] = 1
-				q /= T
+			for row, b := range reps[p] {
+				y[row*T+b] = 1
 			}
 			est := k.GOut(g, y, omega, V)
 			if math.IsInf(est.LogZ, -1) {
@@ -87,10 +84,12 @@ func (h *HardmaxT) FisherSumZero(V float64) (Value, error) {
 			for _, x := range g {
 				g2 += x * x
 			}
-			a.s += z * g2
-			// The error of z g^2: z's relative error and g's absolute error (ErrM/sqrt(V) per coordinate).
+			w := float64(counts[p])
+			a.s += w * z * g2
+			// The error of z g^2: z's relative error and g's absolute error (ErrM/sqrt(V) per
+			// coordinate); the patterns of a class share one estimate, so its error counts w times.
 			eg := est.ErrM / math.Sqrt(V)
-			e := z*g2*est.ErrLogZ + z*2*math.Sqrt(g2)*eg
+			e := w * (z*g2*est.ErrLogZ + z*2*math.Sqrt(g2)*eg)
 			a.v += e * e
 		}
 		return a, nil
@@ -151,4 +150,70 @@ func (h *HardmaxT) FisherSumEstimate(q, V float64) (Value, error) {
 	mean := res.s / float64(n)
 	v := (res.s2/float64(n) - mean*mean) * float64(n) / float64(n-1)
 	return Value{V: mean, Err: math.Sqrt(math.Max(v, 0) / float64(n))}, nil
+}
+
+// PatternClasses returns the hardmax output patterns of T tokens up to relabelling: reps[i] is
+// the winners b (b_a the column of row a's 1) of a class, the lexicographically smallest of
+// its patterns, and counts[i] the number of the T^T patterns in it. Relabelling by a
+// permutation pi maps b to b' with b'_{pi(a)} = pi(b_a).
+func PatternClasses(T int) (reps [][]int, counts []int) {
+	perms := permutations(T)
+	n := 1
+	for range T {
+		n *= T
+	}
+	index := map[string]int{}
+	b, img, best := make([]int, T), make([]int, T), make([]int, T)
+	for p := 0; p < n; p++ {
+		q := p
+		for a := range b {
+			b[a] = q % T
+			q /= T
+		}
+		copy(best, b)
+		for _, pi := range perms {
+			for a := range b {
+				img[pi[a]] = pi[b[a]]
+			}
+			if lexLess(img, best) {
+				copy(best, img)
+			}
+		}
+		key := fmt.Sprint(best)
+		i, ok := index[key]
+		if !ok {
+			i = len(reps)
+			index[key] = i
+			reps, counts = append(reps, append([]int(nil), best...)), append(counts, 0)
+		}
+		counts[i]++
+	}
+	return reps, counts
+}
+
+// permutations returns the T! permutations of 0..T-1.
+func permutations(T int) [][]int {
+	if T == 0 {
+		return [][]int{{}}
+	}
+	var out [][]int
+	for _, p := range permutations(T - 1) {
+		for pos := 0; pos <= len(p); pos++ {
+			q := make([]int, 0, T)
+			q = append(q, p[:pos]...)
+			q = append(q, T-1)
+			q = append(q, p[pos:]...)
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func lexLess(a, b []int) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
 }

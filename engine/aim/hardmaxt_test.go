@@ -61,3 +61,29 @@ func TestHardmaxTFisherSumT3(t *testing.T) {
 	t.Logf("T = 3: FisherSum(0, 1) patterns %.6g +- %.2g, Monte Carlo %.6g +- %.2g; alpha-bar_c = %.5g +- %.2g",
 		z.V, z.Err, mc.V, mc.Err, 1/(2*z.V), z.Err/(2*z.V*z.V))
 }
+
+// TestPatternClasses: the classes of the T^T hardmax patterns under relabelling partition
+// them (sizes summing to T^T, each dividing T!), and their numbers are those of functional
+// graphs on T unlabelled points with the map read as b: 3, 7, 19, 47, 130 for T = 2..6 (OEIS
+// A001372, mappings from a set of n points to itself up to isomorphism).
+func TestPatternClasses(t *testing.T) {
+	want := []int{3, 7, 19, 47, 130}
+	fact := 1
+	for T := 2; T <= 6; T++ {
+		fact *= T
+		reps, counts := PatternClasses(T)
+		n, total := 1, 0
+		for range T {
+			n *= T
+		}
+		for i, c := range counts {
+			total += c
+			if fact%c != 0 {
+				t.Errorf("T = %d: class %v has %d patterns, which does not divide %d", T, reps[i], c, fact)
+			}
+		}
+		if total != n || len(reps) != want[T-2] {
+			t.Errorf("T = %d: %d classes covering %d patterns; want %d covering %d", T, len(reps), total, want[T-2], n)
+		}
+	}
+}
