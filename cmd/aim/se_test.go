@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -168,5 +169,32 @@ func TestSENotConverged(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) != 2 || !strings.HasSuffix(lines[1], ",false") || !strings.Contains(lines[1], ",,,,,,") {
 		t.Errorf("CSV of an unconverged run:\n%s", b)
+	}
+}
+
+// TestSEThresholdHardmaxT: `aim se --channel hardmax --T 3 --threshold` prints alpha-bar_c =
+// 1/(2 FisherSum(0, 1)) with its error, the value engine/aim.HardmaxT computes with the same
+// rule (16 384 points per shift), to the digits printed; T = 7, the paper formula at T = 3 and
+// a T = 3 curve are bad input.
+func TestSEThresholdHardmaxT(t *testing.T) {
+	code, stdout, stderr := runAim("se", "--channel", "hardmax", "--T", "3", "--threshold")
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	h, _ := aim.NewHardmaxT(3)
+	h.Tol, h.Points = 0, 16384
+	f, err := h.FisherSumZero(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("alpha-bar_c = %.6g +- %.2g", 1/(2*f.V), f.Err/(2*f.V*f.V))
+	if !strings.Contains(stdout, want) || !strings.Contains(stdout, "not computed yet") {
+		t.Errorf("stdout %q lacks %q", stdout, want)
+	}
+	for _, args := range [][]string{{"--T", "7", "--threshold"}, {"--T", "3", "--paper-compat", "--threshold"}, {"--T", "3", "--out", filepath.Join(t.TempDir(), "x.csv")}} {
+		code, _, stderr := runAim(append([]string{"se", "--channel", "hardmax"}, args...)...)
+		if code != 2 || !strings.Contains(stderr, "T = 2 only") && !strings.Contains(stderr, "largest supported is 6") {
+			t.Errorf("%v: status %d, %s", args, code, stderr)
+		}
 	}
 }

@@ -21,6 +21,9 @@ type HardmaxT struct {
 	Workers int     // goroutines (0: all cores)
 }
 
+// HardmaxTMax is the largest T of HardmaxT.
+const HardmaxTMax = 6
+
 // NewHardmaxT returns the channel for 2 <= T <= 6 with 20 000 Monte Carlo samples and g_out
 // to 1e-3.
 func NewHardmaxT(T int) (*HardmaxT, error) {

@@ -24,6 +24,8 @@ type Model struct {
 	Axes        string   // plot axes: auto, lin, logx, logy or loglog
 
 	rhos, alphas []float64
+	// hardmaxAnyT admits hardmax with 2 < T <= 6 (only `aim se --threshold` computes it yet).
+	hardmaxAnyT bool
 }
 
 // defaultModel is the Model of the flags' defaults, with its outputs under results/.
@@ -47,8 +49,15 @@ func (m *Model) validate(defaultRho []string, defaultAlpha string) error {
 			return Inputf("--paper-compat applies to the hardmax channel only")
 		}
 	case "hardmax":
-		if m.T != 2 {
-			return Inputf("hardmax is implemented for T = 2 only (got --T %d): for T > 2 its channel is a Gaussian orthant probability of dimension T(T-1)", m.T)
+		switch {
+		case m.T == 2:
+		case m.hardmaxAnyT && m.T > 2 && m.T <= aim.HardmaxTMax && !m.PaperCompat:
+		case m.hardmaxAnyT && m.PaperCompat:
+			return Inputf("hardmax --paper-compat is the published formula for T = 2 only (got --T %d)", m.T)
+		case m.hardmaxAnyT && m.T > aim.HardmaxTMax:
+			return Inputf("hardmax --threshold: --T %d, the largest supported is %d", m.T, aim.HardmaxTMax)
+		default:
+			return Inputf("hardmax is implemented for T = 2 only (got --T %d); for 3 <= T <= %d only the threshold alpha-bar_c is computed yet (aim se --threshold); the curves and GAMP-RIE are still to come", m.T, aim.HardmaxTMax)
 		}
 	default:
 		return Inputf("unknown channel %q (want softmax or hardmax)", m.Channel)

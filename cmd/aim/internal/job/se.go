@@ -48,6 +48,7 @@ func (c *SEConfig) Validate() error {
 	case c.Channel == "hardmax":
 		defaultAlpha = "0.01:10:128:log"
 	}
+	c.hardmaxAnyT = c.Threshold
 	if err := c.validate(defaultRho, defaultAlpha); err != nil {
 		return err
 	}
@@ -122,10 +123,29 @@ type SEThresholds struct {
 	AlphaPR         map[string]float64 // per rho (table.RhoKey), from the SE solver; +Inf: none
 	AlphaPRCounting map[string]float64 // per rho, the counting formula (softmax)
 	AlphaBarC       float64            // rho -> 0 weak recovery, in N/(D R)
+	AlphaBarCErr    float64            // its standard error (hardmax T > 2, a polytope integral); 0 when exact
 }
 
-// SEThresholdsOf computes the thresholds of every rho of a validated configuration.
+// SEThresholdsOf computes the thresholds of every rho of a validated configuration. For hardmax
+// at T > 2 that is alpha-bar_c = 1/(2 FisherSum(0, 1)) with its error (aim.HardmaxT's sum over
+// the output patterns, 16 384 lattice points per shift, 4096 at T = 6), and no alpha_PR: the
+// curves at T > 2 are not built yet.
 func SEThresholdsOf(c *SEConfig) (SEThresholds, error) {
+	if c.Channel == "hardmax" && c.T > 2 {
+		h, err := aim.NewHardmaxT(c.T)
+		if err != nil {
+			return SEThresholds{}, InputError{err}
+		}
+		h.Tol, h.Points = 0, 16384
+		if c.T == aim.HardmaxTMax {
+			h.Points = 4096
+		}
+		f, err := h.FisherSumZero(1)
+		if err != nil {
+			return SEThresholds{}, err
+		}
+		return SEThresholds{AlphaBarC: 1 / (2 * f.V), AlphaBarCErr: f.Err / (2 * f.V * f.V)}, nil
+	}
 	ch, err := c.theoryChannel()
 	if err != nil {
 		return SEThresholds{}, InputError{err}
