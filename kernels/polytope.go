@@ -72,6 +72,9 @@ func NewLattice(dim, n, r int, seed uint64) (*Lattice, error) {
 // latticePrimes are the primes whose square roots generate the lattice, one per dimension.
 var latticePrimes = []int{2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97, 101, 103, 107, 109, 113}
 
+// Point writes point i of shift r (0 <= r < R) into w (Dim values in [0, 1]).
+func (l *Lattice) Point(w []float64, r, i int) { l.point(w, r, i) }
+
 // point writes point i of shift r into w.
 func (l *Lattice) point(w []float64, r, i int) {
 	for j := range w {

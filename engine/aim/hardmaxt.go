@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/mathext"
+
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/internal/par"
 	"github.com/aimtheory/aim/kernels"
@@ -219,4 +221,77 @@ func lexLess(a, b []int) bool {
 		}
 	}
 	return false
+}
+
+// FisherSumLattice returns FisherSum(q, V) = F(q/V)/V with
+//
+//	F(lambda) = sum_c |c| E_z[ Z_out(y_c; sqrt(lambda) z, 1) |g_out(y_c; sqrt(lambda) z, 1)|^2 ],   z ~ N(0, I_M),
+//
+// summed over the pattern classes c (PatternClasses; relabelling the tokens maps z to an
+// equally likely z, so every pattern of a class has the same expectation). The expectation over
+// z is a randomised lattice rule of points points in M dimensions with 8 shifts, z_j =
+// Phi^-1(w_j); Err is the standard error over the shifts (the polytope errors, below Tol, are
+// smaller). At q = 0 it is FisherSumZero.
+func (h *HardmaxT) FisherSumLattice(q, V float64, points int) (Value, error) {
+	if !(q >= 0) || !(V > 0) || math.IsInf(q, 0) || math.IsInf(V, 0) {
+		return Value{}, fmt.Errorf("hardmax T = %d: FisherSum(q = %g, V = %g): need q >= 0 and V > 0, finite", h.T, q, V)
+	}
+	T, M := h.T, kernels.Fields(h.T)
+	const shifts, chunk = 8, 16
+	rule, err := kernels.NewLattice(M, points, shifts, hardmaxTSeed)
+	if err != nil {
+		return Value{}, fmt.Errorf("hardmax T = %d: %w", T, err)
+	}
+	reps, counts := PatternClasses(T)
+	sl := math.Sqrt(q / V)
+	per := par.Chunks(points, chunk)
+	sums, err := par.MapReduce(h.Workers, shifts*per, func() (*kernels.HardmaxT, error) {
+		return h.kernel()
+	}, func(k *kernels.HardmaxT, c int) ([]float64, error) {
+		r := c / per
+		lo, hi := par.Span(c%per, points, chunk)
+		out := make([]float64, shifts)
+		w, omega, g, y := make([]float64, M), make([]float64, M), make([]float64, M), make([]float64, T*T)
+		for i := lo; i < hi; i++ {
+			rule.Point(w, r, i)
+			for j := range w {
+				omega[j] = sl * mathext.NormalQuantile(math.Min(math.Max(w[j], 1e-15), 1-1e-15))
+			}
+			for p, rep := range reps {
+				for x := range y {
+					y[x] = 0
+				}
+				for row, b := range rep {
+					y[row*T+b] = 1
+				}
+				est := k.GOut(g, y, omega, 1)
+				if math.IsInf(est.LogZ, -1) {
+					continue
+				}
+				var g2 float64
+				for _, x := range g {
+					g2 += x * x
+				}
+				out[r] += float64(counts[p]) * math.Exp(est.LogZ) * g2
+			}
+		}
+		return out, nil
+	}, make([]float64, shifts), func(a, b []float64) []float64 {
+		for i := range a {
+			a[i] += b[i]
+		}
+		return a
+	})
+	if err != nil {
+		return Value{}, fmt.Errorf("hardmax T = %d: FisherSum(%g, %g): %w", T, q, V, err)
+	}
+	var s, s2 float64
+	for _, v := range sums {
+		v /= float64(points)
+		s += v
+		s2 += v * v
+	}
+	mean := s / shifts
+	vr := (s2/shifts - mean*mean) * shifts / (shifts - 1)
+	return Value{V: mean / V, Err: math.Sqrt(math.Max(vr, 0)/shifts) / V}, nil
 }

@@ -87,3 +87,40 @@ func TestPatternClasses(t *testing.T) {
 		}
 	}
 }
+
+// TestHardmaxTFisherSumLattice: the lattice estimate over omega with the pattern classes
+// matches the T = 2 closed form within 4 reported errors, and at T = 3 the Monte Carlo
+// estimate over (omega, y), an independent method, within 4 combined errors.
+func TestHardmaxTFisherSumLattice(t *testing.T) {
+	ex, _ := NewHardmax(2, false)
+	h2, _ := NewHardmaxT(2)
+	h2.Tol = 1e-2
+	for _, qv := range [][2]float64{{0.5, 1}, {1.2, 0.3}} {
+		got, err := h2.FisherSumLattice(qv[0], qv[1], 128)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := ex.FisherSum(qv[0], qv[1])
+		if math.Abs(got.V-want) > 4*got.Err {
+			t.Errorf("T = 2, FisherSum(%g, %g): lattice %.6g +- %.2g, closed form %.6g", qv[0], qv[1], got.V, got.Err, want)
+		}
+		t.Logf("T = 2, FisherSum(%g, %g): lattice %.6g +- %.2g, closed form %.6g", qv[0], qv[1], got.V, got.Err, want)
+	}
+	if testing.Short() {
+		t.Skip("T = 3: about 10 s")
+	}
+	h3, _ := NewHardmaxT(3)
+	h3.Tol, h3.Samples = 1e-2, 3000
+	lat, err := h3.FisherSumLattice(0.5, 1, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc, err := h3.FisherSumEstimate(0.5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(lat.V-mc.V) > 4*math.Hypot(lat.Err, mc.Err) {
+		t.Errorf("T = 3, FisherSum(0.5, 1): lattice %.6g +- %.2g, Monte Carlo %.6g +- %.2g", lat.V, lat.Err, mc.V, mc.Err)
+	}
+	t.Logf("T = 3, FisherSum(0.5, 1): lattice %.6g +- %.2g, Monte Carlo %.6g +- %.2g", lat.V, lat.Err, mc.V, mc.Err)
+}
