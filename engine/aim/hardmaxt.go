@@ -74,28 +74,11 @@ func (h *HardmaxT) FisherSumZero(V float64) (Value, error) {
 		y, g, omega := make([]float64, T*T), make([]float64, M), make([]float64, M)
 		var a acc
 		for p := lo; p < hi; p++ {
-			for i := range y {
-				y[i] = 0
-			}
-			for row, b := range reps[p] {
-				y[row*T+b] = 1
-			}
-			est := k.GOut(g, y, omega, V)
-			if math.IsInf(est.LogZ, -1) {
-				continue // an impossible pattern
-			}
-			z := math.Exp(est.LogZ)
-			var g2 float64
-			for _, x := range g {
-				g2 += x * x
-			}
+			t, e := classTerm(k, reps[p], y, g, omega, V)
+			// The patterns of a class share one estimate, so its error counts once per pattern.
 			w := float64(counts[p])
-			a.s += w * z * g2
-			// The error of z g^2: z's relative error and g's absolute error (ErrM/sqrt(V) per
-			// coordinate); the patterns of a class share one estimate, so its error counts w times.
-			eg := est.ErrM / math.Sqrt(V)
-			e := w * (z*g2*est.ErrLogZ + z*2*math.Sqrt(g2)*eg)
-			a.v += e * e
+			a.s += w * t
+			a.v += w * w * e * e
 		}
 		return a, nil
 	}, acc{}, func(a, b acc) acc { return acc{a.s + b.s, a.v + b.v} })
@@ -258,21 +241,8 @@ func (h *HardmaxT) FisherSumLattice(q, V float64, points int) (Value, error) {
 				omega[j] = sl * mathext.NormalQuantile(math.Min(math.Max(w[j], 1e-15), 1-1e-15))
 			}
 			for p, rep := range reps {
-				for x := range y {
-					y[x] = 0
-				}
-				for row, b := range rep {
-					y[row*T+b] = 1
-				}
-				est := k.GOut(g, y, omega, 1)
-				if math.IsInf(est.LogZ, -1) {
-					continue
-				}
-				var g2 float64
-				for _, x := range g {
-					g2 += x * x
-				}
-				out[r] += float64(counts[p]) * math.Exp(est.LogZ) * g2
+				t, _ := classTerm(k, rep, y, g, omega, 1)
+				out[r] += float64(counts[p]) * t
 			}
 		}
 		return out, nil
@@ -294,4 +264,27 @@ func (h *HardmaxT) FisherSumLattice(q, V float64, points int) (Value, error) {
 	mean := s / shifts
 	vr := (s2/shifts - mean*mean) * shifts / (shifts - 1)
 	return Value{V: mean / V, Err: math.Sqrt(math.Max(vr, 0)/shifts) / V}, nil
+}
+
+// classTerm returns Z_out(y; omega, V) |g_out(y; omega, V)|^2 for the pattern of winners b
+// (0 for an impossible one) and its error, from z's relative error and g's absolute error
+// (ErrM / sqrt(V) per coordinate); y and g are scratch (T x T and M values).
+func classTerm(k *kernels.HardmaxT, b []int, y, g, omega []float64, V float64) (t, err float64) {
+	T := len(b)
+	for i := range y {
+		y[i] = 0
+	}
+	for row, c := range b {
+		y[row*T+c] = 1
+	}
+	est := k.GOut(g, y, omega, V)
+	if math.IsInf(est.LogZ, -1) {
+		return 0, 0
+	}
+	z := math.Exp(est.LogZ)
+	var g2 float64
+	for _, x := range g {
+		g2 += x * x
+	}
+	return z * g2, z*g2*est.ErrLogZ + z*2*math.Sqrt(g2)*est.ErrM/math.Sqrt(V)
 }
