@@ -55,6 +55,9 @@
 //	g(z)       Stieltjes         Stieltjes transform of mu_Delta                             AIM 2.1
 //	f(lambda)  Denoise           RIE spectral map lambda - 2 Delta Re g(lambda - i0)         AIM 2.1
 //	alpha_PR   AlphaPR           perfect-recovery threshold (softmax)                        AIM 2.2
+//	lambda     lambda            q/V: hardmax's FisherSum(q, V) = F(lambda)/V (H/3 at T = 2) AIM 2.3
+//	b          Winners           b_a = argmax_c h_ac: a hardmax output, row by row; its class AIM 2.3
+//	                             up to relabelling (PatternClasses)
 //	alpha-bar_c AlphaBarC        rho -> 0 weak-recovery threshold in alpha-bar_r             AIM 2.3
 //	e_gen      GenError          E||y - y_hat||_F^2 of the Bayes-optimal predictor           AIM 2.4
 //	z          (device ops)      AMP coordinates z = sqrt(2) u = tau o h                     AIM 3
