@@ -87,7 +87,7 @@ func modelFlags(fs *flag.FlagSet, m *job.Model, quiet *bool) {
 	fs.Float64Var(&m.Beta, "beta", m.Beta, "softmax inverse temperature")
 	fs.Var((*listFlag)(&m.Rho), "rho", "rank ratio rho = R/D: a value, list or range; repeatable (default 0.5)")
 	fs.StringVar(&m.Out, "out", m.Out, "CSV output (the manifest goes beside it as .json)")
-	fs.StringVar(&m.Plot, "plot", m.Plot, "plot output, .png or .svg; empty for none")
+	fs.StringVar(&m.Plot, "plot", m.Plot, "plot output, .png, .svg or .pdf; empty for none")
 	fs.StringVar(&m.Axes, "axes", m.Axes, "plot axes: auto, lin, logx, logy or loglog (auto: lin for softmax, loglog for hardmax)")
 	fs.BoolVar(quiet, "quiet", false, "no progress bar")
 }
@@ -116,7 +116,7 @@ func smiFlags(fs *flag.FlagSet, f *job.SMI, withC bool, quiet *bool) {
 	}
 	fs.Float64Var(&f.Beta, "beta", f.Beta, "softmax inverse temperature")
 	fs.StringVar(&f.Out, "out", f.Out, "CSV output (the manifest goes beside it as .json)")
-	fs.StringVar(&f.Plot, "plot", f.Plot, "plot output, .png or .svg; empty for none")
+	fs.StringVar(&f.Plot, "plot", f.Plot, "plot output, .png, .svg or .pdf; empty for none")
 	fs.BoolVar(quiet, "quiet", false, "no progress bar")
 	fs.IntVar(&f.Workers, "workers", f.Workers, "goroutines (0: all cores); the results do not depend on it")
 }

@@ -27,7 +27,7 @@ Flags:
 func runPlot(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("aim plot", plotUsage, stderr)
 	var c job.PlotConfig
-	fs.StringVar(&c.Out, "out", "", "the figure, .png or .svg (default: <first CSV>-plot.png beside the first CSV)")
+	fs.StringVar(&c.Out, "out", "", "the figure, .png, .svg or .pdf (default: <first CSV>-plot.png beside the first CSV)")
 	fs.StringVar(&c.X, "x", "auto", "x axis for aim se/amp/gd CSVs: alpha (N/D^2), alpha-bar (alpha (T^2 + T - 2)) or alpha-rho (alpha/rho = N/(D R)); auto: the run command's")
 	fs.StringVar(&c.Axes, "axes", "auto", "axes: auto (the run command's), lin, logx, logy or loglog")
 	fs.StringVar(&c.Title, "title", "", "the title (default: the run command's)")

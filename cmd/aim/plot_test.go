@@ -176,7 +176,7 @@ func TestPlotBadInput(t *testing.T) {
 		{"missing file", []string{filepath.Join(src, "missing.csv")}, []string{"missing.csv", "no such file"}},
 		{"unknown x", []string{"--x", "beta", good}, []string{"--x", "beta"}},
 		{"unknown axes", []string{"--axes", "semilog", good}, []string{"--axes"}},
-		{"unknown format", []string{good}, []string{"format"}}, // --out x.pdf below
+		{"unknown format", []string{good}, []string{"format"}}, // --out x.gif below
 		{"no file", []string{}, []string{"no CSV"}},
 		{"aim with smi", []string{good, smi}, []string{"cannot share a figure"}},
 		{"x for smi", []string{"--x", "alpha-bar", smi}, []string{"--x alpha-bar"}},
@@ -187,7 +187,7 @@ func TestPlotBadInput(t *testing.T) {
 			dir := t.TempDir()
 			out := filepath.Join(dir, "fig.svg")
 			if tc.name == "unknown format" {
-				out = filepath.Join(dir, "fig.pdf")
+				out = filepath.Join(dir, "fig.gif")
 			}
 			code, _, stderr := runArgs(t, append([]string{"plot", "--out", out}, tc.args...)...)
 			if code != 2 {

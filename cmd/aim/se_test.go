@@ -53,7 +53,7 @@ func TestSEBadInput(t *testing.T) {
 		{[]string{"--paper-compat"}, "hardmax channel only"},
 		{[]string{"--out", filepath.Join(blocker, "se.csv"), "--alpha", "0.1"}, "cannot"},
 		{[]string{"--out", filepath.Join(dir, "se.txt")}, ".csv"},
-		{[]string{"--plot", filepath.Join(dir, "se.pdf")}, "format"},
+		{[]string{"--plot", filepath.Join(dir, "se.gif")}, "format"},
 		{[]string{"--gen-samples", "1"}, "gen-samples"},
 		{[]string{"--damping", "1"}, "damping"},
 		{[]string{"--bogus"}, "bogus"},
@@ -196,5 +196,21 @@ func TestSEThresholdHardmaxT(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, "T = 2 only") && !strings.Contains(stderr, "largest supported is 6") {
 			t.Errorf("%v: status %d, %s", args, code, stderr)
 		}
+	}
+}
+
+// TestSEPlotPDF: `--plot x.pdf` writes the figure as a PDF with vector text (the axis label
+// in a text operator; figure.TestRenderPDF checks the content streams).
+func TestSEPlotPDF(t *testing.T) {
+	dir := t.TempDir()
+	pdf := filepath.Join(dir, "se.pdf")
+	code, _, stderr := runAim("se", "--quiet", "--rho", "0.5", "--alpha", "0.05:0.2:4", "--gen-samples", "0",
+		"--out", filepath.Join(dir, "se.csv"), "--plot", pdf)
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(pdf)
+	if err != nil || !bytes.HasPrefix(b, []byte("%PDF-1.")) || !bytes.Contains(b, []byte("%%EOF")) {
+		t.Fatalf("%s is not a PDF (%v)", pdf, err)
 	}
 }

@@ -95,7 +95,7 @@ func TestSMIBadInput(t *testing.T) {
 		{[]string{"se", "--gen-samples", "1"}, "gen-samples"},
 		{[]string{"se", "--workers", "-1"}, "workers"},
 		{[]string{"se", "--out", filepath.Join(res, "se.txt")}, ".csv"},
-		{[]string{"se", "--plot", filepath.Join(res, "se.pdf")}, "format"},
+		{[]string{"se", "--plot", filepath.Join(res, "se.gif")}, "format"},
 		{[]string{"se", "--alpha", "0.1", "--out", filepath.Join(blocker, "se.csv")}, "cannot"},
 		{[]string{"se", "--bogus"}, "bogus"},
 		{[]string{"se", "stray"}, "unexpected argument"},

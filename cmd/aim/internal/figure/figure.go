@@ -1,6 +1,6 @@
 // Package figure draws the papers' kind of figure with gonum/plot: curves (SE lines), points
-// with error bars (AMP, GD), and thresholds as vertical lines, on linear or log axes, to PNG or
-// SVG. Every run command and `aim plot` use it.
+// with error bars (AMP, GD), and thresholds as vertical lines, on linear or log axes, to PNG,
+// SVG or PDF (vector text). Every run command and `aim plot` use it.
 package figure
 
 import (
@@ -17,12 +17,28 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgpdf"
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// Palette is the papers' colour sequence (figures.ipynb of the AIM paper); Group k of a series
-// takes Palette[k mod len]. Black (the reference curve) is Group -1.
-var Palette = []string{"#577590", "#4d908e", "#43aa8b", "#90be6d", "#f9c74f", "#f8961e", "#f3722c", "#f94144"}
+// Palette is the colour-blind-safe qualitative palette of Okabe and Ito (2008), without its
+// black, ordered so that neighbours differ most, and a grey for the eighth; Group k of a series
+// takes Palette[k mod len]. Black (the reference curve) is Group -1. The figure tests hold every
+// pair of neighbours (and the eighth and the first) at a CIEDE2000 distance of at least 20.
+var Palette = []string{"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"}
+
+// shapes are the markers of the groups' points, Group k taking shapes[k mod len], so that
+// neighbouring groups differ in greyscale print too.
+var shapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{},
+	draw.RingGlyph{}, draw.BoxGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
+
+// shape returns the marker of a group (a filled circle for the reference, Group < 0).
+func shape(group int) draw.GlyphDrawer {
+	if group < 0 {
+		return draw.CircleGlyph{}
+	}
+	return shapes[group%len(shapes)]
+}
 
 // Series is one curve or one set of points.
 type Series struct {
@@ -52,15 +68,17 @@ type Figure struct {
 	Width, Height         vg.Length // zero: 6 x 4.2 inches
 }
 
-// Format returns "png" or "svg" from a file name, or an error for another extension.
+// Format returns "png", "svg" or "pdf" from a file name, or an error for another extension.
 func Format(path string) (string, error) {
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".png":
 		return "png", nil
 	case ".svg":
 		return "svg", nil
+	case ".pdf":
+		return "pdf", nil
 	default:
-		return "", fmt.Errorf("plot %s: unknown format %q (use .png or .svg)", path, ext)
+		return "", fmt.Errorf("plot %s: unknown format %q (use .png, .svg or .pdf)", path, ext)
 	}
 }
 
@@ -81,7 +99,8 @@ func (f *Figure) usable(x, y float64) bool {
 	return (!f.LogX || x > 0) && (!f.LogY || y > 0)
 }
 
-// Render draws the figure in the given format ("png" or "svg") to w.
+// Render draws the figure in the given format ("png", "svg" or "pdf": vector text, the fonts
+// embedded) to w.
 func (f *Figure) Render(w io.Writer, format string) error {
 	p := plot.New()
 	p.Title.Text = f.Title
@@ -141,7 +160,7 @@ func (f *Figure) Render(w io.Writer, format string) error {
 				return fmt.Errorf("figure: %w", err)
 			}
 			sc.GlyphStyle.Color = c
-			sc.GlyphStyle.Shape = draw.CircleGlyph{}
+			sc.GlyphStyle.Shape = shape(s.Group)
 			sc.GlyphStyle.Radius = vg.Points(2.2)
 			p.Add(sc)
 			if errs != nil {
@@ -209,6 +228,10 @@ func (f *Figure) Render(w io.Writer, format string) error {
 		canvas = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(150))}
 	case "svg":
 		canvas = vgsvg.New(width, height)
+	case "pdf":
+		c := vgpdf.New(width, height)
+		c.EmbedFonts(true)
+		canvas = c
 	default:
 		return fmt.Errorf("figure: unknown format %q", format)
 	}

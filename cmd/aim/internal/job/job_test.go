@@ -85,7 +85,7 @@ func TestValidate(t *testing.T) {
 		{func() *AMPConfig { c := NewAMPConfig(); c.D = 1; return c }(), "--D 1: need D >= 2"},
 		{func() *AMPConfig { c := NewAMPConfig(); c.D, c.Alpha = 10, "0.001"; return c }(), "N = floor(alpha D^2) = 0"},
 		{func() *AMPConfig { c := NewAMPConfig(); c.Damping = 1; return c }(), "--damping 1: need 0 <= damping < 1"},
-		{func() *AMPConfig { c := NewAMPConfig(); c.Plot = "a.pdf"; return c }(), "unknown format"},
+		{func() *AMPConfig { c := NewAMPConfig(); c.Plot = "a.gif"; return c }(), "unknown format"},
 		{func() *GDConfig { c := NewGDConfig(); c.Channel = "hardmax"; return c }(), "hardmax students are not offered"},
 		{func() *GDConfig { c := NewGDConfig(); c.Optimizer = "sgd"; return c }(), `--optimizer "sgd": want adam or gd`},
 		{func() *SMISEConfig { c := NewSMISEConfig(); c.M = 3; return c }(), "M = 2 only"},

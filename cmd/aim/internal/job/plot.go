@@ -15,7 +15,7 @@ import (
 // PlotConfig is the configuration of `aim plot`: a figure from saved CSVs.
 type PlotConfig struct {
 	Files []string // the CSVs, at least one
-	Out   string   // the figure, .png or .svg; "": <first CSV>-plot.png beside the first CSV
+	Out   string   // the figure, .png, .svg or .pdf; "": <first CSV>-plot.png beside the first CSV
 	plot.Options
 }
 
