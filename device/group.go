@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/aimtheory/aim/internal/par"
 )
@@ -38,7 +39,7 @@ type Collective interface {
 }
 
 // Single returns the group of one device.
-func Single(dev Device) *Group { return &Group{Members: []Device{dev}, Sum: HostSum{}} }
+func Single(dev Device) *Group { return &Group{Members: []Device{dev}, Sum: &HostSum{}} }
 
 // NewGroup returns the group of the members, lead first, summing through sum (HostSum when
 // nil). A group needs at least one member and no member twice.
@@ -57,7 +58,7 @@ func NewGroup(members []Device, sum Collective, concurrent bool) (*Group, error)
 		}
 	}
 	if sum == nil {
-		sum = HostSum{}
+		sum = &HostSum{}
 	}
 	return &Group{Members: members, Sum: sum, Concurrent: concurrent}, nil
 }
@@ -132,18 +133,32 @@ func (g *Group) Close() error {
 // buffer and adds them in member order, ((b_0 + b_1) + b_2) + ..., then uploads the sum to the
 // lead; Broadcast downloads the lead's buffer and uploads it to each other member. It works
 // with any backend; its sums are exactly those of adding the members' buffers one after another
-// on one device (Axpby(b_0, 1, b_j, 1) for j = 1, 2, ...).
-type HostSum struct{}
+// on one device (Axpby(b_0, 1, b_j, 1) for j = 1, 2, ...). Its host buffers are kept between
+// calls (a D x D sum every iteration allocates nothing); use it through a pointer.
+type HostSum struct {
+	mu       sync.Mutex
+	acc, tmp []float64
+}
 
 // Name returns "host".
-func (HostSum) Name() string { return "host" }
+func (*HostSum) Name() string { return "host" }
+
+// scratch returns the two host buffers of n values.
+func (h *HostSum) scratch(n int) (acc, tmp []float64) {
+	if cap(h.acc) < n {
+		h.acc, h.tmp = make([]float64, n), make([]float64, n)
+	}
+	return h.acc[:n], h.tmp[:n]
+}
 
 // Reduce sets bufs[0] = sum_j bufs[j], in member order, through the host.
-func (HostSum) Reduce(members []Device, bufs []Buffer) error {
+func (h *HostSum) Reduce(members []Device, bufs []Buffer) error {
 	if err := checkCollective("Reduce", members, bufs); err != nil || len(bufs) == 1 {
 		return err
 	}
-	acc, tmp := make([]float64, bufs[0].Len()), make([]float64, bufs[0].Len())
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	acc, tmp := h.scratch(bufs[0].Len())
 	if err := members[0].Download(acc, bufs[0]); err != nil {
 		return fmt.Errorf("host Reduce: %w", err)
 	}
@@ -162,11 +177,13 @@ func (HostSum) Reduce(members []Device, bufs []Buffer) error {
 }
 
 // Broadcast sets bufs[j] = bufs[0] for j > 0, through the host.
-func (HostSum) Broadcast(members []Device, bufs []Buffer) error {
+func (h *HostSum) Broadcast(members []Device, bufs []Buffer) error {
 	if err := checkCollective("Broadcast", members, bufs); err != nil || len(bufs) == 1 {
 		return err
 	}
-	v := make([]float64, bufs[0].Len())
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, _ := h.scratch(bufs[0].Len())
 	if err := members[0].Download(v, bufs[0]); err != nil {
 		return fmt.Errorf("host Broadcast: %w", err)
 	}

@@ -25,8 +25,9 @@ type HardmaxT struct {
 	Tol   float64
 	t, m  int
 	rule  *Lattice
-	polys map[string]*Polytope // by the winners b, one per pattern met
+	polys map[int]*Polytope // by the winners b (sum_a b_a T^a), one per pattern met
 	c, xi []float64
+	b     []int // the winners of the current output
 }
 
 // HardmaxTPoints and HardmaxTShifts are the default lattice rule of NewHardmaxT: 1024 points of
@@ -55,7 +56,8 @@ func NewHardmaxT(T, points, shifts int) (*HardmaxT, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hardmax channel: %w", err)
 	}
-	return &HardmaxT{t: T, m: M, rule: rule, polys: map[string]*Polytope{}, c: make([]float64, T*(T-1)), xi: make([]float64, M)}, nil
+	return &HardmaxT{t: T, m: M, rule: rule, polys: map[int]*Polytope{}, c: make([]float64, T*(T-1)), xi: make([]float64, M),
+		b: make([]int, T)}, nil
 }
 
 // Tokens returns T.
@@ -66,10 +68,13 @@ func (h *HardmaxT) Output(y, hm []float64) { hardmaxRows(y, hm, h.t) }
 
 // Winners returns b with b_a the column of the 1 in row a of the one-hot y (T x T, row-major;
 // entries above 1/2 count as the 1).
-func (h *HardmaxT) Winners(y []float64) []int {
+func (h *HardmaxT) Winners(y []float64) []int { return h.winners(make([]int, h.t), y) }
+
+// winners writes the winners of y into b and returns it.
+func (h *HardmaxT) winners(b []int, y []float64) []int {
 	T := h.t
-	b := make([]int, T)
 	for a := 0; a < T; a++ {
+		b[a] = 0
 		for c := 0; c < T; c++ {
 			if y[a*T+c] > 0.5 {
 				b[a] = c
@@ -107,7 +112,10 @@ func (h *HardmaxT) Constraints(b []int) []float64 {
 
 // polytope returns the prepared constraints of the winners b.
 func (h *HardmaxT) polytope(b []int) *Polytope {
-	key := fmt.Sprint(b)
+	key := 0
+	for a := len(b) - 1; a >= 0; a-- {
+		key = key*h.t + b[a]
+	}
 	if p, ok := h.polys[key]; ok {
 		return p
 	}
@@ -125,7 +133,7 @@ func (h *HardmaxT) polytope(b []int) *Polytope {
 // E[xi | .], so that of g is ErrM / sqrt(V)). y is T x T one-hot, omega and g hold M values,
 // V > 0. It is not safe for concurrent use (one HardmaxT per goroutine).
 func (h *HardmaxT) GOut(g, y, omega []float64, V float64) Estimate {
-	p := h.polytope(h.Winners(y))
+	p := h.polytope(h.winners(h.b, y))
 	A, M := p.a, h.m
 	sv := math.Sqrt(V)
 	for k := range h.c {

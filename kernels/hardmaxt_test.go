@@ -257,3 +257,16 @@ func TestHardmaxTErrorsHonest(t *testing.T) {
 	}
 	t.Logf("Tol = 1e-2 stopped early in %d of 8 cases", early)
 }
+
+// TestHardmaxTNoAllocations: once a pattern's constraints are prepared, an estimate of g_out
+// allocates nothing (it runs once per sample per iteration).
+func TestHardmaxTNoAllocations(t *testing.T) {
+	h, _ := NewHardmaxT(3, 128, 4)
+	h.Tol = 1e-2
+	y, omega, g := make([]float64, 9), []float64{0.1, -0.2, 0.3, 0, 0.5, -0.1}, make([]float64, 6)
+	y[0], y[3], y[6] = 1, 1, 1
+	h.GOut(g, y, omega, 0.7)
+	if n := testing.AllocsPerRun(20, func() { h.GOut(g, y, omega, 0.7) }); n != 0 {
+		t.Errorf("GOut allocates %g times per call, want 0", n)
+	}
+}

@@ -1,9 +1,10 @@
 package kernels
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 
 	"gonum.org/v1/gonum/mathext"
 )
@@ -97,7 +98,12 @@ type Polytope struct {
 	c     []float64
 	w     []float64 // a lattice point
 	eta   []float64
-	hh    []float64 // Householder work (M x K copy of the ordered A^T)
+	// Reused by every estimate, so that one allocates nothing once the sizes are known.
+	acc     []shiftSum
+	ratio   [][]float64 // per shift: its m in eta coordinates (nil when the shift saw no point)
+	mean, v []float64   // M values each: the combined m in eta coordinates, a reflection
+	score   []float64   // K values: the ordering of the constraints
+	hh      []float64   // Householder work (M x K copy of the ordered A^T)
 }
 
 // NewPolytope returns the constraints A xi >= c of xi in R^M, A K x M row-major with no zero
@@ -113,7 +119,8 @@ func NewPolytope(A []float64, K, M int) (*Polytope, error) {
 	}
 	return &Polytope{K: K, M: M, a: append([]float64(nil), A...), order: make([]int, K),
 		l: make([]float64, K*M), q: make([]float64, M*M), last: make([]int, K), c: make([]float64, K),
-		w: make([]float64, M), eta: make([]float64, M), hh: make([]float64, M*K)}, nil
+		w: make([]float64, M), eta: make([]float64, M), hh: make([]float64, M*K),
+		mean: make([]float64, M), v: make([]float64, M), score: make([]float64, K)}, nil
 }
 
 func norm(v []float64) float64 {
@@ -141,9 +148,16 @@ type Estimate struct {
 func (p *Polytope) Moments(m, c []float64, rule *Lattice, tol float64) Estimate {
 	M := p.M
 	p.prepare(c)
-	acc := make([]shiftSum, rule.R)
+	for len(p.acc) < rule.R {
+		p.acc = append(p.acc, shiftSum{sm: make([]float64, M)})
+		p.ratio = append(p.ratio, make([]float64, M))
+	}
+	acc := p.acc[:rule.R]
 	for r := range acc {
-		acc[r] = shiftSum{top: math.Inf(-1), sm: make([]float64, M)}
+		acc[r].top, acc[r].sw = math.Inf(-1), 0
+		for j := range acc[r].sm {
+			acc[r].sm[j] = 0
+		}
 	}
 	n := rule.N
 	if tol > 0 {
@@ -222,16 +236,19 @@ func (p *Polytope) combine(m []float64, acc []shiftSum, n int) Estimate {
 		return Estimate{LogZ: math.Inf(-1), ErrLogZ: math.Inf(1), ErrM: math.Inf(1)}
 	}
 	var sz, sz2 float64
-	eta := make([]float64, M)
-	ratio := make([][]float64, R)
+	eta := p.mean
+	for j := range eta {
+		eta[j] = 0
+	}
+	ratio := p.ratio[:R]
 	for r, s := range acc {
 		if s.sw == 0 {
+			ratio[r][0] = math.NaN() // no point of this shift inside
 			continue
 		}
 		z := math.Exp(s.top + math.Log(s.sw/float64(n)) - top)
 		sz += z
 		sz2 += z * z
-		ratio[r] = make([]float64, M)
 		for j := range eta {
 			ratio[r][j] = s.sm[j] / s.sw
 			eta[j] += z * ratio[r][j]
@@ -248,7 +265,7 @@ func (p *Polytope) combine(m []float64, acc []shiftSum, n int) Estimate {
 		var s, s2 float64
 		for r := range ratio {
 			x := math.NaN()
-			if ratio[r] != nil {
+			if !math.IsNaN(ratio[r][0]) {
 				x = p.rotate(ratio[r], j)
 			}
 			s += x
@@ -280,12 +297,12 @@ func (p *Polytope) rotate(eta []float64, j int) float64 {
 // last variables.
 func (p *Polytope) prepare(c []float64) {
 	K, M := p.K, p.M
-	score := make([]float64, K)
+	score := p.score
 	for k := 0; k < K; k++ {
 		p.order[k] = k
 		score[k] = c[k] / norm(p.a[k*M:(k+1)*M]) // larger: less probable
 	}
-	sort.SliceStable(p.order, func(i, j int) bool { return score[p.order[i]] > score[p.order[j]] })
+	slices.SortStableFunc(p.order, func(i, j int) int { return cmp.Compare(score[j], score[i]) })
 	// hh = A_ordered^T, M x K; Householder QR: hh = Q R.
 	h := p.hh
 	for k, o := range p.order {
@@ -300,7 +317,7 @@ func (p *Polytope) prepare(c []float64) {
 	for j := 0; j < M; j++ {
 		p.q[j*M+j] = 1
 	}
-	v := make([]float64, M)
+	v := p.v
 	for col := 0; col < min(M, K); col++ {
 		// The reflection that zeroes h[col+1:, col].
 		var s float64

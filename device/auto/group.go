@@ -101,7 +101,7 @@ func OpenGroup(name string, o cpu.Options) (*device.Group, string, error) {
 			}
 			members[j] = d
 		}
-		g, err := device.NewGroup(members, device.HostSum{}, false)
+		g, err := device.NewGroup(members, &device.HostSum{}, false)
 		if err != nil {
 			closeAll(members)
 			return nil, "", err
@@ -138,7 +138,7 @@ func OpenGroup(name string, o cpu.Options) (*device.Group, string, error) {
 		}
 		devs[j], members[j] = d, d
 	}
-	var sum device.Collective = device.HostSum{}
+	var sum device.Collective = &device.HostSum{}
 	why := ""
 	if len(devs) > 1 {
 		if c, err := cuda.NewNCCL(devs); err == nil {

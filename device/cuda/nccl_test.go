@@ -243,7 +243,7 @@ func TestGPUNCCLTwoRanks(t *testing.T) {
 		if err := c.Reduce(members, nb); err != nil {
 			t.Fatalf("n=%d: nccl Reduce: %v", n, err)
 		}
-		if err := (device.HostSum{}).Reduce(members, hb); err != nil {
+		if err := (&device.HostSum{}).Reduce(members, hb); err != nil {
 			t.Fatalf("n=%d: host Reduce: %v", n, err)
 		}
 		got, want := down(t, g, nb[0]), down(t, g, hb[0])

@@ -7,20 +7,12 @@ import (
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/internal/devtest"
 )
 
 // cpuGroup returns a group of k CPU devices (host sums, members in turn).
 func cpuGroup(t *testing.T, k int) *device.Group {
-	t.Helper()
-	members := make([]device.Device, k)
-	for j := range members {
-		members[j] = cpu.New(0)
-	}
-	g, err := device.NewGroup(members, device.HostSum{}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
+	return devtest.Group(t, k, func() device.Device { return cpu.New(0) })
 }
 
 // runGroup draws the data on g (stored tokens for chunk 0) and runs GAMP-RIE.

@@ -7,19 +7,13 @@ import (
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/internal/devtest"
 )
 
 // trainGroup draws the data on a group of k CPU devices (stored tokens for chunk 0) and trains.
 func trainGroup(t *testing.T, k int, p aim.Params, chunk int, o Options) Result {
 	t.Helper()
-	members := make([]device.Device, k)
-	for j := range members {
-		members[j] = cpu.New(0)
-	}
-	g, err := device.NewGroup(members, device.HostSum{}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := devtest.Group(t, k, func() device.Device { return cpu.New(0) })
 	parts, err := aim.GenerateGroup(g, p, chunk)
 	if err != nil {
 		t.Fatal(err)

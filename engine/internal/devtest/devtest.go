@@ -3,6 +3,7 @@ package devtest
 
 import (
 	"sync"
+	"testing"
 
 	"github.com/aimtheory/aim/device"
 )
@@ -92,4 +93,19 @@ func (q countedQuadForm) QuadFormSum(out, cm, x, scratch device.Buffer, n, t, d 
 	q.c.quadForms++
 	q.c.mu.Unlock()
 	return q.q.QuadFormSum(out, cm, x, scratch, n, t, d, alpha)
+}
+
+// Group returns a device group of k members made by newDev, summing through the host, one
+// member after another (device.NewGroup); it fails the test on an error.
+func Group(tb testing.TB, k int, newDev func() device.Device) *device.Group {
+	tb.Helper()
+	members := make([]device.Device, k)
+	for j := range members {
+		members[j] = newDev()
+	}
+	g, err := device.NewGroup(members, &device.HostSum{}, false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return g
 }
