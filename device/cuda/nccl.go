@@ -231,7 +231,9 @@ func (c *NCCL) check(op string, members []device.Device, bufs []device.Buffer) (
 }
 
 // each runs f(j, rank j's backend) on every rank's executor, all concurrently, and returns
-// their errors joined, each naming its rank.
+// their errors joined, each naming its rank. Every rank runs whatever the others do (unlike
+// par.For, which stops handing out work after a failure): NCCL may block a rank until all of
+// them have called.
 func (c *NCCL) each(f func(j int, b *backend) error) error {
 	errs := make([]error, len(c.devs))
 	var wg sync.WaitGroup
@@ -271,9 +273,8 @@ func (c *NCCL) release(name string, fn func(comm uintptr) int32) error {
 	return errors.Join(errs...)
 }
 
-// Close destroys the communicators (ncclCommDestroy). It may come after the GPUs were closed
-// (device.Group.Close closes the members first): NCCL keeps its own hold on each GPU's
-// primary context. Closing twice is not an error.
+// Close destroys the communicators (ncclCommDestroy); device.Group.Close calls it before it
+// closes the GPUs. Closing twice is not an error.
 func (c *NCCL) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
