@@ -60,6 +60,11 @@ func NewHardmaxT(T, points, shifts int) (*HardmaxT, error) {
 		b: make([]int, T)}, nil
 }
 
+// Reseed draws new shifts of the channel's lattice rule from seed (Lattice.Reshift; NewHardmaxT
+// uses a fixed seed). An integral over omega of g_out reseeds per point of its own rule, so that
+// the errors of the g_out estimates are independent and average out.
+func (h *HardmaxT) Reseed(seed uint64) { h.rule.Reshift(seed) }
+
 // Tokens returns T.
 func (h *HardmaxT) Tokens() int { return h.t }
 

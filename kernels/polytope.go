@@ -58,6 +58,15 @@ func NewLattice(dim, n, r int, seed uint64) (*Lattice, error) {
 		s := math.Sqrt(float64(latticePrimes[j]))
 		l.alpha[j] = s - math.Floor(s)
 	}
+	l.Reshift(seed)
+	return l, nil
+}
+
+// Reshift replaces the rule's shifts by those of seed (SplitMix64: shift value k is the k-th
+// output of the generator started at seed, times 2^-53), as NewLattice draws them. Integrals
+// nested inside another rule reshift per outer point, so that the inner rules' errors are
+// independent from point to point and average out instead of adding up.
+func (l *Lattice) Reshift(seed uint64) {
 	x := seed
 	for i := range l.shift {
 		x += 0x9e3779b97f4a7c15
@@ -67,7 +76,6 @@ func NewLattice(dim, n, r int, seed uint64) (*Lattice, error) {
 		z ^= z >> 31
 		l.shift[i] = float64(z>>11) * 0x1p-53
 	}
-	return l, nil
 }
 
 // latticePrimes are the primes whose square roots generate the lattice, one per dimension.
@@ -136,7 +144,10 @@ type Estimate struct {
 	LogZ    float64 // log Z
 	ErrLogZ float64 // the standard error of log Z over the shifts (about the relative error of Z)
 	ErrM    float64 // the largest standard error of a coordinate of m over the shifts
-	Points  int     // lattice points per shift used
+	// VarM is the sum over the coordinates of m of their squared standard errors: |m|^2 - VarM
+	// estimates |E[xi | A xi >= c]|^2 without the bias Var that |m|^2 carries.
+	VarM   float64
+	Points int // lattice points per shift used
 }
 
 // Moments estimates Z and m (written into m, M values) for thresholds c (K values) with rule
@@ -273,6 +284,7 @@ func (p *Polytope) combine(m []float64, acc []shiftSum, n int) Estimate {
 		}
 		v := (s2 - s*s/float64(R)) / float64(R-1)
 		est.ErrM = math.Max(est.ErrM, math.Sqrt(math.Max(v, 0)/float64(R)))
+		est.VarM += math.Max(v, 0) / float64(R)
 		if math.IsNaN(v) {
 			est.ErrM = math.Inf(1)
 		}

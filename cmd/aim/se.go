@@ -77,11 +77,10 @@ func printThresholds(stdout io.Writer, c *job.SEConfig, th job.SEThresholds) {
 	}
 	fmt.Fprintf(stdout, "channel %s%s, T = %d\n", c.Channel, mode, c.T)
 	if th.AlphaBarCErr > 0 {
-		fmt.Fprintf(stdout, "alpha-bar_c = %.6g +- %.2g   (rho -> 0 weak recovery, in alpha/rho = N/(D R); standard error of the polytope integrals)\n", th.AlphaBarC, th.AlphaBarCErr)
-		fmt.Fprintf(stdout, "alpha_PR and the SE curves of hardmax at T = %d are not computed yet\n", c.T)
-		return
+		fmt.Fprintf(stdout, "alpha-bar_c = %.6g +- %.2g   (rho -> 0 weak recovery, in alpha/rho = N/(D R); error of the polytope integrals)\n", th.AlphaBarC, th.AlphaBarCErr)
+	} else {
+		fmt.Fprintf(stdout, "alpha-bar_c = %.10g   (rho -> 0 weak recovery, in alpha/rho = N/(D R))\n", th.AlphaBarC)
 	}
-	fmt.Fprintf(stdout, "alpha-bar_c = %.10g   (rho -> 0 weak recovery, in alpha/rho = N/(D R))\n", th.AlphaBarC)
 	for _, r := range c.Rhos() {
 		a := th.AlphaPR[table.RhoKey(r)]
 		if math.IsInf(a, 1) {

@@ -124,3 +124,37 @@ func TestHardmaxTFisherSumLattice(t *testing.T) {
 	}
 	t.Logf("T = 3, FisherSum(0.5, 1): lattice %.6g +- %.2g, Monte Carlo %.6g +- %.2g", lat.V, lat.Err, mc.V, mc.Err)
 }
+
+// TestFisherTableT2: the whole construction of the T > 2 tables (lattice nodes, the facet limit
+// c1, the Chebyshev fit in s) run at T = 2 reproduces the closed form H(lambda)/3 of Hardmax at
+// lambda from 0 to 1e6 within 3 reported errors, and the errors are below 1.5% relative; c1
+// equals the closed form's sqrt(lambda) FisherSum(lambda, 1) at lambda = 1e12 to 1e-6.
+func TestFisherTableT2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 10 s of polytope integrals")
+	}
+	ex, _ := NewHardmax(2, false)
+	h, _ := NewHardmaxT(2)
+	tab, err := h.Tabulate(1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	far, _ := ex.FisherSum(1e12, 1)
+	if c := far * 1e6; math.Abs(tab.Limit.V/c-1) > 1e-6 {
+		t.Errorf("c1 = %.10g, closed form %.10g", tab.Limit.V, c)
+	}
+	fit, err := tab.Fit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := 0.0
+	for l := 0.0; l < 1e6; l = 2*l + 0.01 {
+		f, e := fit.Eval(l)
+		want, _ := ex.FisherSum(l, 1)
+		if math.Abs(f-want) > 3*e || e > 1.5e-2*want {
+			t.Errorf("lambda = %g: fit %.6g +- %.2g, closed form %.6g", l, f, e, want)
+		}
+		worst = math.Max(worst, math.Abs(f-want)/e)
+	}
+	t.Logf("c1 = %.10g; the fit is within %.2f reported errors of the closed form", tab.Limit.V, worst)
+}

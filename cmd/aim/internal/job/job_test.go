@@ -41,9 +41,9 @@ func TestRowsFormat(t *testing.T) {
 		wantH, wantR string
 	}{
 		{"se", SESchema.Header(0), SESchema.Row(&SERow{Channel: "hardmax-paper", T: 2, Rho: 0.5, Beta: nan, Alpha: 0.1, AlphaBar: 0.4, AlphaR: 0.2,
-			MMSE: 1.0 / 3, Q: nan, QHat: math.Inf(1), GenError: nan, GenErrorStderr: nan, Iterations: 7, Converged: true}),
-			"channel,T,rho,beta,alpha,alpha_bar,alpha_r,mmse,q,qhat,gen_error,gen_error_stderr,iterations,converged",
-			"hardmax-paper,2,0.5,,0.1,0.4,0.2,0.333333333333,,+Inf,,,7,true"},
+			MMSE: 1.0 / 3, MMSEErr: 2e-5, Q: nan, QHat: math.Inf(1), GenError: nan, GenErrorStderr: nan, Iterations: 7, Converged: true}),
+			"channel,T,rho,beta,alpha,alpha_bar,alpha_r,mmse,mmse_err,q,qhat,gen_error,gen_error_stderr,iterations,converged",
+			"hardmax-paper,2,0.5,,0.1,0.4,0.2,0.333333333333,2e-05,,+Inf,,,7,true"},
 		{"amp", AMPSchema.Header(0), AMPSchema.Row(&AMPRow{Channel: "softmax", T: 3, Rho: 1, Beta: 2, D: 30, N: 90, R: 30, Alpha: 0.1, AlphaBar: 1,
 			Seed: 1 << 40, Error: nan, SEMMSE: 0.25, Iterations: 12, Seconds: 1.23456, Device: "cpu"}),
 			"channel,T,rho,beta,D,N,R,alpha,alpha_bar,seed,error,se_mmse,iterations,converged,seconds,device",
@@ -79,7 +79,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{func() *SEConfig { c := NewSEConfig(); c.Rho = []string{"0.5", "-1"}; return c }(), "--rho -1: need rho > 0"},
 		{func() *SEConfig { c := NewSEConfig(); c.Alpha, c.AlphaGiven = " ", true; return c }(), "--alpha: empty grid"},
-		{func() *SEConfig { c := NewSEConfig(); c.Channel, c.T = "hardmax", 3; return c }(), "hardmax is implemented for T = 2 only (got --T 3)"},
+		{func() *SEConfig { c := NewSEConfig(); c.Channel, c.T = "hardmax", 5; return c }(), "no state-evolution table for T = 5"},
+		{func() *SEConfig { c := NewSEConfig(); c.Channel, c.T, c.Threshold = "hardmax", 7, true; return c }(), "--T 7, the largest supported is 6"},
 		{func() *SEConfig { c := NewSEConfig(); c.GenSamples = 1; return c }(), "--gen-samples 1: need 0 (skip) or at least 2"},
 		{func() *SEConfig { c := NewSEConfig(); c.Out = "x.txt"; return c }(), `--out "x.txt": the results file must end in .csv`},
 		{func() *AMPConfig { c := NewAMPConfig(); c.D = 1; return c }(), "--D 1: need D >= 2"},

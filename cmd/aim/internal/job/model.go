@@ -1,6 +1,7 @@
 package job
 
 import (
+	"fmt"
 	"math"
 	"strings"
 
@@ -24,7 +25,8 @@ type Model struct {
 	Axes        string   // plot axes: auto, lin, logx, logy or loglog
 
 	rhos, alphas []float64
-	// hardmaxAnyT admits hardmax with 2 < T <= 6 (only `aim se --threshold` computes it yet).
+	// hardmaxAnyT admits hardmax with 2 < T <= 6 (`aim se`: the curves where aim ships the
+	// channel's table, the threshold at every T).
 	hardmaxAnyT bool
 }
 
@@ -55,9 +57,9 @@ func (m *Model) validate(defaultRho []string, defaultAlpha string) error {
 		case m.hardmaxAnyT && m.PaperCompat:
 			return Inputf("hardmax --paper-compat is the published formula for T = 2 only (got --T %d)", m.T)
 		case m.hardmaxAnyT && m.T > aim.HardmaxTMax:
-			return Inputf("hardmax --threshold: --T %d, the largest supported is %d", m.T, aim.HardmaxTMax)
+			return Inputf("hardmax: --T %d, the largest supported is %d", m.T, aim.HardmaxTMax)
 		default:
-			return Inputf("hardmax is implemented for T = 2 only (got --T %d); for 3 <= T <= %d only the threshold alpha-bar_c is computed yet (aim se --threshold); the curves and GAMP-RIE are still to come", m.T, aim.HardmaxTMax)
+			return Inputf("hardmax is implemented for T = 2 only here (got --T %d); aim se computes 3 <= T <= %d", m.T, aim.HardmaxTMax)
 		}
 	default:
 		return Inputf("unknown channel %q (want softmax or hardmax)", m.Channel)
@@ -129,6 +131,13 @@ func (m *Model) logAxes() (logx, logy bool) {
 
 // theoryChannel returns the channel for state evolution.
 func (m *Model) theoryChannel() (aim.Channel, error) {
+	if m.Channel == "hardmax" && m.T > 2 {
+		ch, err := aim.NewHardmaxTChannel(m.T)
+		if err != nil {
+			return nil, fmt.Errorf("%w; `aim se --threshold` computes alpha-bar_c at 2 <= T <= %d", err, aim.HardmaxTMax)
+		}
+		return ch, nil
+	}
 	if m.Channel == "hardmax" {
 		return aim.NewHardmax(m.T, m.PaperCompat)
 	}

@@ -48,9 +48,13 @@ func (c *SEConfig) Validate() error {
 	case c.Channel == "hardmax":
 		defaultAlpha = "0.01:10:128:log"
 	}
-	c.hardmaxAnyT = c.Threshold
+	c.hardmaxAnyT = true
 	if err := c.validate(defaultRho, defaultAlpha); err != nil {
 		return err
+	}
+	if c.Channel == "hardmax" && c.T > 2 && !c.Threshold && !aim.HardmaxTTabulated(c.T) {
+		_, err := c.theoryChannel()
+		return InputError{err}
 	}
 	switch {
 	case c.GenSamples < 0 || c.GenSamples == 1:
@@ -83,6 +87,7 @@ type SERow struct {
 	AlphaBar       float64 // alpha (T^2 + T - 2); NaN in the rescaled limit
 	AlphaR         float64 // alpha/rho = N/(D R)
 	MMSE, Q, QHat  float64 // the fixed point; NaN when it did not converge
+	MMSEErr        float64 // the error of MMSE from the channel's integral (0: exact to 1e-12; NaN: unconverged)
 	GenError       float64 // Bayes-optimal generalisation error; NaN when skipped
 	GenErrorStderr float64
 	Iterations     int
@@ -99,6 +104,7 @@ var SESchema = &table.Schema[SERow]{Kind: table.SE, Columns: []table.Column[SERo
 	table.Float("alpha_bar", func(r *SERow) float64 { return r.AlphaBar }),
 	table.Float("alpha_r", func(r *SERow) float64 { return r.AlphaR }),
 	table.Float("mmse", func(r *SERow) float64 { return r.MMSE }),
+	table.Float("mmse_err", func(r *SERow) float64 { return r.MMSEErr }),
 	table.Float("q", func(r *SERow) float64 { return r.Q }),
 	table.Float("qhat", func(r *SERow) float64 { return r.QHat }),
 	table.Float("gen_error", func(r *SERow) float64 { return r.GenError }),
@@ -115,7 +121,7 @@ func seRow(m *Model, rho, alphaR float64, p se.Point) SERow {
 		alphaBar = alpha * m.directions()
 	}
 	return SERow{Channel: m.csvChannel(), T: m.T, Rho: rho, Beta: m.csvBeta(), Alpha: alpha, AlphaBar: alphaBar, AlphaR: alphaR,
-		MMSE: p.MMSE, Q: p.Q, QHat: p.QHat, GenError: math.NaN(), GenErrorStderr: math.NaN(), Iterations: p.Iterations, Converged: p.Converged}
+		MMSE: p.MMSE, MMSEErr: math.NaN(), Q: p.Q, QHat: p.QHat, GenError: math.NaN(), GenErrorStderr: math.NaN(), Iterations: p.Iterations, Converged: p.Converged}
 }
 
 // SEThresholds are the thresholds of `aim se`, drawn on its figure and written to its manifest.
@@ -127,11 +133,11 @@ type SEThresholds struct {
 }
 
 // SEThresholdsOf computes the thresholds of every rho of a validated configuration. For hardmax
-// at T > 2 that is alpha-bar_c = 1/(2 FisherSum(0, 1)) with its error (aim.HardmaxT's sum over
-// the output patterns, 16 384 lattice points per shift, 4096 at T = 6), and no alpha_PR: the
-// curves at T > 2 are not built yet.
+// at a T > 2 without a shipped table that is alpha-bar_c = 1/(2 FisherSum(0, 1)) with its error
+// (aim.HardmaxT's sum over the output patterns, 16 384 lattice points per shift, 4096 at
+// T = 6); hardmax has no finite alpha_PR at any T (se.AlphaPR).
 func SEThresholdsOf(c *SEConfig) (SEThresholds, error) {
-	if c.Channel == "hardmax" && c.T > 2 {
+	if c.Channel == "hardmax" && c.T > 2 && !aim.HardmaxTTabulated(c.T) {
 		h, err := aim.NewHardmaxT(c.T)
 		if err != nil {
 			return SEThresholds{}, InputError{err}
@@ -144,7 +150,11 @@ func SEThresholdsOf(c *SEConfig) (SEThresholds, error) {
 		if err != nil {
 			return SEThresholds{}, err
 		}
-		return SEThresholds{AlphaBarC: 1 / (2 * f.V), AlphaBarCErr: f.Err / (2 * f.V * f.V)}, nil
+		th := SEThresholds{AlphaPR: map[string]float64{}, AlphaPRCounting: map[string]float64{}, AlphaBarC: 1 / (2 * f.V), AlphaBarCErr: f.Err / (2 * f.V * f.V)}
+		for _, r := range c.rhos {
+			th.AlphaPR[table.RhoKey(r)] = math.Inf(1)
+		}
+		return th, nil
 	}
 	ch, err := c.theoryChannel()
 	if err != nil {
@@ -158,6 +168,10 @@ func seThresholds(c *SEConfig, ch aim.Channel) (SEThresholds, error) {
 	var err error
 	if th.AlphaBarC, err = se.AlphaBarC(ch); err != nil {
 		return th, err
+	}
+	if hc, ok := ch.(*aim.HardmaxTChannel); ok {
+		f, _ := hc.FisherSum(0, 1)
+		th.AlphaBarCErr = hc.FisherSumErr(0, 1) / (2 * f * f)
 	}
 	for _, r := range c.rhos {
 		a, err := se.AlphaPR(ch, r, 1e-9, c.options())
@@ -251,12 +265,41 @@ func solvePoint(c *SEConfig, ch aim.Channel, rho, alphaR float64, genWorkers int
 		p, err = se.Solve(ch, rho, alphaR*rho, c.options())
 	}
 	row := seRow(&c.Model, rho, alphaR, p)
+	if err == nil {
+		row.MMSEErr, err = mmseErr(c, ch, rho, alphaR, p)
+	}
 	if err != nil || c.GenSamples == 0 {
 		return row, err
 	}
 	o := se.GenErrorOptions{Samples: c.GenSamples, Inner: c.GenInner, Seed: PointSeed(c.Seed, rho, alphaR), Workers: genWorkers}
 	row.GenError, row.GenErrorStderr, err = se.GenError(ch, p.Q, p.MMSE, o)
 	return row, err
+}
+
+// mmseErr is the error of a solved point's MMSE that the channel's integration error causes:
+// for a tabulated channel (aim.HardmaxTChannel) the larger distance from MMSE to the fixed
+// points solved, from the same start, with FisherSum moved up and down by its error. It is 0 for the channels
+// computed to 1e-12 (softmax, hardmax T = 2).
+func mmseErr(c *SEConfig, ch aim.Channel, rho, alphaR float64, p se.Point) (float64, error) {
+	hc, ok := ch.(*aim.HardmaxTChannel)
+	if !ok {
+		return 0, nil
+	}
+	var m [2]float64
+	for i, sign := range []float64{-1, 1} {
+		var b se.Point
+		var err error
+		if rho == 0 {
+			b, err = se.SolveRescaled(hc.Bound(sign), alphaR, c.options())
+		} else {
+			b, err = se.Solve(hc.Bound(sign), rho, alphaR*rho, c.options())
+		}
+		if err != nil {
+			return math.NaN(), err
+		}
+		m[i] = b.MMSE
+	}
+	return math.Max(math.Abs(m[0]-p.MMSE), math.Abs(m[1]-p.MMSE)), nil
 }
 
 // PointSeed returns the seed of the Monte Carlo generalisation error at one point of `aim se`:
@@ -331,7 +374,7 @@ func jsonThresholds(th SEThresholds) map[string]any {
 		}
 		return out
 	}
-	return map[string]any{"alpha_PR": clean(th.AlphaPR), "alpha_PR_counting": clean(th.AlphaPRCounting), "alpha_bar_c": th.AlphaBarC}
+	return map[string]any{"alpha_PR": clean(th.AlphaPR), "alpha_PR_counting": clean(th.AlphaPRCounting), "alpha_bar_c": th.AlphaBarC, "alpha_bar_c_err": th.AlphaBarCErr}
 }
 
 // denseSE solves the SE on a dense grid for the lines of a simulation's figure, at every rho

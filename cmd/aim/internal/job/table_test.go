@@ -41,7 +41,7 @@ func TestReadTable(t *testing.T) {
 	if !math.IsInf(tab.V(0, "alpha_stability_1"), 1) || tab.V(0, "alpha_stability_2") != 0.25 || !math.IsNaN(tab.V(0, "alpha_conditional_1")) || tab.V(0, "c") != 0.5 {
 		t.Errorf("values %v", tab.Values(0))
 	}
-	tab, err = readTable(strings.NewReader(strings.Join(SESchema.Header(0), ",")+"\nhardmax-paper,2,0.5,,0.1,0.4,0.2,0.5,0.4,1.2,,,10,true\n"), "se.csv")
+	tab, err = readTable(strings.NewReader(strings.Join(SESchema.Header(0), ",")+"\nhardmax-paper,2,0.5,,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true\n"), "se.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestReadTable(t *testing.T) {
 // FuzzReadTable checks that the reader never panics and either fails or returns a table whose
 // every numeric cell is the number written (NaN for an empty cell), of a recognised kind.
 func FuzzReadTable(f *testing.F) {
-	f.Add([]byte(strings.Join(SESchema.Header(0), ",") + "\nsoftmax,2,0.5,1,0.1,0.4,0.2,0.5,0.4,1.2,,,10,true\n"))
+	f.Add([]byte(strings.Join(SESchema.Header(0), ",") + "\nsoftmax,2,0.5,1,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true\n"))
 	f.Add([]byte(strings.Join(SMIAMPSchema.Header(2), ",") + "\n2,2,1,1,60,60,1,5,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,3,false,0.1\n"))
 	f.Add([]byte("a,b\n1,2\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
