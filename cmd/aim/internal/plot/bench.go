@@ -48,7 +48,7 @@ func benchFigure(t *table.Table, o Options) *figure.Figure {
 		}
 	}
 	if len(order) > 0 && dmin < dmax {
-		ref := figure.Series{Label: "D^4", Group: -1, Dashed: true}
+		ref := figure.Series{Label: figure.Sup("D", "4"), Group: -1, Dashed: true}
 		for _, D := range []float64{dmin, dmax} {
 			ref.X, ref.Y = append(ref.X, D), append(ref.Y, t0*math.Pow(D/d0, 4))
 		}
