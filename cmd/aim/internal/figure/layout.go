@@ -102,11 +102,27 @@ type tracked struct{ plot.Plotter }
 
 // Plot draws the plotter, recording it when c draws on a recorder.
 func (t tracked) Plot(c draw.Canvas, p *plot.Plot) {
-	if r, ok := c.Canvas.(*recorder); ok {
+	if r := recorderOf(c.Canvas); r != nil {
 		r.on = true
 		defer func() { r.on = false }()
 	}
 	t.Plotter.Plot(c, p)
+}
+
+// recorderOf returns the recorder under a canvas (gonum nests draw.Canvas in draw.Canvas), or nil.
+func recorderOf(c vg.Canvas) *recorder {
+	for {
+		switch v := c.(type) {
+		case *recorder:
+			return v
+		case draw.Canvas:
+			c = v.Canvas
+		case *draw.Canvas:
+			c = v.Canvas
+		default:
+			return nil
+		}
+	}
 }
 
 // DataRange forwards the plotter's data range (none for a plotter without one).
