@@ -290,6 +290,9 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 					hi = math.Log10(sr.Y[i]+sr.YErr[i]) - y
 				}
 				errs = append(errs, struct{ Low, High float64 }{lo, hi})
+				if !math.IsNaN(lo) && !math.IsNaN(hi) {
+					ymin, ymax = math.Min(ymin, y-lo), math.Max(ymax, y+hi) // the bars stay on the axes
+				}
 			}
 		}
 		if len(xys) == 0 {
