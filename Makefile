@@ -5,7 +5,7 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/aim
 
-.PHONY: build test demo bench lint clean kernels gpu-check-bin
+.PHONY: build test demo figures bench lint clean kernels gpu-check-bin
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/aim
@@ -24,6 +24,22 @@ demo: build
 		--out results/demo/se_softmax.csv --plot results/demo/se_softmax.png
 	$(BIN) amp --channel softmax --T 2 --rho 0.2,0.5,1 --D 100 --alpha 0.05,0.08,0.11,0.14 --seeds 2 \
 		--device cpu --se results/demo/se_softmax.csv --out results/demo/amp_softmax.csv --plot results/demo/amp_softmax.png
+
+# The README's figures (docs-images/, committed; about a minute on two cores, CPU only): one of
+# each kind at small grids, 5 x 3.5 in PNGs. Neither `make test` nor CI regenerates them.
+FIG := docs-images
+figures: build
+	mkdir -p $(FIG)/data
+	$(BIN) se --quiet --channel softmax --T 2 --rho 0.1,0.2,0.5,1,2 --alpha 0.001:0.25:64 --size 5x3.5in \
+		--out $(FIG)/data/se.csv --plot $(FIG)/se.png
+	$(BIN) amp --quiet --channel softmax --T 2 --rho 0.2,0.5,1 --D 60 --alpha 0.04,0.08,0.12,0.16 --seeds 2 --device cpu \
+		--se $(FIG)/data/se.csv --size 5x3.5in --out $(FIG)/data/amp.csv --plot $(FIG)/amp.png
+	$(BIN) gd --quiet --channel softmax --T 2 --rho 0.5 --D 40 --alpha 0.05,0.1,0.15,0.2 --seeds 2 --device cpu \
+		--size 5x3.5in --out $(FIG)/data/gd.csv --plot $(FIG)/gd.png
+	$(BIN) se --quiet --channel hardmax --rho 0.5,1 --alpha 0.01:10:48:log --size 5x3.5in \
+		--out $(FIG)/data/se_hardmax.csv --plot $(FIG)/se_hardmax.png
+	$(BIN) smi se --quiet --alpha 0.1:2:12 --samples 64 --size 5x3.5in --out $(FIG)/data/smi_se.csv --plot $(FIG)/smi_se.png
+	rm -rf $(FIG)/data
 
 # Regenerate kernels/*.ptx from kernels/*.cu with NVRTC (libnvrtc, loaded at run time).
 kernels:

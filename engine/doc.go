@@ -27,6 +27,7 @@
 //
 // One table for the symbols of the papers, as the code spells them. AIM is
 // ../shared/docs/AIM.md (attention-indexed models), SMI is ../shared/docs/SMI.md.
+// The figures print them from one table too: cmd/aim/internal/figure/symbols.go.
 //
 //	symbol     code              meaning                                                     where
 //	D          D                 token dimension (the paper's d)                             AIM 1

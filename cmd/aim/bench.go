@@ -51,6 +51,7 @@ func benchFlags(fs *flag.FlagSet, c *job.BenchConfig, quiet *bool) {
 	fs.StringVar(&c.MaxMemory, "max-memory", c.MaxMemory, "cap on a row's device memory, e.g. 4GiB (default: the device's free memory)")
 	fs.StringVar(&c.Out, "out", c.Out, "CSV output (the manifest goes beside it as .json)")
 	fs.StringVar(&c.Plot, "plot", c.Plot, "plot output, .png, .svg or .pdf; empty for none")
+	sizeFlag(fs, &c.Size)
 	fs.BoolVar(quiet, "quiet", false, "no progress bar")
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
 )
 
@@ -79,6 +80,12 @@ func given(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
+// sizeFlag registers --size, the figure's size, on every command that draws one; a bad value
+// is bad input (status 2, nothing written).
+func sizeFlag(fs *flag.FlagSet, z *job.FigureSize) {
+	fs.Var(z, "size", figure.SizeUsage+" (default 6x4.2in)")
+}
+
 // modelFlags registers the flags every AIM command (se, amp, gd) shares, into m.
 func modelFlags(fs *flag.FlagSet, m *job.Model, quiet *bool) {
 	fs.StringVar(&m.Channel, "channel", m.Channel, "output channel: softmax or hardmax")
@@ -89,6 +96,7 @@ func modelFlags(fs *flag.FlagSet, m *job.Model, quiet *bool) {
 	fs.StringVar(&m.Out, "out", m.Out, "CSV output (the manifest goes beside it as .json)")
 	fs.StringVar(&m.Plot, "plot", m.Plot, "plot output, .png, .svg or .pdf; empty for none")
 	fs.StringVar(&m.Axes, "axes", m.Axes, "plot axes: auto, lin, logx, logy or loglog (auto: lin for softmax, loglog for hardmax)")
+	sizeFlag(fs, &m.Size)
 	fs.BoolVar(quiet, "quiet", false, "no progress bar")
 }
 
@@ -117,6 +125,7 @@ func smiFlags(fs *flag.FlagSet, f *job.SMI, withC bool, quiet *bool) {
 	fs.Float64Var(&f.Beta, "beta", f.Beta, "softmax inverse temperature")
 	fs.StringVar(&f.Out, "out", f.Out, "CSV output (the manifest goes beside it as .json)")
 	fs.StringVar(&f.Plot, "plot", f.Plot, "plot output, .png, .svg or .pdf; empty for none")
+	sizeFlag(fs, &f.Size)
 	fs.BoolVar(quiet, "quiet", false, "no progress bar")
 	fs.IntVar(&f.Workers, "workers", f.Workers, "goroutines (0: all cores); the results do not depend on it")
 }

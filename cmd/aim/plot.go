@@ -31,6 +31,7 @@ func runPlot(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.X, "x", "auto", "x axis for aim se/amp/gd CSVs: alpha (N/D^2), alpha-bar (alpha (T^2 + T - 2)) or alpha-rho (alpha/rho = N/(D R)); auto: the run command's")
 	fs.StringVar(&c.Axes, "axes", "auto", "axes: auto (the run command's), lin, logx, logy or loglog")
 	fs.StringVar(&c.Title, "title", "", "the title (default: the run command's)")
+	sizeFlag(fs, &c.Size)
 	var err error
 	if c.Files, err = parseWithFiles(fs, args); err != nil {
 		return err

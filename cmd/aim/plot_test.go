@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -50,19 +51,19 @@ func TestPlotRedrawsSEAndAMP(t *testing.T) {
 	if got := readFile(t, p("plot_amp.svg")); !bytes.Equal(got, ampSVG) {
 		t.Errorf("aim plot se.csv amp.csv: %d bytes differ from aim amp's own %d-byte SVG", len(got), len(ampSVG))
 	}
-	// The thresholds come from the manifest: alpha_PR = (1 - (1 - rho)^2) / 4 for softmax T = 2
-	// (the counting formula), 0.1875 at rho = 0.5 and 0.09 at rho = 0.2.
-	for _, want := range []string{"alpha_PR(rho = 0.5) = 0.1875", "alpha_PR(rho = 0.2) = 0.09", "rho = 0.2", "State evolution: softmax, T = 2, beta = 1"} {
+	// The thresholds come from the manifest (their lines are checked below): one legend entry
+	// for them, and one per rho.
+	for _, want := range []string{">PR<", ">ρ = 0.2<", "State evolution: softmax, T = 2, β = 1"} {
 		if !bytes.Contains(seSVG, []byte(want)) {
 			t.Errorf("SE figure lacks %q", want)
 		}
 	}
-	for _, want := range []string{"SE rho = 0.5", "AMP D = 30 rho = 0.5", "GAMP-RIE at D = 30 beside state evolution: softmax, T = 2"} {
+	for _, want := range []string{">ρ = 0.5<", "GAMP-RIE at D = 30 (points), state evolution (lines): softmax, T = 2"} {
 		if !bytes.Contains(ampSVG, []byte(want)) {
 			t.Errorf("AMP figure lacks %q", want)
 		}
 	}
-	if bytes.Contains(ampSVG, []byte("SE rho = 0.2")) {
+	if bytes.Contains(ampSVG, []byte("ρ = 0.2")) {
 		t.Error("AMP figure draws the SE line of a rho it has no runs at")
 	}
 
@@ -72,7 +73,7 @@ func TestPlotRedrawsSEAndAMP(t *testing.T) {
 		t.Fatal(err)
 	}
 	runOK(t, "plot", bare, "--out", p("bare.svg"))
-	if b := readFile(t, p("bare.svg")); bytes.Contains(b, []byte("alpha_PR")) || bytes.Equal(b, seSVG) {
+	if b := readFile(t, p("bare.svg")); bytes.Contains(b, []byte(">PR<")) || bytes.Equal(b, seSVG) {
 		t.Error("without the manifest the figure still has threshold lines")
 	}
 
@@ -87,9 +88,18 @@ func TestPlotRedrawsSEAndAMP(t *testing.T) {
 	if tabs[0].Th == nil || math.Abs(tabs[0].Th.AlphaPR["0.5"]-0.1875) > 1e-6 || math.Abs(tabs[0].Th.AlphaPR["0.2"]-0.09) > 1e-6 {
 		t.Errorf("manifest thresholds %+v", tabs[0].Th)
 	}
+	// alpha_PR = (1 - (1 - rho)^2) / 4 for softmax T = 2 (the counting formula): 0.09 at
+	// rho = 0.2 and 0.1875 at rho = 0.5, as vertical lines of one label.
+	fse, err := plot.Build(tabs[:1], plot.Options{})
+	if err != nil || len(fse.VLines) != 2 || math.Abs(fse.VLines[0].X-0.09) > 1e-6 || math.Abs(fse.VLines[1].X-0.1875) > 1e-6 || fse.VLines[0].Label != fse.VLines[1].Label {
+		t.Errorf("threshold lines %+v (%v)", fse.VLines, err)
+	}
 	f, err := plot.Build(tabs, plot.Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if f.Series[0].Label != f.Series[1].Label {
+		t.Errorf("the SE line %q and the AMP points %q of rho = 0.5 do not share a legend entry", f.Series[0].Label, f.Series[1].Label)
 	}
 	if len(f.Series) != 2 || !f.Series[1].Points || len(f.Series[1].X) != 2 {
 		t.Fatalf("series %+v, want the SE line and two AMP points", f.Series)
@@ -132,12 +142,12 @@ func TestPlotRedrawsSMI(t *testing.T) {
 			t.Errorf("%s differs from the run command's %s", pair[1], pair[0])
 		}
 	}
-	for _, want := range []string{"Q_11", "Q_22", "e_gen", "SMI state evolution: L = 2, M = 2, c = 1, beta = 1"} {
+	for _, want := range []string{">Q<", ">11<", ">22<", ">gen<", "SMI state evolution: L = 2, M = 2, c = 1, β = 1"} {
 		if !bytes.Contains(readFile(t, p("se.svg")), []byte(want)) {
 			t.Errorf("SMI SE figure lacks %q", want)
 		}
 	}
-	for _, want := range []string{"SE Q_22", "AMP m_22", "GAMP at D = 60: L = 2"} {
+	for _, want := range []string{">layer 2<", "GAMP at D = 60: L = 2"} {
 		if !bytes.Contains(readFile(t, p("amp.svg")), []byte(want)) {
 			t.Errorf("SMI AMP figure lacks %q", want)
 		}
@@ -182,6 +192,8 @@ func TestPlotBadInput(t *testing.T) {
 		{"x for smi", []string{"--x", "alpha-bar", smi}, []string{"--x alpha-bar"}},
 		{"bad manifest", []string{badManifest}, []string{"manifest", "man.json"}},
 		{"bogus flag", []string{"--bogus", good}, []string{"bogus"}},
+		{"bad size", []string{"--size", "3.4x2.6", good}, []string{"-size", "with a unit"}},
+		{"size too small", []string{"--size", "1x1cm", good}, []string{"-size", "between"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -241,5 +253,38 @@ func TestSEFlagBadInput(t *testing.T) {
 		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 			t.Errorf("%v left files: %v", tc.args, entries)
 		}
+	}
+}
+
+// TestSizeFlag: every command that draws a figure takes --size; a bad one is bad input
+// (status 2, nothing written) and a good one gives a canvas of that size.
+func TestSizeFlag(t *testing.T) {
+	for _, cmd := range [][]string{{"se"}, {"amp", "--device", "cpu"}, {"gd", "--device", "cpu"}, {"smi", "se"}, {"smi", "amp"},
+		{"smi", "sgd"}, {"smi", "thresholds"}, {"bench"}, {"plot", "x.csv"}} {
+		dir := t.TempDir()
+		args := append(append([]string{}, cmd...), "--quiet", "--size", "3x2furlongs", "--out", filepath.Join(dir, "x.csv"))
+		if cmd[0] == "plot" {
+			args = []string{"plot", "--size", "3x2furlongs", "--out", filepath.Join(dir, "x.png"), filepath.Join(dir, "x.csv")}
+		}
+		code, _, stderr := runArgs(t, args...)
+		if code != 2 || !strings.Contains(stderr, "size") {
+			t.Errorf("%v: status %d, stderr %q; want 2 and the size's error", cmd, code, stderr)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("%v: bad --size left files: %v", cmd, entries)
+		}
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "se.png")
+	runOK(t, "se", "--quiet", "--rho", "0.5", "--alpha", "0.05:0.25:5", "--gen-samples", "0", "--size", "8.636x6.604cm",
+		"--out", filepath.Join(dir, "se.csv"), "--plot", out)
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := png.DecodeConfig(f)
+	if err != nil || cfg.Width != 510 || cfg.Height != 390 {
+		t.Errorf("--size 8.636x6.604cm (3.4 x 2.6 in) at 150 dpi: %dx%d (%v), want 510x390", cfg.Width, cfg.Height, err)
 	}
 }

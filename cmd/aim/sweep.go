@@ -58,7 +58,7 @@ type sweepJob struct {
 	run func(cfg any) (columns []string, rows [][]string, failed, err error)
 }
 
-var sweepOwned = []string{"out", "plot", "quiet", "seed", "workers", "threads"}
+var sweepOwned = []string{"out", "plot", "size", "quiet", "seed", "workers", "threads"}
 
 // parsed drops the quiet flag of a parse function.
 func parsed[C any](c C, _ bool, err error) (any, error) { return c, err }

@@ -234,7 +234,7 @@ func ExecuteAMP(c *AMPConfig, env Env) (string, error) {
 	man["runs"] = len(res.Rows)
 	man["diverged"] = len(res.Failed)
 	if out.trace != nil {
-		if err := writeTrace(out, AMPTraceSchema, 0, res.Trace, params, env.manifest("amp trace", res.Note, params, start)); err != nil {
+		if err := writeTrace(out, AMPTraceSchema, 0, res.Trace, c.Size, params, env.manifest("amp trace", res.Note, params, start)); err != nil {
 			return "", out.abort(err)
 		}
 	}
@@ -262,5 +262,5 @@ func (c *AMPConfig) figure(rows []AMPRow) (*figure.Figure, error) {
 			return nil, err
 		}
 	}
-	return drawFigure([]*table.Table{lines, t}, plot.Options{Axes: c.Axes})
+	return drawFigure([]*table.Table{lines, t}, plot.Options{Axes: c.Axes, Size: c.Size})
 }

@@ -43,6 +43,8 @@ type BenchConfig struct {
 	Tokens             // Chunk and MaxMemory of the streamed rows (Mode is not used)
 	Out, Plot  string  // the CSV (its manifest beside it) and the figure ("" for none)
 
+	Size FigureSize // the figure's size (--size); zero: the default
+
 	dims, streamed []int // parsed D lists (nil: the device's default)
 	noStreamed     bool  // StreamedD is "none"
 	algos          []string
@@ -673,7 +675,7 @@ func ExecuteBench(c *BenchConfig, env Env) (string, error) {
 			return "", out.abort(err)
 		}
 		t.Params = c.manifestParams()
-		if fig, err = drawFigure([]*table.Table{t}, plot.Options{}); err != nil {
+		if fig, err = drawFigure([]*table.Table{t}, plot.Options{Size: c.Size}); err != nil {
 			return "", out.abort(err)
 		}
 	}

@@ -335,7 +335,7 @@ func TestBenchFigure(t *testing.T) {
 		t.Fatalf("log %v %v, %d series; want log-log, 7", f.LogX, f.LogY, len(f.Series))
 	}
 	ref := f.Series[len(f.Series)-1]
-	if ref.Label != "D^4" || ref.X[0] != 100 || ref.X[1] != 400 {
+	if ref.Label != "D^{4}" || ref.X[0] != 100 || ref.X[1] != 400 {
 		t.Fatalf("reference %+v", ref)
 	}
 	slope := math.Log(ref.Y[1]/ref.Y[0]) / math.Log(ref.X[1]/ref.X[0])

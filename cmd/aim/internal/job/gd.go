@@ -302,7 +302,7 @@ func ExecuteGD(c *GDConfig, env Env) (string, error) {
 	man["runs"] = len(res.Rows)
 	man["diverged"] = len(res.Failed)
 	if out.trace != nil {
-		if err := writeTrace(out, GDTraceSchema, 0, res.Trace, params, env.manifest("gd trace", res.Note, params, start)); err != nil {
+		if err := writeTrace(out, GDTraceSchema, 0, res.Trace, c.Size, params, env.manifest("gd trace", res.Note, params, start)); err != nil {
 			return "", out.abort(err)
 		}
 	}
@@ -328,5 +328,5 @@ func (c *GDConfig) figure(rows []GDRow) (*figure.Figure, error) {
 	if c.ampTable != nil {
 		tables = append(tables, c.ampTable)
 	}
-	return drawFigure(tables, plot.Options{Axes: c.Axes})
+	return drawFigure(tables, plot.Options{Axes: c.Axes, Size: c.Size})
 }

@@ -24,6 +24,8 @@ type Model struct {
 	Out, Plot   string   // the CSV (its manifest goes beside it) and the figure ("" for none)
 	Axes        string   // plot axes: auto, lin, logx, logy or loglog
 
+	Size FigureSize // the figure's size (--size); zero: the default
+
 	rhos, alphas []float64
 	// hardmaxAnyT admits hardmax with 2 < T <= 6 (`aim se`: the curves where aim ships the
 	// channel's table, the threshold at every T).

@@ -100,8 +100,9 @@ func (o *outputs) abort(err error) error {
 }
 
 // writeTrace writes the trace CSV, its figure when the trace has a plot (drawn from the rows
-// as aim plot draws the file, with the manifest's parameters), and its manifest.
-func writeTrace[R any](o *outputs, s *table.Schema[R], L int, rows []R, params, manifest map[string]any) error {
+// as aim plot draws the file, with the manifest's parameters, at the given size), and its
+// manifest.
+func writeTrace[R any](o *outputs, s *table.Schema[R], L int, rows []R, size FigureSize, params, manifest map[string]any) error {
 	r := o.trace
 	if err := s.Write(r.csv.File(), L, rows); err != nil {
 		return err
@@ -113,7 +114,7 @@ func writeTrace[R any](o *outputs, s *table.Schema[R], L int, rows []R, params, 
 			return err
 		}
 		t.Params = params
-		if fig, err = drawFigure([]*table.Table{t}, plot.Options{}); err != nil {
+		if fig, err = drawFigure([]*table.Table{t}, plot.Options{Size: size}); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,10 @@ import (
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 )
 
+// FigureSize is the size of a job's figure (--size): figure.Size, named here so that each
+// job's configuration holds it beside its Plot path.
+type FigureSize = figure.Size
+
 // PlotConfig is the configuration of `aim plot`: a figure from saved CSVs.
 type PlotConfig struct {
 	Files []string // the CSVs, at least one

@@ -334,7 +334,7 @@ func ExecuteSE(c *SEConfig, env Env) (string, error) {
 		return "", out.abort(err)
 	}
 	t.Th = figureThresholds(res.Thresholds)
-	fig, err := drawFigure([]*table.Table{t}, plot.Options{Axes: c.Axes})
+	fig, err := drawFigure([]*table.Table{t}, plot.Options{Axes: c.Axes, Size: c.Size})
 	if err != nil {
 		return "", out.abort(err)
 	}

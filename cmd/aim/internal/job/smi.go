@@ -18,6 +18,8 @@ type SMI struct {
 	Beta      float64
 	Out, Plot string // the CSV (its manifest goes beside it) and the figure ("" for none)
 	Workers   int    // goroutines (0: all cores); the results do not depend on it
+
+	Size FigureSize // the figure's size (--size); zero: the default
 }
 
 func defaultSMI(sub string) SMI {

@@ -284,7 +284,7 @@ func ExecuteSMIAMP(c *SMIAMPConfig, env Env) (string, error) {
 	man["runs"] = len(res.Rows)
 	man["failed"] = len(res.Failed)
 	if out.trace != nil {
-		if err := writeTrace(out, SMIAMPTraceSchema, c.L, res.Trace, params, env.manifest("smi amp trace", res.Note, params, start)); err != nil {
+		if err := writeTrace(out, SMIAMPTraceSchema, c.L, res.Trace, c.Size, params, env.manifest("smi amp trace", res.Note, params, start)); err != nil {
 			return "", out.abort(err)
 		}
 	}
@@ -296,7 +296,7 @@ func ExecuteSMIAMP(c *SMIAMPConfig, env Env) (string, error) {
 	if c.seTable != nil {
 		tables = append(tables, c.seTable)
 	}
-	fig, err := drawFigure(tables, plot.Options{})
+	fig, err := drawFigure(tables, plot.Options{Size: c.Size})
 	if err != nil {
 		return "", out.abort(err)
 	}

@@ -183,7 +183,7 @@ func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
 		return "", out.abort(err)
 	}
 	t.Th = &table.Thresholds{Stability: res.Stability, Fallback: res.Onset}
-	fig, err := drawFigure([]*table.Table{t}, plot.Options{})
+	fig, err := drawFigure([]*table.Table{t}, plot.Options{Size: c.Size})
 	if err != nil {
 		return "", out.abort(err)
 	}

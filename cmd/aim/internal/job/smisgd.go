@@ -221,7 +221,7 @@ func ExecuteSMISGD(c *SMISGDConfig, env Env) (string, error) {
 		return "", out.abort(err)
 	}
 	t.Params = params
-	fig, err := drawFigure([]*table.Table{t}, plot.Options{})
+	fig, err := drawFigure([]*table.Table{t}, plot.Options{Size: c.Size})
 	if err != nil {
 		return "", out.abort(err)
 	}

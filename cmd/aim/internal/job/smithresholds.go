@@ -139,7 +139,7 @@ func ExecuteSMIThresholds(c *SMIThresholdsConfig, env Env) (*SMIThresholdsResult
 	if err != nil {
 		return nil, "", out.abort(err)
 	}
-	fig, err := drawFigure([]*table.Table{t}, plot.Options{})
+	fig, err := drawFigure([]*table.Table{t}, plot.Options{Size: c.Size})
 	if err != nil {
 		return nil, "", out.abort(err)
 	}

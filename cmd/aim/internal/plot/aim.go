@@ -14,9 +14,9 @@ import (
 
 // aimXLabel is the x label of each x variable of the AIM figures.
 var aimXLabel = map[string]string{
-	"alpha":     "Sample complexity alpha = N/D^2",
-	"alpha-rho": "Sample complexity alpha-bar = N/(D R) = alpha/rho",
-	"alpha-bar": "alpha-bar = alpha (T^2 + T - 2)",
+	"alpha":     "Sample complexity " + figure.Alpha + " = N/D^{2}",
+	"alpha-rho": "Sample complexity " + figure.AlphaBarR + " = N/(D R) = " + figure.Alpha + "/" + figure.Rho,
+	"alpha-bar": figure.AlphaBar + " = " + figure.Alpha + " (T^{2} + T " + figure.Minus + " 2)",
 }
 
 // aimX is the x value of a row: alpha, alpha-bar = alpha (T^2 + T - 2) or alpha/rho.
@@ -54,6 +54,14 @@ func aimAutoAxes(tables ...[]*table.Table) bool {
 		}
 	}
 	return false
+}
+
+// rhoLabel is the legend label of a rho: "ρ = 0.5".
+func rhoLabel(r float64) string { return fmt.Sprintf("%s = %g", figure.Rho, r) }
+
+// rhoAlphaLabel is the legend label of a (rho, alpha) point: "ρ = 0.5, α = 0.1".
+func rhoAlphaLabel(r, a float64) string {
+	return fmt.Sprintf("%s, %s = %g", rhoLabel(r), figure.Alpha, a)
 }
 
 // wholeNum formats a whole number (a dimension, a count, a seed) as the run commands' %d does.
@@ -101,7 +109,7 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 		}
 		f.Title = fmt.Sprintf("State evolution: %s%s, T = %s", name, m, wholeNum(T))
 		if name == "softmax" {
-			f.Title += fmt.Sprintf(", beta = %g", beta)
+			f.Title += fmt.Sprintf(", %s = %g", figure.Beta, beta)
 		}
 	}
 	o.applyAxes(f, aimAutoAxes(ses), aimAutoAxes(ses))
@@ -123,10 +131,10 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 			}
 			s, ok := byRho[r]
 			if !ok {
-				s = &figure.Series{Label: "rho -> 0" + suffix, Group: -1, Dashed: k > 0}
+				s = &figure.Series{Label: figure.RhoToZero + suffix, Group: -1, Dashed: k > 0}
 				if r != 0 {
 					s.Group = len(rhos)
-					s.Label = fmt.Sprintf("rho = %g", r) + suffix
+					s.Label = rhoLabel(r) + suffix
 					rhos = append(rhos, r)
 				}
 				byRho[r] = s
@@ -144,7 +152,7 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 		tRescaled := len(order) > len(rhos)
 		if tRescaled {
 			if mode == "alpha-rho" && !math.IsNaN(t.Th.AlphaBarC) {
-				f.VLines = append(f.VLines, figure.VLine{X: t.Th.AlphaBarC, Group: -1, Label: fmt.Sprintf("alpha-bar_c = %.4f", t.Th.AlphaBarC)})
+				f.VLines = append(f.VLines, figure.VLine{X: t.Th.AlphaBarC, Group: -1, Label: figure.AlphaBarC})
 			}
 			continue
 		}
@@ -161,7 +169,7 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 			case "alpha-rho":
 				x = a / r
 			}
-			f.VLines = append(f.VLines, figure.VLine{X: x, Group: gi, Label: fmt.Sprintf("alpha_PR(rho = %g) = %.4g", r, a)})
+			f.VLines = append(f.VLines, figure.VLine{X: x, Group: gi, Label: figure.AlphaPR + " (dashed, per " + figure.Rho + ")"})
 		}
 	}
 	return f
@@ -234,9 +242,9 @@ func groupRows(t *table.Table, rho float64) (alphas []float64, rows map[float64]
 // the mean final error of the runs that did not diverge, with its standard error, per alpha.
 func ampFigure(amps, ses []*table.Table, o Options) *figure.Figure {
 	mode := o.xMode("alpha")
-	f := &figure.Figure{XLabel: aimXLabel[mode], YLabel: "Estimation error ||S_hat - S||^2 / D", Title: "GAMP-RIE beside state evolution"}
+	f := &figure.Figure{XLabel: aimXLabel[mode], YLabel: "Estimation error " + figure.ErrorS, Title: "GAMP-RIE (points) beside state evolution (lines)"}
 	if t := amps[0]; t.Rows() > 0 {
-		f.Title = fmt.Sprintf("GAMP-RIE at D = %s beside state evolution: %s, T = %s", wholeNum(t.V(0, "D")), t.S(0, "channel"), wholeNum(t.V(0, "T")))
+		f.Title = fmt.Sprintf("GAMP-RIE at D = %s (points), state evolution (lines): %s, T = %s", wholeNum(t.V(0, "D")), t.S(0, "channel"), wholeNum(t.V(0, "T")))
 	}
 	o.applyAxes(f, aimAutoAxes(amps, ses), aimAutoAxes(amps, ses))
 	if !f.LogY {
@@ -246,10 +254,10 @@ func ampFigure(amps, ses []*table.Table, o Options) *figure.Figure {
 	for _, t := range amps {
 		for gi, r := range distinctValues(t, "rho") {
 			alphas, rows := groupRows(t, r)
-			if line, ok := seLine(ses, r, mode, in, fmt.Sprintf("SE rho = %g", r), gi); ok {
+			if line, ok := seLine(ses, r, mode, in, rhoLabel(r), gi); ok {
 				f.Series = append(f.Series, line)
 			}
-			pts := figure.Series{Label: fmt.Sprintf("AMP D = %s rho = %g", wholeNum(t.V(0, "D")), r), Group: gi, Points: true}
+			pts := figure.Series{Label: rhoLabel(r), Group: gi, Points: true} // one legend entry with its SE line
 			for _, a := range alphas {
 				var s, s2, n float64
 				for _, i := range rows[a] {
@@ -295,7 +303,7 @@ func meanOf(t *table.Table, rows []int, name string) (float64, float64, bool) {
 // against alpha-bar = alpha (T^2 + T - 2) unless o says otherwise.
 func gdFigure(gds, ses, amps []*table.Table, o Options) *figure.Figure {
 	mode := o.xMode("alpha-bar")
-	f := &figure.Figure{XLabel: aimXLabel[mode], YLabel: "Estimation error ||S_hat - S||^2 / D", Title: "Gradient descent"}
+	f := &figure.Figure{XLabel: aimXLabel[mode], YLabel: "Estimation error " + figure.ErrorS, Title: "Gradient descent"}
 	if t := gds[0]; t.Rows() > 0 {
 		f.Title = fmt.Sprintf("Gradient descent at D = %s (%s steps, lr %g): %s, T = %s", wholeNum(t.V(0, "D")), wholeNum(t.V(0, "steps")), t.V(0, "lr"), t.S(0, "channel"), wholeNum(t.V(0, "T")))
 	}
@@ -307,12 +315,12 @@ func gdFigure(gds, ses, amps []*table.Table, o Options) *figure.Figure {
 	for _, t := range gds {
 		for gi, r := range distinctValues(t, "rho") {
 			alphas, rows := groupRows(t, r)
-			if line, ok := seLine(ses, r, mode, in, fmt.Sprintf("SE rho = %g", r), gi); ok {
+			if line, ok := seLine(ses, r, mode, in, "SE "+rhoLabel(r), gi); ok {
 				f.Series = append(f.Series, line)
 			}
 			restarts := t.V(0, "restarts")
-			single := figure.Series{Label: fmt.Sprintf("GD single rho = %g", r), Group: gi + 3, Points: true}
-			avg := figure.Series{Label: fmt.Sprintf("GD averaged (%s) rho = %g", wholeNum(restarts), r), Group: gi + 5, Points: true}
+			single := figure.Series{Label: "GD single " + rhoLabel(r), Group: gi + 3, Points: true}
+			avg := figure.Series{Label: fmt.Sprintf("GD averaged (%s) %s", wholeNum(restarts), rhoLabel(r)), Group: gi + 5, Points: true}
 			for _, a := range alphas {
 				m, s, ok := meanOf(t, rows[a], "error_single")
 				if !ok {
@@ -327,7 +335,7 @@ func gdFigure(gds, ses, amps []*table.Table, o Options) *figure.Figure {
 			if restarts > 1 {
 				f.Series = append(f.Series, avg)
 			}
-			ampS := figure.Series{Label: fmt.Sprintf("AMP rho = %g", r), Group: -1, Points: true}
+			ampS := figure.Series{Label: "AMP " + rhoLabel(r), Group: -1, Points: true}
 			for _, at := range amps {
 				aAlphas, aRows := groupRows(at, r)
 				for _, a := range aAlphas {
@@ -346,7 +354,7 @@ func gdFigure(gds, ses, amps []*table.Table, o Options) *figure.Figure {
 
 // gdTraceFigure draws the training error of the first student of every run against the step.
 func gdTraceFigure(t *table.Table, o Options) *figure.Figure {
-	f := &figure.Figure{Title: "Training curves: error of the first student", XLabel: "step", YLabel: "||S - S*||^2 / D"}
+	f := &figure.Figure{Title: "Training curves: error of the first student", XLabel: "step", YLabel: figure.ErrorSGD}
 	if D, ok := t.Param("D"); ok {
 		f.Title = fmt.Sprintf("Training curves at D = %s: error of the first student", wholeNum(D))
 	}
@@ -354,7 +362,7 @@ func gdTraceFigure(t *table.Table, o Options) *figure.Figure {
 	traceRuns(t, "step", "error", func(run int, first bool, i int) figure.Series {
 		s := figure.Series{Group: run}
 		if first {
-			s.Label = fmt.Sprintf("rho = %g, alpha = %g", t.V(i, "rho"), t.V(i, "alpha"))
+			s.Label = rhoAlphaLabel(t.V(i, "rho"), t.V(i, "alpha"))
 		}
 		return s
 	}, f)
@@ -364,7 +372,7 @@ func gdTraceFigure(t *table.Table, o Options) *figure.Figure {
 // ampTraceFigure draws the error of every GAMP-RIE run against the iteration, one colour per
 // (rho, alpha).
 func ampTraceFigure(t *table.Table, o Options) *figure.Figure {
-	f := &figure.Figure{Title: "GAMP-RIE iterations", XLabel: "iteration", YLabel: "Estimation error ||S_hat - S||^2 / D"}
+	f := &figure.Figure{Title: "GAMP-RIE iterations", XLabel: "iteration", YLabel: "Estimation error " + figure.ErrorS}
 	if D, ok := t.Param("D"); ok {
 		f.Title = fmt.Sprintf("GAMP-RIE iterations at D = %s", wholeNum(D))
 	}
@@ -379,7 +387,7 @@ func ampTraceFigure(t *table.Table, o Options) *figure.Figure {
 		}
 		s := figure.Series{Group: g}
 		if first {
-			s.Label = fmt.Sprintf("rho = %g, alpha = %g", key[0], key[1])
+			s.Label = rhoAlphaLabel(key[0], key[1])
 		}
 		return s
 	}, f)

@@ -34,7 +34,7 @@ func benchFigure(t *table.Table, o Options) *figure.Figure {
 			series[key] = k
 			order = append(order, key)
 			f.Series = append(f.Series, figure.Series{Label: key, Group: g, Points: true},
-				figure.Series{Group: g, Dashed: tokens == "streamed"})
+				figure.Series{Label: key, Group: g, Dashed: tokens == "streamed"}) // one entry, marker and line
 		}
 		for _, j := range []int{k, k + 1} {
 			f.Series[j].X, f.Series[j].Y = append(f.Series[j].X, D), append(f.Series[j].Y, sec)
@@ -48,7 +48,7 @@ func benchFigure(t *table.Table, o Options) *figure.Figure {
 		}
 	}
 	if len(order) > 0 && dmin < dmax {
-		ref := figure.Series{Label: "D^4", Group: -1, Dashed: true}
+		ref := figure.Series{Label: figure.Sup("D", "4"), Group: -1, Dashed: true}
 		for _, D := range []float64{dmin, dmax} {
 			ref.X, ref.Y = append(ref.X, D), append(ref.Y, t0*math.Pow(D/d0, 4))
 		}

@@ -17,9 +17,10 @@ import (
 // Options are the choices `aim plot` offers over a figure; the zero value ("auto"
 // everywhere) is the run command's own figure.
 type Options struct {
-	X     string // "", "auto", "alpha", "alpha-bar" or "alpha-rho"
-	Axes  string // "", "auto", "lin", "logx", "logy" or "loglog"
-	Title string // "" for the automatic title
+	X     string      // "", "auto", "alpha", "alpha-bar" or "alpha-rho"
+	Axes  string      // "", "auto", "lin", "logx", "logy" or "loglog"
+	Title string      // "" for the automatic title
+	Size  figure.Size // the figure's size; zero: the default
 }
 
 func (o Options) xMode(auto string) string {
@@ -146,6 +147,7 @@ func Build(tables []*table.Table, o Options) (*figure.Figure, error) {
 	if o.Title != "" {
 		f.Title = o.Title
 	}
+	f.Size = o.Size
 	return f, nil
 }
 

@@ -11,6 +11,23 @@ import (
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 )
 
+// The SMI's labels: the x axis, the overlaps Q_ll and the cosine of a layer.
+var (
+	alphaSMI    = "Sample complexity " + figure.Alpha + " = N/D"
+	qll         = figure.Sub("Q", "ℓℓ")
+	cosineLabel = "cosine |" + figure.Sub("M", "ℓℓ") + "| / √(" + qll + " ‖" + figure.Sub("w", "ℓ") + "^{*}‖^{2} / D)"
+)
+
+// layerSym returns the symbol of layer l (from 0) of a layer's quantity: Q_{11} (twice the
+// index) or α_{1}.
+func layerSym(sym string, l int, twice bool) string {
+	i := fmt.Sprint(l + 1)
+	if twice {
+		i += i
+	}
+	return figure.Sub(sym, i)
+}
+
 // byAlpha returns the row indices of t sorted by alpha (stable).
 func byAlpha(t *table.Table) []int {
 	idx := make([]int, t.Rows())
@@ -28,11 +45,11 @@ func smiSEFigure(ses []*table.Table, thCSV *table.Table, o Options) (*figure.Fig
 	t0 := ses[0]
 	f := &figure.Figure{
 		Title:  "SMI state evolution",
-		XLabel: "Sample complexity alpha = N/D", YLabel: "Overlap Q_ll, generalisation error",
+		XLabel: alphaSMI, YLabel: "Overlap " + qll + ", generalisation error " + figure.EGen,
 		YMin: 0, YMax: 1.05,
 	}
 	if t0.Rows() > 0 {
-		f.Title = fmt.Sprintf("SMI state evolution: L = %d, M = %s, c = %g, beta = %g", t0.L, wholeNum(t0.V(0, "M")), t0.V(0, "c"), t0.V(0, "beta"))
+		f.Title = fmt.Sprintf("SMI state evolution: L = %d, M = %s, c = %g, %s = %g", t0.L, wholeNum(t0.V(0, "M")), t0.V(0, "c"), figure.Beta, t0.V(0, "beta"))
 	}
 	o.applyAxes(f, false, false)
 	amax := 0.0
@@ -44,7 +61,7 @@ func smiSEFigure(ses []*table.Table, thCSV *table.Table, o Options) (*figure.Fig
 		idx := byAlpha(t)
 		for l := 0; l < t.L; l++ {
 			q := table.LayerNames("Q", t.L, true)[l]
-			s := figure.Series{Label: fmt.Sprintf("Q_%d%d", l+1, l+1) + suffix, Group: l}
+			s := figure.Series{Label: layerSym("Q", l, true) + suffix, Group: l}
 			for _, i := range idx {
 				if t.S(i, "converged") == "true" {
 					s.X, s.Y = append(s.X, t.V(i, "alpha")), append(s.Y, t.V(i, q))
@@ -60,8 +77,8 @@ func smiSEFigure(ses []*table.Table, thCSV *table.Table, o Options) (*figure.Fig
 			}
 		}
 		if hasGen {
-			gen := figure.Series{Label: "e_gen" + suffix, Group: -1, Dashed: true}
-			last := figure.Series{Label: "e_gen, last layer only" + suffix, Group: t.L, Dashed: true}
+			gen := figure.Series{Label: figure.EGen + suffix, Group: -1, Dashed: true}
+			last := figure.Series{Label: figure.EGen + ", last layer only" + suffix, Group: t.L, Dashed: true}
 			for _, i := range idx {
 				if t.S(i, "converged") == "true" {
 					gen.X, gen.Y = append(gen.X, t.V(i, "alpha")), append(gen.Y, t.V(i, "gen_error"))
@@ -90,13 +107,13 @@ func smiSEFigure(ses []*table.Table, thCSV *table.Table, o Options) (*figure.Fig
 			}
 			switch {
 			case !math.IsInf(a, 0) && a <= 1.5*amax:
-				f.VLines = append(f.VLines, figure.VLine{X: a, Group: l, Label: fmt.Sprintf("alpha_%d = %.4g", l+1, a)})
+				f.VLines = append(f.VLines, figure.VLine{X: a, Group: l, Label: "weak recovery " + figure.Sub(figure.Alpha, "ℓ")})
 			case !math.IsNaN(fb) && !math.IsInf(fb, 0) && th.FromCSV:
-				f.VLines = append(f.VLines, figure.VLine{X: fb, Group: l, Label: fmt.Sprintf("conditional alpha_%d = %.4g", l+1, fb)})
+				f.VLines = append(f.VLines, figure.VLine{X: fb, Group: l, Label: "conditional " + figure.Sub(figure.Alpha, "ℓ")})
 			case !math.IsNaN(fb):
 				// The layer turns on conditionally (the grand staircase), far below its stability
 				// threshold at Q = 0: mark where the curve shows it.
-				f.VLines = append(f.VLines, figure.VLine{X: fb, Group: l, Label: fmt.Sprintf("onset of Q_%d%d = %.4g", l+1, l+1, fb)})
+				f.VLines = append(f.VLines, figure.VLine{X: fb, Group: l, Label: "onset of " + qll})
 			}
 		}
 	}
@@ -130,9 +147,9 @@ func smiThresholdsAt(th, se *table.Table) (*table.Thresholds, error) {
 // colour per layer) and the conditional ones dashed (the next colours); log x when the
 // positive c span more than a decade, log y when the thresholds do.
 func smiThresholdsFigure(t *table.Table, o Options) *figure.Figure {
-	f := &figure.Figure{Title: "SMI weak-recovery thresholds", XLabel: "Skip strength c", YLabel: "Threshold alpha = N/D"}
+	f := &figure.Figure{Title: "SMI weak-recovery thresholds", XLabel: "Skip strength c", YLabel: "Threshold " + figure.Alpha + " = N/D"}
 	if t.Rows() > 0 {
-		f.Title = fmt.Sprintf("SMI weak-recovery thresholds: L = %d, M = %s, beta = %g", t.L, wholeNum(t.V(0, "M")), t.V(0, "beta"))
+		f.Title = fmt.Sprintf("SMI weak-recovery thresholds: L = %d, M = %s, %s = %g", t.L, wholeNum(t.V(0, "M")), figure.Beta, t.V(0, "beta"))
 	}
 	cmin, cmax := math.Inf(1), 0.0
 	for i := 0; i < t.Rows(); i++ {
@@ -146,7 +163,7 @@ func smiThresholdsFigure(t *table.Table, o Options) *figure.Figure {
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return t.V(idx[a], "c") < t.V(idx[b], "c") })
 	add := func(label string, group int, dashed bool, col string) {
-		line := figure.Series{Group: group, Dashed: dashed}
+		line := figure.Series{Label: label, Group: group, Dashed: dashed} // one entry with its points
 		pts := figure.Series{Label: label, Group: group, Points: true}
 		for _, i := range idx {
 			if v := t.V(i, col); !math.IsNaN(v) && !math.IsInf(v, 0) {
@@ -157,10 +174,10 @@ func smiThresholdsFigure(t *table.Table, o Options) *figure.Figure {
 		f.Series = append(f.Series, line, pts)
 	}
 	for l, col := range table.LayerNames("alpha_stability_", t.L, false) {
-		add(fmt.Sprintf("stability alpha_%d = 1/F_%d", l+1, l+1), l, false, col)
+		add(fmt.Sprintf("stability %s = 1/%s", layerSym(figure.Alpha, l, false), layerSym("F", l, false)), l, false, col)
 	}
 	for l, col := range table.LayerNames("alpha_conditional_", t.L-1, false) {
-		add(fmt.Sprintf("conditional alpha_%d (dashed)", l+1), t.L+l, true, col)
+		add("conditional "+layerSym(figure.Alpha, l, false)+" (dashed)", t.L+l, true, col)
 	}
 	ymin, ymax := math.Inf(1), 0.0
 	for _, s := range f.Series {
@@ -178,11 +195,11 @@ func smiAMPFigure(amps, ses []*table.Table, o Options) (*figure.Figure, error) {
 	t0 := amps[0]
 	f := &figure.Figure{
 		Title:  "GAMP (SMI)",
-		XLabel: "Sample complexity alpha = N/D", YLabel: "Overlap m_ll (AMP), Q_ll (SE)",
+		XLabel: alphaSMI, YLabel: "Overlap " + figure.Sub("m", "ℓℓ") + " (GAMP, points), " + qll + " (SE, lines)",
 		YMin: 0, YMax: 1.05,
 	}
 	if t0.Rows() > 0 {
-		f.Title = fmt.Sprintf("GAMP at D = %s: L = %d, M = %s, c = %g, beta = %g", wholeNum(t0.V(0, "D")), t0.L, wholeNum(t0.V(0, "M")), t0.V(0, "c"), t0.V(0, "beta"))
+		f.Title = fmt.Sprintf("GAMP at D = %s: L = %d, M = %s, c = %g, %s = %g", wholeNum(t0.V(0, "D")), t0.L, wholeNum(t0.V(0, "M")), t0.V(0, "c"), figure.Beta, t0.V(0, "beta"))
 	}
 	o.applyAxes(f, false, false)
 	for _, se := range ses {
@@ -197,7 +214,7 @@ func smiAMPFigure(amps, ses []*table.Table, o Options) (*figure.Figure, error) {
 			}
 		}
 		for l := 0; l < se.L; l++ {
-			s := figure.Series{Label: fmt.Sprintf("SE Q_%d%d", l+1, l+1), Group: l}
+			s := figure.Series{Label: fmt.Sprintf("layer %d", l+1), Group: l} // one entry with its GAMP points
 			for _, i := range idx {
 				s.X, s.Y = append(s.X, se.V(i, "alpha")), append(s.Y, se.V(i, q11[l]))
 			}
@@ -211,7 +228,7 @@ func smiAMPFigure(amps, ses []*table.Table, o Options) (*figure.Figure, error) {
 		alphas := distinctValues(t, "alpha")
 		sort.Float64s(alphas)
 		for l, col := range table.LayerNames("m", t.L, true) {
-			pts := figure.Series{Label: fmt.Sprintf("AMP m_%d%d", l+1, l+1), Group: l, Points: true}
+			pts := figure.Series{Label: fmt.Sprintf("layer %d", l+1), Group: l, Points: true}
 			for _, a := range alphas {
 				var ms []float64
 				for i := 0; i < t.Rows(); i++ {
@@ -244,7 +261,7 @@ func smiAMPTraceFigure(t *table.Table, o Options) *figure.Figure {
 	}
 	f := &figure.Figure{
 		Title:  fmt.Sprintf("GAMP, seed %s: cosines (last layer solid)", wholeNum(seed)),
-		XLabel: "iteration", YLabel: "cosine |M_ll| / sqrt(Q_ll ||w*_l||^2 / D)",
+		XLabel: "iteration", YLabel: cosineLabel,
 		YMin: 0, YMax: 1.05,
 	}
 	if D, ok := t.Param("D"); ok {
@@ -254,7 +271,7 @@ func smiAMPTraceFigure(t *table.Table, o Options) *figure.Figure {
 	cos := table.LayerNames("cos", t.L, false)
 	for gi, a := range distinctValues(t, "alpha") {
 		for l := 0; l < t.L; l++ {
-			s := figure.Series{Label: fmt.Sprintf("alpha = %g, layer %d", a, l+1), Group: gi, Dashed: l < t.L-1}
+			s := figure.Series{Label: fmt.Sprintf("%s = %g, layer %d", figure.Alpha, a, l+1), Group: gi, Dashed: l < t.L-1}
 			for i := 0; i < t.Rows(); i++ {
 				if t.V(i, "alpha") == a && t.V(i, "seed") == seed {
 					s.X, s.Y = append(s.X, t.V(i, "iteration")), append(s.Y, t.V(i, cos[l]))
@@ -274,7 +291,7 @@ func smiAMPTraceFigure(t *table.Table, o Options) *figure.Figure {
 func smiSGDFigure(t *table.Table, o Options) *figure.Figure {
 	f := &figure.Figure{
 		Title:  fmt.Sprintf("SGD: L = %d", t.L),
-		XLabel: "SGD update", YLabel: "cosine |M_ll| / sqrt(Q_ll ||w*_l||^2 / D)",
+		XLabel: "SGD update", YLabel: cosineLabel,
 		YMin: 0, YMax: 1.05,
 	}
 	D, okD := t.Param("D")
@@ -282,7 +299,7 @@ func smiSGDFigure(t *table.Table, o Options) *figure.Figure {
 	M, okM := t.Param("M")
 	c, okC := t.Param("c")
 	if okD && okA && okM && okC {
-		f.Title = fmt.Sprintf("SGD at D = %s, alpha = %g: L = %d, M = %s, c = %g", wholeNum(D), alpha, t.L, wholeNum(M), c)
+		f.Title = fmt.Sprintf("SGD at D = %s, %s = %g: L = %d, M = %s, c = %g", wholeNum(D), figure.Alpha, alpha, t.L, wholeNum(M), c)
 	}
 	o.applyAxes(f, true, false)
 	cos := table.LayerNames("cos", t.L, false)

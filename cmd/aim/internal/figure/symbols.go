@@ -1,0 +1,27 @@
+package figure
+
+// symbols.go: the one spelling of the papers' symbols on the figures (axis labels, legends,
+// titles), in Unicode with the braced scripts of mathtext.go. The glossary (engine/doc.go)
+// names each symbol as the code spells it; this table is how a figure prints it.
+
+// The symbols of the AIM (docs/AIM.md) and the SMI (docs/SMI.md).
+const (
+	Alpha     = "α"                       // sample complexity: N/D^2 (AIM), N/D (SMI)
+	AlphaBar  = "ᾱ"                       // α (T^2 + T − 2), the softmax curves' common axis
+	AlphaBarR = "ᾱ_{r}"                   // N/(D R) = α/ρ, the ρ → 0 rescaled axis
+	AlphaPR   = "α_{PR}"                  // perfect-recovery threshold
+	AlphaBarC = "ᾱ_{c}"                   // ρ → 0 weak-recovery threshold, in ᾱ_r
+	Rho       = "ρ"                       // rank ratio R/D
+	Beta      = "β"                       // softmax inverse temperature
+	Minus     = "−"                       // U+2212, the minus sign of labels and ticks
+	RhoToZero = "ρ → 0"                   // the rescaled limit's curve
+	ErrorS    = "‖Ŝ − S‖^{2}_{F} / D"     // the estimation error of a student of S
+	ErrorSGD  = "‖S − S^{*}‖^{2}_{F} / D" // a GD student's distance to the teacher
+	EGen      = "e_{gen}"                 // generalisation error
+)
+
+// Sub returns a symbol with a subscript: Sub("Q", "11") = "Q_{11}".
+func Sub(sym, sub string) string { return sym + "_{" + sub + "}" }
+
+// Sup returns a symbol with a superscript: Sup("D", "2") = "D^{2}".
+func Sup(sym, sup string) string { return sym + "^{" + sup + "}" }
