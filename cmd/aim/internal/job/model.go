@@ -24,7 +24,8 @@ type Model struct {
 	Axes        string   // plot axes: auto, lin, logx, logy or loglog
 
 	rhos, alphas []float64
-	// hardmaxAnyT admits hardmax with 2 < T <= 6 (only `aim se --threshold` computes it yet).
+	// hardmaxAnyT admits hardmax with 2 < T <= 6 (`aim se --threshold` and `aim amp` compute
+	// it; the SE curves at T > 2 are still to come).
 	hardmaxAnyT bool
 }
 
@@ -55,9 +56,9 @@ func (m *Model) validate(defaultRho []string, defaultAlpha string) error {
 		case m.hardmaxAnyT && m.PaperCompat:
 			return Inputf("hardmax --paper-compat is the published formula for T = 2 only (got --T %d)", m.T)
 		case m.hardmaxAnyT && m.T > aim.HardmaxTMax:
-			return Inputf("hardmax --threshold: --T %d, the largest supported is %d", m.T, aim.HardmaxTMax)
+			return Inputf("hardmax: --T %d, the largest supported is %d", m.T, aim.HardmaxTMax)
 		default:
-			return Inputf("hardmax is implemented for T = 2 only (got --T %d); for 3 <= T <= %d only the threshold alpha-bar_c is computed yet (aim se --threshold); the curves and GAMP-RIE are still to come", m.T, aim.HardmaxTMax)
+			return Inputf("hardmax is implemented for T = 2 only (got --T %d) here; for 3 <= T <= %d, aim amp runs GAMP-RIE and aim se --threshold computes alpha-bar_c, and the SE curves are still to come", m.T, aim.HardmaxTMax)
 		}
 	default:
 		return Inputf("unknown channel %q (want softmax or hardmax)", m.Channel)
@@ -126,6 +127,11 @@ func (m *Model) logAxes() (logx, logy bool) {
 	}
 	return axes == "logx" || axes == "loglog", axes == "logy" || axes == "loglog"
 }
+
+// hasSE reports whether the state evolution of the model exists (every model but hardmax at
+// T > 2, whose curves are still to come): without it the simulations' SE column is empty and
+// their figures have no SE line.
+func (m *Model) hasSE() bool { return !(m.Channel == "hardmax" && m.T > 2) }
 
 // theoryChannel returns the channel for state evolution.
 func (m *Model) theoryChannel() (aim.Channel, error) {
