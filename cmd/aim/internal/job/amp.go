@@ -257,7 +257,12 @@ func (c *AMPConfig) figure(rows []AMPRow) (*figure.Figure, error) {
 	}
 	lines := c.seTable
 	if lines == nil && !c.hasSE() {
-		return drawFigure([]*table.Table{t}, plot.Options{Axes: c.Axes})
+		// The runs alone: linear axes unless asked (a log axis over one point has no range).
+		axes := c.Axes
+		if axes == "auto" {
+			axes = "lin"
+		}
+		return drawFigure([]*table.Table{t}, plot.Options{Axes: axes})
 	}
 	if lines == nil {
 		amin, amax := c.alphaRange()
