@@ -32,15 +32,7 @@ func TestAMPHardmaxT3(t *testing.T) {
 		if workers == 1 {
 			o.MaxIter = 4 // the same bits: a few iterations show it
 		}
-		data, err := aim.Generate(dev, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := Run(dev, data, o)
-		data.Free(dev)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := runOnce(t, dev, p, o)
 		if workers == 2 {
 			first = res.Trace
 			peak := 0.0
