@@ -44,9 +44,10 @@ import (
 // Fixed chunk sizes of the parallel loops. They are part of the numerical definition of the
 // reductions (see the package comment): changing them changes the last bits of sums.
 const (
-	chunkElems   = 4096 // element-wise operations and vector reductions
-	chunkSamples = 256  // ChannelOutput, ChannelGOut, AddDiag, SumDiag (samples per chunk)
-	tokenWork    = 1 << 16
+	chunkElems    = 4096 // element-wise operations and vector reductions
+	chunkSamples  = 256  // ChannelOutput, ChannelGOut, AddDiag, SumDiag (samples per chunk)
+	chunkPolytope = 16   // ChannelOutput, ChannelGOut of hardmax at T > 2 (about 1 ms a sample)
+	tokenWork     = 1 << 16
 )
 
 // Device is the CPU device: the checked front of package device (device.New) before the CPU

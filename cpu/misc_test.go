@@ -163,7 +163,7 @@ func TestErrors(t *testing.T) {
 	short("MulPattern", d.MulPattern(big, a, 1, 17), "cpu MulPattern", "buffer p")
 
 	// Channel parameters.
-	expect("hardmax T=3", d.ChannelOutput(device.Channel{Kind: device.Hardmax, T: 3}, big, big, 1), "cpu ChannelOutput", "T = 2")
+	expect("hardmax T=7", d.ChannelOutput(device.Channel{Kind: device.Hardmax, T: 7}, big, big, 1), "cpu ChannelOutput", "need 2 <= T <= 6")
 	expect("softmax beta=0", d.ChannelOutput(device.Channel{Kind: device.Softmax, T: 2}, big, big, 1), "cpu ChannelOutput", "beta")
 	expect("unknown channel", d.ChannelOutput(device.Channel{Kind: 7, T: 2}, big, big, 1), "cpu ChannelOutput", "channel(7)")
 	expect("GOut V=0", func() error { _, err := d.ChannelGOut(ch, big, b, a, 1, 0); return err }(), "cpu ChannelGOut", "V")

@@ -5,8 +5,6 @@ import (
 	"math"
 	"strings"
 	"sync/atomic"
-
-	"github.com/aimtheory/aim/kernels"
 )
 
 // Checked is the checked front of a Backend: the Device the engine uses. Every method checks
@@ -239,8 +237,8 @@ func (c *Checked) sameOrDisjoint(op, na, nb string, a, b span) error {
 	return nil
 }
 
-// channel checks a channel's kind and parameters (the rules of its Go twin in package kernels:
-// softmax T >= 2 and 0 < beta < inf, hardmax T = 2) and n >= 0, and returns n T^2.
+// channel checks a channel's kind and parameters (Channel.Validate: the rules of its Go twins
+// in package kernels) and n >= 0, and returns n T^2.
 func (c *Checked) channel(op string, ch Channel, n int) (int, error) {
 	if ch.Kind != Softmax && ch.Kind != Hardmax {
 		return 0, c.errf(op, "unknown channel %v", ch)
@@ -248,13 +246,7 @@ func (c *Checked) channel(op string, ch Channel, n int) (int, error) {
 	if ch.T < 1 {
 		return 0, c.errf(op, "channel %v with T = %d, need T >= 1: %w", ch, ch.T, ErrSize)
 	}
-	var err error
-	if ch.Kind == Softmax {
-		_, err = kernels.NewSoftmax(ch.T, ch.Beta)
-	} else {
-		_, err = kernels.NewHardmax(ch.T, ch.PaperCompat)
-	}
-	if err != nil {
+	if err := ch.Validate(); err != nil {
 		return 0, c.errf(op, "%w", err)
 	}
 	return c.sizes(op, "n, t, t", n, ch.T, ch.T)

@@ -192,7 +192,16 @@ func TestBadArguments(t *testing.T) {
 		{"ChannelOutput T = 0", "ChannelOutput", true, func() error { return d.ChannelOutput(Channel{Kind: Softmax, Beta: 1}, a, b, 1) }, "T = 0"},
 		{"ChannelOutput softmax beta 0", "ChannelOutput", false, func() error { return d.ChannelOutput(Channel{Kind: Softmax, T: 2}, a, b, 1) }, "beta = 0"},
 		{"ChannelOutput softmax T = 1", "ChannelOutput", false, func() error { return d.ChannelOutput(Channel{Kind: Softmax, T: 1, Beta: 1}, a, b, 1) }, "T = 1"},
-		{"ChannelGOut hardmax T = 3", "ChannelGOut", false, func() error { return f64(d.ChannelGOut(Channel{Kind: Hardmax, T: 3}, a, b, big, 1, 1)) }, "T = 2 only"},
+		{"ChannelGOut hardmax T = 7", "ChannelGOut", false, func() error { return f64(d.ChannelGOut(Channel{Kind: Hardmax, T: 7}, a, b, big, 1, 1)) }, "need 2 <= T <= 6"},
+		{"ChannelGOut hardmax T = 3 paper", "ChannelGOut", false, func() error {
+			return f64(d.ChannelGOut(Channel{Kind: Hardmax, T: 3, PaperCompat: true}, a, b, big, 1, 1))
+		}, "T = 2 only"},
+		{"ChannelGOut hardmax T = 3 points", "ChannelGOut", false, func() error {
+			return f64(d.ChannelGOut(Channel{Kind: Hardmax, T: 3, Points: -1}, a, b, big, 1, 1))
+		}, "lattice points"},
+		{"ChannelGOut hardmax T = 3 tol", "ChannelGOut", false, func() error {
+			return f64(d.ChannelGOut(Channel{Kind: Hardmax, T: 3, Tol: math.NaN()}, a, b, big, 1, 1))
+		}, "tolerance"},
 		{"ChannelOutput negative n", "ChannelOutput", true, func() error { return d.ChannelOutput(sm, a, b, -1) }, "negative"},
 		{"ChannelOutput short h", "ChannelOutput", true, func() error { return d.ChannelOutput(sm, big, a, 5) }, "buffer h"},
 		{"ChannelOutput short y", "ChannelOutput", true, func() error { return d.ChannelOutput(sm, a, big, 5) }, "buffer y"},

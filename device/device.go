@@ -32,7 +32,10 @@ package device
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+
+	"github.com/aimtheory/aim/kernels"
 )
 
 // Buffer is an array of float64 on a device, or a view of one (View). Only the device that
@@ -57,16 +60,79 @@ type ChannelKind int
 const (
 	// Softmax is y = row-softmax(beta h) (docs/AIM.md 2.2).
 	Softmax ChannelKind = iota
-	// Hardmax is y = one-hot row argmax of h, T = 2 (docs/AIM.md 2.3).
+	// Hardmax is y = one-hot row argmax of h (docs/AIM.md 2.3): in closed form at T = 2
+	// (kernels.Hardmax), by a Gaussian polytope integral per sample for 3 <= T <= 6
+	// (kernels.HardmaxT, with the lattice rule of Channel.Points and Channel.Tol).
 	Hardmax
 )
 
+// DefaultHardmaxTol is the target standard error of each sample's g_out estimate of the
+// hardmax channel at T > 2 when Channel.Tol is 0.
+const DefaultHardmaxTol = 1e-3
+
 // Channel specifies an output channel for the channel operations.
+//
+// Hardmax at 3 <= T <= 6: per sample, Z_out = P(A xi >= -A omega/sqrt(V)) over the T(T-1)
+// winner constraints and g_out = E[xi | .]/sqrt(V) (kernels.HardmaxT) are estimated by
+// kernels.HardmaxTShifts randomised shifts of a lattice of up to Points points each, doubling
+// from 64 points until the standard errors of log Z and of E[xi | .] (relative to
+// max(1, |E[xi | .]|_inf)) are below Tol. Points and Tol are ignored otherwise.
 type Channel struct {
 	Kind        ChannelKind
 	T           int     // tokens
 	Beta        float64 // softmax inverse temperature
-	PaperCompat bool    // hardmax: the published g_out formula instead of the exact one
+	PaperCompat bool    // hardmax at T = 2: the published g_out formula instead of the exact one
+	Points      int     // hardmax T > 2: lattice points per shift at most; 0: kernels.HardmaxTPoints
+	Tol         float64 // hardmax T > 2: target error of each estimate; 0: DefaultHardmaxTol; < 0: every point
+}
+
+// maxHardmaxPoints bounds Channel.Points (per shift; 8 shifts): beyond it a sample costs
+// more than a second.
+const maxHardmaxPoints = 1 << 20
+
+// Lattice returns the lattice rule of the hardmax channel at T > 2 as kernels.NewHardmaxT
+// and HardmaxT.Tol take it: the points per shift (Points, or kernels.HardmaxTPoints for 0)
+// and the tolerance (Tol, DefaultHardmaxTol for 0, and 0 = every point for Tol < 0).
+func (c Channel) Lattice() (points int, tol float64) {
+	points, tol = c.Points, c.Tol
+	if points == 0 {
+		points = kernels.HardmaxTPoints
+	}
+	switch {
+	case tol == 0:
+		tol = DefaultHardmaxTol
+	case tol < 0:
+		tol = 0
+	}
+	return points, tol
+}
+
+// Validate checks the channel by the rules of its Go twins in package kernels: softmax T >= 2
+// and 0 < beta < inf; hardmax 2 <= T <= 6, PaperCompat at T = 2 only, and at T > 2
+// 0 <= Points <= 2^20 and a finite Tol.
+func (c Channel) Validate() error {
+	switch c.Kind {
+	case Softmax:
+		_, err := kernels.NewSoftmax(c.T, c.Beta)
+		return err
+	case Hardmax:
+		if c.T == 2 {
+			_, err := kernels.NewHardmax(c.T, c.PaperCompat)
+			return err
+		}
+		switch {
+		case c.T < 2 || c.T > kernels.HardmaxTMax:
+			return fmt.Errorf("hardmax channel: T = %d, need 2 <= T <= %d", c.T, kernels.HardmaxTMax)
+		case c.PaperCompat:
+			return fmt.Errorf("hardmax channel: the published (paper-compat) formula exists for T = 2 only (got T = %d)", c.T)
+		case c.Points < 0 || c.Points > maxHardmaxPoints:
+			return fmt.Errorf("hardmax channel: %d lattice points, need 0 (the default) to %d", c.Points, maxHardmaxPoints)
+		case math.IsNaN(c.Tol) || math.IsInf(c.Tol, 0):
+			return fmt.Errorf("hardmax channel: tolerance %g, need a finite value", c.Tol)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown channel %v", c)
 }
 
 // String returns "softmax" or "hardmax" (with "-paper" for the published formula).

@@ -478,3 +478,590 @@ extern "C" __global__ void hardmax_gout(double *g, double *part, const double *y
         part[blockIdx.x] = s;
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// The hardmax channel at 3 <= T <= 6 (hardmaxt.go HardmaxT.GOut, polytope.go Polytope.Moments,
+// Lattice, truncated, InvLogNormCDF, and gonum's mathext.NormalQuantile): one sample per block,
+// the threads over the lattice points.
+//
+// Per sample the block builds the T(T-1) winner constraints A (K x M, packed unit coordinates)
+// and the thresholds c = -A omega_u / sqrt(V_u) in shared memory; thread 0 orders them (least
+// probable first, a stable sort as slices.SortStableFunc) and computes the Householder QR, L
+// and the last variables exactly as Polytope.prepare; then for each shift r every thread draws
+// the points i = i0 + threadIdx.x, i0 + threadIdx.x + BLOCK, ... of [i0, i1) (Lattice.point,
+// Polytope.sample: per-thread eta), keeping its weights relative to its own largest; the block
+// takes the largest log weight (block_max), rescales every thread's sums to it and adds them
+// (block_sum, a fixed tree), and thread 0 merges them into the shift's running sums. Thread 0
+// then combines the shifts (Polytope.combine) and applies Moments' stopping rule (from 64
+// points, doubling up to points, until the errors are below tol; tol = 0: every point). The
+// lattice's generators and shifts are computed here as NewLattice computes them (the shifts
+// from SplitMix64 of HARDMAXT_SEED), so the rule is the CPU's point for point. Only the order
+// of the sums over points differs from the CPU's sequential one: values agree to about 1e-14
+// relative with the same number of points; the adaptive rule may stop at another doubling
+// where an error is within rounding of tol.
+
+#define HARDMAXT_MAXT 6
+#define HARDMAXT_MAXM 21  // Fields(6)
+#define HARDMAXT_MAXK 30  // 6 * 5 constraints
+#define HARDMAXT_MAXR 16  // shifts
+#define HARDMAXT_SEED 0x68617264ULL // hardmaxTSeed
+
+__constant__ int latticePrimes[20] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71};
+
+// gonum mathext.NormalQuantile's coefficients (Wichura's AS241).
+__constant__ double zQSA[8] = {2509.0809287301226727, 33430.575583588128105, 67265.770927008700853, 45921.953931549871457, 13731.693765509461125, 1971.5909503065514427, 133.14166789178437745, 3.387132872796366608};
+__constant__ double zQSB[8] = {5226.495278852854561, 28729.085735721942674, 39307.89580009271061, 21213.794301586595867, 5394.1960214247511077, 687.1870074920579083, 42.313330701600911252, 1.0};
+__constant__ double zQIA[8] = {7.7454501427834140764e-4, 0.0227238449892691845833, 0.24178072517745061177, 1.27045825245236838258, 3.64784832476320460504, 5.7694972214606914055, 4.6303378461565452959, 1.42343711074968357734};
+__constant__ double zQIB[8] = {1.05075007164441684324e-9, 5.475938084995344946e-4, 0.0151986665636164571966, 0.14810397642748007459, 0.68976733498510000455, 1.6763848301838038494, 2.05319162663775882187, 1.0};
+__constant__ double zQTA[8] = {2.01033439929228813265e-7, 2.71155556874348757815e-5, 0.0012426609473880784386, 0.026532189526576123093, 0.29656057182850489123, 1.7848265399172913358, 5.4637849111641143699, 6.6579046435011037772};
+__constant__ double zQTB[8] = {2.04426310338993978564e-15, 1.4215117583164458887e-7, 1.8463183175100546818e-5, 7.868691311456132591e-4, 0.0148753612908506148525, 0.13692988092273580531, 0.59983220655588793769, 1.0};
+
+// poly8 is gonum's ((((((c0 z + c1) z + c2) z + c3) z + c4) z + c5) z + c6) z + c7.
+static __device__ double poly8(const double *c, double z) {
+    return ((((((c[0] * z + c[1]) * z + c[2]) * z + c[3]) * z + c[4]) * z + c[5]) * z + c[6]) * z + c[7];
+}
+
+// normalQuantile is mathext.NormalQuantile for 0 < p < 1 (0 and 1 give -Inf and +Inf).
+static __device__ double normalQuantile(double p) {
+    if (p == 1) {
+        return pos_inf();
+    } else if (p == 0) {
+        return neg_inf();
+    }
+    double dp = p - 0.5;
+    if (fabs(dp) <= 0.425) {
+        double z = 0.180625 - dp * dp;
+        return dp * poly8(zQSA, z) / poly8(zQSB, z);
+    }
+    double r = p < 0.5 ? sqrt(-log(p)) : sqrt(-log(1 - p));
+    double x;
+    if (r <= 5.0) {
+        double z = r - 1.6;
+        x = poly8(zQIA, z) / poly8(zQIB, z);
+    } else {
+        double z = r - 5;
+        x = poly8(zQTA, z) / poly8(zQTB, z);
+    }
+    return p < 0.5 ? -x : x;
+}
+
+// invLogNormCDF is InvLogNormCDF: x with log Phi(x) = lp.
+static __device__ __noinline__ double invLogNormCDF(double lp) {
+    if (is_nan(lp) || lp > 0) {
+        return go_nan();
+    } else if (lp == 0) {
+        return pos_inf();
+    } else if (is_inf(lp, -1)) {
+        return lp; // -Inf (not neg_inf(): NVRTC 11.8 numbered the two constants' registers at random)
+    }
+    if (lp > -0.69314718055994531) { // -math.Ln2
+        return -normalQuantile(-expm1(lp));
+    } else if (lp > -690) {
+        return normalQuantile(exp(lp));
+    }
+    double x = -sqrt(-2 * lp - log(-4 * 3.14159265358979323846 * lp));
+    for (int it = 0; it < 100; it++) {
+        double dx = (logNormCDF(x) - lp) / invMills(x);
+        x -= dx;
+        if (fabs(dx) <= 1e-15 * fabs(x)) {
+            break;
+        }
+    }
+    return x;
+}
+
+// truncatedNormal is truncated: log(Phi(hi) - Phi(lo)) and the u-quantile (mean false) or the
+// mean (mean true) of the standard normal on [lo, hi].
+static __device__ __noinline__ double truncatedNormal(double lo, double hi, double u, bool mean, double *x) {
+    bool flip = lo > 0;
+    if (flip) {
+        double t = lo;
+        lo = -hi, hi = -t, u = 1 - u;
+    }
+    double a = logNormCDF(hi), b = logNormCDF(lo);
+    double t = exp(b - a);
+    double lp = a + log1p(-t);
+    double v = 0;
+    if (mean) {
+        if (!is_inf(lo, -1)) {
+            v += exp(logNormPDF(lo) - lp);
+        }
+        if (!is_inf(hi, 1)) {
+            v -= exp(logNormPDF(hi) - lp);
+        }
+    } else {
+        v = invLogNormCDF(a + log(t + u * (1 - t)));
+    }
+    v = go_min(go_max(v, lo), hi);
+    if (flip) {
+        v = -v;
+    }
+    *x = v;
+    return lp;
+}
+
+// go_cmp is cmp.Compare for float64: NaN below everything, NaNs equal.
+static __device__ int go_cmp(double x, double y) {
+    bool xn = is_nan(x), yn = is_nan(y);
+    if (xn) {
+        return yn ? 0 : -1;
+    }
+    if (yn) {
+        return 1;
+    }
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+// block_max returns, in every thread, the largest v over the block (NaN ignored, as fmax),
+// through sh (BLOCK values); every thread must call it.
+static __device__ double block_max(double v, double *sh) {
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned o = BLOCK / 2; o > 0; o >>= 1) {
+        if (threadIdx.x < o) {
+            sh[threadIdx.x] = fmax(sh[threadIdx.x], sh[threadIdx.x + o]);
+        }
+        __syncthreads();
+    }
+    double m = sh[0];
+    __syncthreads();
+    return m;
+}
+
+// hardmaxTPoly is the block's shared state of one sample's Polytope (K constraints on M
+// variables) and its Lattice (Dim = M - 1, R shifts).
+struct hardmaxTPoly {
+    int K, M, R;
+    double a[HARDMAXT_MAXK * HARDMAXT_MAXM];   // A, unordered
+    double l[HARDMAXT_MAXK * HARDMAXT_MAXM];   // L = A_ordered Q
+    double q[HARDMAXT_MAXM * HARDMAXT_MAXM];   // Q
+    double hh[HARDMAXT_MAXM * HARDMAXT_MAXK];  // Householder work
+    double c0[HARDMAXT_MAXK];                  // thresholds, unordered
+    double c[HARDMAXT_MAXK];                   // thresholds, ordered
+    double score[HARDMAXT_MAXK];
+    double v[HARDMAXT_MAXM];
+    int order[HARDMAXT_MAXK], last[HARDMAXT_MAXK];
+    double alpha[HARDMAXT_MAXM - 1];
+    double shift[HARDMAXT_MAXR * (HARDMAXT_MAXM - 1)];
+    // Per shift: the running sums (top, sw, sm) of shiftSum, and the combine's work.
+    double top[HARDMAXT_MAXR], sw[HARDMAXT_MAXR], sm[HARDMAXT_MAXR * HARDMAXT_MAXM];
+    double ratio[HARDMAXT_MAXR * HARDMAXT_MAXM], ratioNaN[HARDMAXT_MAXR];
+    double mean[HARDMAXT_MAXM], m[HARDMAXT_MAXM];
+    double omega[HARDMAXT_MAXM];
+    int n, done, stop;
+};
+
+static __device__ double hardmaxTNorm(const double *v, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) {
+        s += v[i] * v[i];
+    }
+    return sqrt(s);
+}
+
+// hardmaxTPrepare is Polytope.prepare (thread 0).
+static __device__ __noinline__ void hardmaxTPrepare(hardmaxTPoly *p) {
+    const int K = p->K, M = p->M;
+    for (int k = 0; k < K; k++) {
+        p->order[k] = k;
+        p->score[k] = p->c0[k] / hardmaxTNorm(p->a + k * M, M);
+    }
+    // slices.SortStableFunc(order, cmp.Compare(score[j], score[i])): stable, descending.
+    for (int k = 1; k < K; k++) {
+        int x = p->order[k], j = k - 1;
+        while (j >= 0 && go_cmp(p->score[p->order[j]], p->score[x]) < 0) {
+            p->order[j + 1] = p->order[j];
+            j--;
+        }
+        p->order[j + 1] = x;
+    }
+    double *h = p->hh;
+    for (int k = 0; k < K; k++) {
+        int o = p->order[k];
+        p->c[k] = p->c0[o];
+        for (int j = 0; j < M; j++) {
+            h[j * K + k] = p->a[o * M + j];
+        }
+    }
+    for (int i = 0; i < M * M; i++) {
+        p->q[i] = 0;
+    }
+    for (int j = 0; j < M; j++) {
+        p->q[j * M + j] = 1;
+    }
+    double *v = p->v;
+    for (int col = 0; col < (M < K ? M : K); col++) {
+        double s = 0;
+        for (int i = col; i < M; i++) {
+            s += h[i * K + col] * h[i * K + col];
+        }
+        s = sqrt(s);
+        if (s == 0) {
+            continue;
+        }
+        double alpha = -copysign(s, h[col * K + col]);
+        for (int i = 0; i < M; i++) {
+            v[i] = 0;
+        }
+        for (int i = col; i < M; i++) {
+            v[i] = h[i * K + col];
+        }
+        v[col] -= alpha;
+        double vv = 0.0;
+        for (int i = col; i < M; i++) {
+            vv += v[i] * v[i];
+        }
+        if (vv == 0) {
+            continue;
+        }
+        for (int k = 0; k < K; k++) {
+            double d = 0;
+            for (int i = col; i < M; i++) {
+                d += v[i] * h[i * K + k];
+            }
+            d *= 2 / vv;
+            for (int i = col; i < M; i++) {
+                h[i * K + k] -= d * v[i];
+            }
+        }
+        for (int r = 0; r < M; r++) {
+            double d = 0;
+            for (int i = col; i < M; i++) {
+                d += p->q[r * M + i] * v[i];
+            }
+            d *= 2 / vv;
+            for (int i = col; i < M; i++) {
+                p->q[r * M + i] -= d * v[i];
+            }
+        }
+    }
+    for (int k = 0; k < K; k++) {
+        double nk = 0.0;
+        for (int j = 0; j < M; j++) {
+            double x = h[j * K + k];
+            if (j > k) {
+                x = 0;
+            }
+            p->l[k * M + j] = x;
+            nk = go_max(nk, fabs(x));
+        }
+        p->last[k] = 0;
+        for (int j = M - 1; j >= 0; j--) {
+            if (fabs(p->l[k * M + j]) > 1e-12 * nk) {
+                p->last[k] = j;
+                break;
+            }
+        }
+    }
+}
+
+// hardmaxTSample is Lattice.point (point i of shift r) then Polytope.sample: it writes eta and
+// returns false when an interval is empty, else true with *lw the log weight.
+static __device__ __noinline__ bool hardmaxTSample(const hardmaxTPoly *p, int r, long long i, double *eta, double *lw) {
+    const int K = p->K, M = p->M, dim = M - 1;
+    double s0 = 0;
+    for (int j = 0; j < M; j++) {
+        double lo = neg_inf(), hi = pos_inf();
+        for (int k = 0; k < K; k++) {
+            if (p->last[k] != j) {
+                continue;
+            }
+            double s = p->c[k];
+            for (int ii = 0; ii < j; ii++) {
+                s -= p->l[k * M + ii] * eta[ii];
+            }
+            double coef = p->l[k * M + j];
+            if (coef > 0) {
+                lo = go_max(lo, s / coef);
+            } else {
+                hi = go_min(hi, s / coef);
+            }
+        }
+        if (!(lo < hi)) {
+            return false;
+        }
+        double u = 0;
+        if (j < M - 1) {
+            double x = (double)i * p->alpha[j] + p->shift[r * dim + j];
+            x -= floor(x);
+            u = fabs(2 * x - 1);
+        }
+        double x;
+        double lp = truncatedNormal(lo, hi, u, j == M - 1, &x);
+        if (is_inf(lp, -1)) {
+            return false;
+        }
+        s0 += lp;
+        eta[j] = x;
+    }
+    *lw = s0;
+    return true;
+}
+
+// hardmaxTRotate is Polytope.rotate: (Q eta)_j.
+static __device__ double hardmaxTRotate(const hardmaxTPoly *p, const double *eta, int j) {
+    const int M = p->M;
+    double s = 0;
+    for (int i = 0; i < M; i++) {
+        s += p->q[j * M + i] * eta[i];
+    }
+    return s;
+}
+
+// hardmaxTCombine is Polytope.combine (thread 0) over n points per shift: it writes m and
+// returns log Z, with the errors in *errLogZ and *errM.
+static __device__ __noinline__ double hardmaxTCombine(hardmaxTPoly *p, int n, double *errLogZ, double *errM) {
+    const int M = p->M, R = p->R;
+    double top = neg_inf();
+    for (int r = 0; r < R; r++) {
+        if (p->sw[r] > 0) {
+            top = go_max(top, p->top[r] + log(p->sw[r] / (double)n));
+        }
+    }
+    if (is_inf(top, -1)) {
+        for (int j = 0; j < M; j++) {
+            p->m[j] = go_nan();
+        }
+        *errLogZ = pos_inf(), *errM = pos_inf();
+        return neg_inf();
+    }
+    double sz = 0, sz2 = 0;
+    double *eta = p->mean;
+    for (int j = 0; j < M; j++) {
+        eta[j] = 0;
+    }
+    for (int r = 0; r < R; r++) {
+        if (p->sw[r] == 0) {
+            p->ratioNaN[r] = 1;
+            continue;
+        }
+        p->ratioNaN[r] = 0;
+        double z = exp(p->top[r] + log(p->sw[r] / (double)n) - top);
+        sz += z;
+        sz2 += z * z;
+        for (int j = 0; j < M; j++) {
+            p->ratio[r * M + j] = p->sm[r * M + j] / p->sw[r];
+            eta[j] += z * p->ratio[r * M + j];
+        }
+    }
+    for (int j = 0; j < M; j++) {
+        eta[j] /= sz;
+    }
+    double meanZ = sz / (double)R;
+    double varZ = (sz2 / (double)R - meanZ * meanZ) * (double)R / (double)(R - 1);
+    double lz = top + log(meanZ);
+    *errLogZ = sqrt(go_max(varZ, 0) / (double)R) / meanZ;
+    double em = 0;
+    for (int j = 0; j < M; j++) {
+        double s = 0, s2 = 0;
+        for (int r = 0; r < R; r++) {
+            double x = go_nan();
+            if (!p->ratioNaN[r]) {
+                x = hardmaxTRotate(p, p->ratio + r * M, j);
+            }
+            s += x;
+            s2 += x * x;
+        }
+        double v = (s2 - s * s / (double)R) / (double)(R - 1);
+        em = go_max(em, sqrt(go_max(v, 0) / (double)R));
+        if (is_nan(v)) {
+            em = pos_inf();
+        }
+    }
+    *errM = em;
+    for (int j = 0; j < M; j++) {
+        p->m[j] = hardmaxTRotate(p, eta, j);
+    }
+    return lz;
+}
+
+// hardmaxTGOut is cpu.ChannelGOut around HardmaxT.GOut for one sample (the whole block
+// calls it): g in z-coordinates, and the square-sum returned in thread 0.
+static __device__ __noinline__ double hardmaxTGOut(hardmaxTPoly *p, double *sh, double *gz, const double *y, const double *omz,
+                                      int T, double V, int points, double tol) {
+    const int M = p->M, K = p->K, R = p->R;
+    const double Vu = V / 2, sv = sqrt(Vu);
+    if (threadIdx.x == 0) {
+        // cpu.ChannelGOut: packed omega_u.
+        int k = 0;
+        for (int a = 0; a < T; a++) {
+            for (int b = a; b < T; b++) {
+                p->omega[k++] = omz[a * T + b] / SQRT2;
+            }
+        }
+        // HardmaxT.winners and Constraints.
+        int win[HARDMAXT_MAXT];
+        for (int a = 0; a < T; a++) {
+            win[a] = 0;
+            for (int c = 0; c < T; c++) {
+                if (y[a * T + c] > 0.5) {
+                    win[a] = c;
+                }
+            }
+        }
+        for (int i = 0; i < K * M; i++) {
+            p->a[i] = 0;
+        }
+        int row = 0;
+        for (int a = 0; a < T; a++) {
+            for (int c = 0; c < T; c++) {
+                if (c == win[a]) {
+                    continue;
+                }
+                double *ar = p->a + row * M;
+                const int ab = win[a], lo1 = a < ab ? a : ab, hi1 = a < ab ? ab : a;
+                const int i1 = lo1 * T - lo1 * (lo1 - 1) / 2 + (hi1 - lo1);
+                ar[i1] += a == ab ? SQRT2 : 1.0;
+                const int lo2 = a < c ? a : c, hi2 = a < c ? c : a;
+                const int i2 = lo2 * T - lo2 * (lo2 - 1) / 2 + (hi2 - lo2);
+                ar[i2] += a == c ? -SQRT2 : -1.0;
+                row++;
+            }
+        }
+        // HardmaxT.GOut: c = -A omega / sqrt(V).
+        for (int kk = 0; kk < K; kk++) {
+            double s = 0;
+            for (int j = 0; j < M; j++) {
+                s += p->a[kk * M + j] * p->omega[j];
+            }
+            p->c0[kk] = -s / sv;
+        }
+        hardmaxTPrepare(p);
+        for (int r = 0; r < R; r++) {
+            p->top[r] = neg_inf(), p->sw[r] = 0;
+            for (int j = 0; j < M; j++) {
+                p->sm[r * M + j] = 0;
+            }
+        }
+        p->n = tol > 0 ? (64 < points ? 64 : points) : points;
+        p->done = 0;
+        p->stop = 0;
+    }
+    __syncthreads();
+    double eta[HARDMAXT_MAXM], sm[HARDMAXT_MAXM];
+    for (;;) {
+        const int i0 = p->done, i1 = p->n;
+        for (int r = 0; r < R; r++) {
+            // This thread's points of [i0, i1): weights relative to its largest log weight.
+            double top = neg_inf(), sw = 0;
+            for (int j = 0; j < M; j++) {
+                sm[j] = 0;
+            }
+            for (long long i = i0 + threadIdx.x; i < i1; i += BLOCK) {
+                double lw;
+                if (!hardmaxTSample(p, r, i, eta, &lw)) {
+                    continue;
+                }
+                if (lw > top) {
+                    double f = exp(top - lw);
+                    sw *= f;
+                    for (int j = 0; j < M; j++) {
+                        sm[j] *= f;
+                    }
+                    top = lw;
+                }
+                double e = exp(lw - top);
+                sw += e;
+                for (int j = 0; j < M; j++) {
+                    sm[j] += e * eta[j];
+                }
+            }
+            // The block's: relative to the largest of all, added in a fixed tree.
+            double btop = block_max(top, sh);
+            double f = sw > 0 ? exp(top - btop) : 0;
+            double bsw = block_sum(sw * f, sh);
+            for (int j = 0; j < M; j++) {
+                double v = block_sum(sm[j] * f, sh);
+                if (threadIdx.x == 0) {
+                    sm[j] = v;
+                }
+            }
+            if (threadIdx.x == 0 && bsw != 0) { // NaN merges too, as on the CPU
+                // Merge into the shift's running sums (shiftSum, rescaled as its top moves).
+                if (btop > p->top[r]) {
+                    double g = exp(p->top[r] - btop);
+                    p->sw[r] *= g;
+                    for (int j = 0; j < M; j++) {
+                        p->sm[r * M + j] *= g;
+                    }
+                    p->top[r] = btop;
+                }
+                double e = exp(btop - p->top[r]);
+                p->sw[r] += e * bsw;
+                for (int j = 0; j < M; j++) {
+                    p->sm[r * M + j] += e * sm[j];
+                }
+            }
+        }
+        if (threadIdx.x == 0) {
+            p->done = p->n;
+            double errLogZ, errM;
+            double lz = hardmaxTCombine(p, p->n, &errLogZ, &errM);
+            double mx = 0;
+            for (int j = 0; j < M; j++) {
+                mx = go_max(mx, fabs(p->m[j]));
+            }
+            if (p->n >= points || (errLogZ <= tol && errM <= tol * go_max(1, mx)) || is_inf(lz, -1)) {
+                p->stop = 1;
+            } else {
+                p->n = 2 * p->n < points ? 2 * p->n : points;
+            }
+        }
+        __syncthreads();
+        if (p->stop) {
+            break;
+        }
+    }
+    double s = 0;
+    if (threadIdx.x == 0) {
+        // HardmaxT.GOut g_u = m / sqrt(V_u); cpu.ChannelGOut g_z = g_u / sqrt2, symmetric.
+        int k = 0;
+        for (int a = 0; a < T; a++) {
+            for (int b = a; b < T; b++) {
+                double g = p->m[k++] / sv / SQRT2;
+                gz[a * T + b] = g;
+                gz[b * T + a] = g;
+                s += g * g;
+            }
+        }
+    }
+    __syncthreads(); // p is reused by the next sample
+    return s;
+}
+
+// hardmaxt_gout: g[mu] = g_out(y[mu]; omega[mu], v) of the hardmax channel at 3 <= t <= 6 in
+// z-coordinates, with the lattice rule of shifts (2 to 16) shifts of up to points points each
+// and the stopping tolerance tol (0: every point); part[mu] = sum_{a<=b} g_mu,ab^2 (NaN where
+// the estimate fails). Block b handles the samples b, b + gridDim.x, ...; grid =
+// GridSamples(n), and part has n entries. The host checks t, points, shifts and v > 0.
+extern "C" __global__ void hardmaxt_gout(double *g, double *part, const double *y, const double *omega, long long n,
+                                         int t, double v, int points, int shifts, double tol) {
+    __shared__ hardmaxTPoly p;
+    __shared__ double sh[BLOCK];
+    const int M = t * (t + 1) / 2, dim = M - 1;
+    if (threadIdx.x == 0) {
+        p.M = M, p.K = t * (t - 1), p.R = shifts;
+        // NewLattice: alpha_j = frac(sqrt(p_j)); the shifts by SplitMix64 from the seed.
+        for (int j = 0; j < dim; j++) {
+            double s = sqrt((double)latticePrimes[j]);
+            p.alpha[j] = s - floor(s);
+        }
+        unsigned long long x = HARDMAXT_SEED;
+        for (int i = 0; i < shifts * dim; i++) {
+            x += 0x9e3779b97f4a7c15ULL;
+            unsigned long long z = x;
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+            z ^= z >> 31;
+            p.shift[i] = (double)(z >> 11) * 1.1102230246251565e-16; // 2^-53
+        }
+    }
+    __syncthreads();
+    const i64 tt = (i64)t * t;
+    for (i64 mu = blockIdx.x; mu < n; mu += gridDim.x) {
+        double s = hardmaxTGOut(&p, sh, g + mu * tt, y + mu * tt, omega + mu * tt, t, v, points, tol);
+        if (threadIdx.x == 0) {
+            part[mu] = s;
+        }
+    }
+}

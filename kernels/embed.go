@@ -32,6 +32,7 @@ var modules = map[string]struct {
 	"hardmax_output":    {"channel", 4},
 	"softmax_gout":      {"channel", 8},
 	"hardmax_gout":      {"channel", 7},
+	"hardmaxt_gout":     {"channel", 10},
 	"gaussian_fill":     {"gauss", 5},
 	"softmax_loss_grad": {"train", 8},
 	"adam_step":         {"train", 11},

@@ -35,6 +35,7 @@ var signatures = map[string]string{
 	"hardmax_output":    "u64 u64 u64 u32",
 	"softmax_gout":      "u64 u64 u64 u64 u64 u32 f64 f64",
 	"hardmax_gout":      "u64 u64 u64 u64 u64 f64 u32",
+	"hardmaxt_gout":     "u64 u64 u64 u64 u64 u32 f64 u32 u32 f64",
 	"gaussian_fill":     "u64 u64 u64 u64 f64",
 	"softmax_loss_grad": "u64 u64 u64 u64 u64 u32 f64 f64",
 	"adam_step":         "u64 u64 u64 u64 u64 f64 f64 f64 f64 f64 f64",

@@ -31,19 +31,19 @@ type HardmaxT struct {
 }
 
 // HardmaxTPoints and HardmaxTShifts are the default lattice rule of NewHardmaxT: 1024 points of
-// each of 8 shifts.
+// each of 8 shifts. HardmaxTMax is the largest T (M - 1 = 20 lattice dimensions).
 const (
 	HardmaxTPoints = 1024
 	HardmaxTShifts = 8
+	HardmaxTMax    = 6
 	hardmaxTSeed   = 0x68617264 // "hard": the lattice shifts, the same on every run and device
-	hardmaxTMaxT   = 6
 )
 
 // NewHardmaxT returns the hardmax channel for 2 <= T <= 6 with a lattice rule of at most points
 // points of each of shifts shifts (0 for the defaults), using them all (Tol 0).
 func NewHardmaxT(T, points, shifts int) (*HardmaxT, error) {
-	if T < 2 || T > hardmaxTMaxT {
-		return nil, fmt.Errorf("hardmax channel: T = %d, need 2 <= T <= %d", T, hardmaxTMaxT)
+	if T < 2 || T > HardmaxTMax {
+		return nil, fmt.Errorf("hardmax channel: T = %d, need 2 <= T <= %d", T, HardmaxTMax)
 	}
 	if points == 0 {
 		points = HardmaxTPoints
@@ -67,6 +67,13 @@ func (h *HardmaxT) Reseed(seed uint64) { h.rule.Reshift(seed) }
 
 // Tokens returns T.
 func (h *HardmaxT) Tokens() int { return h.t }
+
+// Clone returns a channel with the same T, rule and Tol and work space of its own, for
+// another goroutine (the rule is read-only and shared).
+func (h *HardmaxT) Clone() *HardmaxT {
+	return &HardmaxT{Tol: h.Tol, t: h.t, m: h.m, rule: h.rule, polys: map[int]*Polytope{}, c: make([]float64, len(h.c)),
+		xi: make([]float64, h.m), b: make([]int, h.t)}
+}
 
 // Output writes y = hardmax(hm) row by row (ties to the lowest index), as Hardmax.Output.
 func (h *HardmaxT) Output(y, hm []float64) { hardmaxRows(y, hm, h.t) }

@@ -11,6 +11,11 @@
 //	              grid-stride loops; grid = GridElems(work), work as documented per kernel.
 //	per sample    token_dots: block mu (grid-stride over samples) reduces sample mu;
 //	              grid = GridSamples(n).
+//	              hardmaxt_gout (hardmax at T > 2): block b (grid-stride over samples)
+//	              estimates sample mu's polytope integral, its threads over the lattice points
+//	              (thread k takes points k, k + Block, ... of each shift), and writes one
+//	              square-sum per sample to part[mu], so part has n entries; grid =
+//	              GridSamples(n). Static shared memory about 31 KB.
 //	per thread    softmax_output, hardmax_output, softmax_gout, hardmax_gout,
 //	              softmax_loss_grad: thread
 //	              mu = blockIdx.x * Block + threadIdx.x handles sample mu (no grid stride);
@@ -47,6 +52,10 @@
 //	             int t, double beta, double v)
 //	hardmax_gout(double *g, double *part, const double *y, const double *omega, long long n,
 //	             double v, int paper)
+//	hardmaxt_gout(double *g, double *part, const double *y, const double *omega, long long n,
+//	              int t, double v, int points, int shifts, double tol)
+//	    HardmaxT.GOut (3 <= t <= 6, 2 <= shifts <= 16, points >= 1, tol >= 0: 0 = every point)
+//	    with cpu.ChannelGOut's coordinates; part[mu] = sum_{a<=b} g_mu,ab^2
 //	gaussian_fill(double *x, long long len, unsigned long long seed,
 //	              unsigned long long offset, double scale)
 //	    x[k] = scale G(seed, offset + k), bit for bit the stream of device.NormalAt;

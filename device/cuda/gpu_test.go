@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
@@ -388,6 +389,79 @@ func TestGPUChannels(t *testing.T) {
 	}
 }
 
+// TestGPUHardmaxT compares hardmaxt_gout with the CPU's ChannelGOut (kernels.HardmaxT per
+// sample) at T = 3 and 4: with a fixed number of points (Tol < 0) g agrees to 1e-12 of max |g|
+// (only the order of the sums over points differs); with the default adaptive rule a sample may
+// stop at another doubling where an error is within rounding of Tol, so the share of samples
+// that agree to 1e-12 is reported and must be at least 99%.
+func TestGPUHardmaxT(t *testing.T) {
+	g := gpu(t)
+	c := cpu.New(0)
+	r := rand.New(rand.NewPCG(9, 10))
+	const vz, n = 0.8, 600
+	for _, ch := range []device.Channel{
+		{Kind: device.Hardmax, T: 3, Points: 256, Tol: -1}, {Kind: device.Hardmax, T: 4, Points: 256, Tol: -1}, {Kind: device.Hardmax, T: 3},
+	} {
+		T := ch.T
+		h := randSymBatch(r, n, T, 1)
+		hp, yp := both(t, c, g, h), both(t, c, g, make([]float64, n*T*T))
+		if err := c.ChannelOutput(ch, yp.c, hp.c, n); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.ChannelOutput(ch, yp.g, hp.g, n); err != nil {
+			t.Fatal(err)
+		}
+		(&maxErr{t: t, op: fmt.Sprintf("ChannelOutput %v T=%d", ch, T)}).compare(c, g, yp, "n=%d", n)
+		omega := randSymBatch(r, n, T, 0.5)
+		for i := range omega {
+			tau := math.Sqrt2
+			if a, b := (i/T)%T, i%T; a == b {
+				tau = 1
+			}
+			omega[i] += tau * h[i]
+		}
+		op, gp := both(t, c, g, omega), both(t, c, g, make([]float64, n*T*T))
+		sc, err := c.ChannelGOut(ch, gp.c, yp.c, op.c, n, vz)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		sg, err := g.ChannelGOut(ch, gp.g, yp.g, op.g, n, vz)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec := time.Since(start).Seconds()
+		gc, gg := down(t, c, gp.c), down(t, g, gp.g)
+		var scale float64
+		for _, v := range gc {
+			scale = math.Max(scale, math.Abs(v))
+		}
+		worst, agree := 0.0, 0
+		for mu := 0; mu < n; mu++ {
+			e := 0.0
+			for i := mu * T * T; i < (mu+1)*T*T; i++ {
+				e = math.Max(e, math.Abs(gg[i]-gc[i])/scale)
+			}
+			if e <= 1e-12 {
+				agree++
+			}
+			worst = math.Max(worst, e)
+		}
+		points, tol := ch.Lattice()
+		t.Logf("hardmax T=%d points %d tol %g: %d samples, %d agree to 1e-12 (worst %.3g), sums %.15g / %.15g, GPU %.3g s (%.3g us a sample)",
+			T, points, tol, n, agree, worst, sg, sc, sec, sec/n*1e6)
+		if ch.Tol < 0 && (agree != n || math.Abs(sg-sc) > 1e-12*sc) {
+			t.Errorf("hardmax T=%d fixed points: %d of %d samples agree, sums %v / %v", T, agree, n, sg, sc)
+		}
+		if ch.Tol >= 0 && agree < n*99/100 {
+			t.Errorf("hardmax T=%d adaptive: only %d of %d samples agree", T, agree, n)
+		}
+		for _, p := range []pair{hp, yp, op, gp} {
+			p.free(c, g)
+		}
+	}
+}
+
 func TestGPUEighSym(t *testing.T) {
 	g := gpu(t)
 	c := cpu.New(0)
@@ -700,8 +774,8 @@ func TestGPUInfoAndErrors(t *testing.T) {
 	if _, err := g.ChannelGOut(device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, z, y, z, 0, -1); err == nil {
 		t.Error("ChannelGOut accepted V = -1")
 	}
-	if err := g.ChannelOutput(device.Channel{Kind: device.Hardmax, T: 3}, z, z, 1); err == nil {
-		t.Error("ChannelOutput accepted hardmax with T = 3")
+	if err := g.ChannelOutput(device.Channel{Kind: device.Hardmax, T: 7}, z, z, 1); err == nil {
+		t.Error("ChannelOutput accepted hardmax with T = 7")
 	}
 	device.FreeAll(g, y, z)
 

@@ -364,8 +364,9 @@ func (d *backend) ChannelOutput(ch device.Channel, y, h device.Buffer, n int) er
 }
 
 // ChannelGOut computes g_mu = g_out(y_mu; omega_mu, V) with the softmax_gout or hardmax_gout
-// kernel (one thread per sample), which also writes one partial square-sum per block; the
-// partials are added on the host in block order. g may be omega; g does not overlap y.
+// kernel (one thread per sample), which also writes one partial square-sum per block, or, for
+// hardmax at T > 2, hardmaxt_gout (one block per sample, one partial per sample); the partials
+// are added on the host in order. g may be omega; g does not overlap y.
 func (d *backend) ChannelGOut(ch device.Channel, g, y, omega device.Buffer, n int, v float64) (float64, error) {
 	const op = "cuda ChannelGOut"
 	if err := checkChannel(op, ch); err != nil {
@@ -379,11 +380,18 @@ func (d *backend) ChannelGOut(ch device.Channel, g, y, omega device.Buffer, n in
 	var s float64
 	err := d.do(func() error {
 		var err error
-		if ch.Kind == device.Softmax {
+		switch {
+		case ch.Kind == device.Softmax:
 			s, err = d.partials("softmax_gout", grid, int(grid), func(part uint64) []any {
 				return []any{gb.ptr, part, yb.ptr, ob.ptr, int64(n), int32(ch.T), ch.Beta, v}
 			})
-		} else {
+		case ch.T > 2:
+			// Hardmax at T > 2: a block per sample, one partial per sample.
+			points, tol := ch.Lattice()
+			s, err = d.partials("hardmaxt_gout", kernels.GridSamples(int64(n)), n, func(part uint64) []any {
+				return []any{gb.ptr, part, yb.ptr, ob.ptr, int64(n), int32(ch.T), v, int32(points), int32(kernels.HardmaxTShifts), tol}
+			})
+		default:
 			paper := int32(0)
 			if ch.PaperCompat {
 				paper = 1

@@ -36,10 +36,10 @@ func (p Params) Validate() error {
 		return fmt.Errorf("D = %d: need D >= 2", p.D)
 	case p.Channel.T < 2:
 		return fmt.Errorf("T = %d: need T >= 2", p.Channel.T)
-	case p.Channel.Kind == device.Hardmax && p.Channel.T != 2:
-		return fmt.Errorf("hardmax is implemented for T = 2 only (got T = %d)", p.Channel.T)
 	case p.Channel.Kind == device.Softmax && !(p.Channel.Beta > 0 && !math.IsInf(p.Channel.Beta, 0)):
 		return fmt.Errorf("beta = %g: need 0 < beta < inf", p.Channel.Beta)
+	case p.Channel.Validate() != nil:
+		return p.Channel.Validate()
 	case !(p.Alpha > 0) || math.IsInf(p.Alpha, 0):
 		return fmt.Errorf("alpha = %g: need alpha > 0", p.Alpha)
 	case !(p.Rho > 0) || math.IsInf(p.Rho, 0):

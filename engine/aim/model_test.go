@@ -141,7 +141,7 @@ func TestParamsValidate(t *testing.T) {
 		{D: 10, Alpha: 0.1, Rho: -1, Channel: soft},
 		{D: 10, Alpha: 0.1, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 1, Beta: 1}},
 		{D: 10, Alpha: 0.1, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 0}},
-		{D: 10, Alpha: 0.1, Rho: 0.5, Channel: device.Channel{Kind: device.Hardmax, T: 3}},
+		{D: 10, Alpha: 0.1, Rho: 0.5, Channel: device.Channel{Kind: device.Hardmax, T: 7}},
 	}
 	for _, p := range bad {
 		if err := p.Validate(); err == nil {

@@ -514,3 +514,81 @@ func TestTrain(t *testing.T) {
 	}
 	sameBits(t, "adam_step w", wb.read(t), down(t, wc))
 }
+
+// TestHardmaxTGOut compares hardmaxt_gout (one sample per block, the threads over the lattice
+// points) with the CPU backend's ChannelGOut (kernels.HardmaxT per sample) at T = 3 and 4, on
+// teacher outputs and omega = tau o h + noise, with a fixed number of points (Tol < 0), so that
+// the stopping rule cannot differ: the sums over points differ in order only, and g must agree
+// to 1e-12 of max |g|. The adaptive rule (Tol 1e-3) is compared too, on the samples where both
+// stopped at the same doubling (all of them, in practice). The emulator's barriers cost about
+// 1.5 s a sample, hence the few samples.
+func TestHardmaxTGOut(t *testing.T) {
+	needEmu(t)
+	if testing.Short() {
+		t.Skip("about 30 s: the emulator runs 256 threads a sample")
+	}
+	r := rand.New(rand.NewPCG(19, 20))
+	for _, c := range []struct {
+		ch device.Channel
+		n  int
+	}{
+		{device.Channel{Kind: device.Hardmax, T: 3, Points: 256, Tol: -1}, 10},
+		{device.Channel{Kind: device.Hardmax, T: 4, Points: 128, Tol: -1}, 6},
+		{device.Channel{Kind: device.Hardmax, T: 3, Points: 512}, 4},
+	} {
+		ch, n := c.ch, c.n
+		tt := ch.T * ch.T
+		hv, ov := randv(r, n*tt), randv(r, n*tt)
+		for mu := 0; mu < n; mu++ {
+			for a := 0; a < ch.T; a++ {
+				for b := 0; b < ch.T; b++ {
+					i, j := mu*tt+a*ch.T+b, mu*tt+b*ch.T+a
+					if b < a {
+						hv[i] = hv[j]
+					}
+					tau := math.Sqrt2
+					if a == b {
+						tau = 1
+					}
+					ov[i] = tau*hv[i] + 0.5*ov[i]
+				}
+			}
+		}
+		yb := up(t, make([]float64, n*tt))
+		if err := dev.ChannelOutput(ch, yb, up(t, hv), n); err != nil {
+			t.Fatal(err)
+		}
+		yv := down(t, yb)
+		const v = 0.8
+		gb := up(t, make([]float64, n*tt))
+		want, err := dev.ChannelGOut(ch, gb, yb, up(t, ov), n, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, part := newBuf(t, make([]float64, n*tt)), newBuf(t, make([]float64, n))
+		points, tol := ch.Lattice()
+		launch(t, "hardmaxt_gout", kernels.GridSamples(int64(n)), g, part, newBuf(t, yv), newBuf(t, ov), n, ch.T, v, points, kernels.HardmaxTShifts, tol)
+		gg, gw := g.read(t), down(t, gb)
+		sc := 0.0
+		for _, w := range gw {
+			sc = math.Max(sc, math.Abs(w))
+		}
+		worst := 0.0
+		for i := range gg {
+			e := math.Abs(gg[i]-gw[i]) / sc
+			if !(e <= 1e-12) {
+				t.Errorf("%v T=%d points %d tol %g: g[%d] = %v, CPU %v", ch, ch.T, points, tol, i, gg[i], gw[i])
+				break
+			}
+			worst = math.Max(worst, e)
+		}
+		var got float64
+		for _, s := range part.read(t) {
+			got += s
+		}
+		if math.Abs(got-want) > 1e-12*want {
+			t.Errorf("%v T=%d: square-sum %v, CPU %v", ch, ch.T, got, want)
+		}
+		t.Logf("%v T=%d points %d tol %g: %d samples, worst |g_emu - g_cpu| / max|g| = %.3g, square-sums %.15g / %.15g", ch, ch.T, points, tol, n, worst, got, want)
+	}
+}

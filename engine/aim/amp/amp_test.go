@@ -23,18 +23,24 @@ func meanError(t *testing.T, dev device.Device, p aim.Params, seeds []uint64, o 
 	var s float64
 	for _, seed := range seeds {
 		p.Seed = seed
-		data, err := aim.Generate(dev, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := Run(dev, data, o)
-		data.Free(dev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s += res.Error
+		s += runOnce(t, dev, p, o).Error
 	}
 	return s / float64(len(seeds))
+}
+
+// runOnce draws the data of p, runs GAMP-RIE on it and frees it.
+func runOnce(t *testing.T, dev device.Device, p aim.Params, o Options) Result {
+	t.Helper()
+	data, err := aim.Generate(dev, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(dev, data, o)
+	data.Free(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 func seMMSE(t *testing.T, ch aim.Channel, rho, alpha float64) float64 {

@@ -30,6 +30,7 @@ static inline double __dsqrt_rn(double a) { return std::sqrt(a); }
 static inline long long __double_as_longlong(double x) { long long r; memcpy(&r, &x, 8); return r; }
 static inline double __longlong_as_double(long long x) { double r; memcpy(&r, &x, 8); return r; }
 using std::exp; using std::log; using std::erfc; using std::log1p; using std::asin; using std::sin; using std::sqrt; using std::fabs;
+using std::expm1; using std::floor; using std::fmax; using std::copysign; // glibc's, correctly rounded or within 1 ulp, as CUDA's
 
 static std::unique_ptr<std::barrier<>> g_block_bar;
 static std::vector<std::unique_ptr<std::barrier<>>> g_warp_bar;

@@ -35,6 +35,7 @@ func NewAMPConfig() *AMPConfig {
 // Validate checks the configuration, parses its grids, sets the iteration cap and reads the
 // SE CSV of c.SE; every problem is bad input.
 func (c *AMPConfig) Validate() error {
+	c.hardmaxAnyT = true // GAMP-RIE runs the hardmax channel at any 2 <= T <= 6
 	if err := c.validate([]string{"0.5"}, "0.05,0.1,0.15"); err != nil {
 		return err
 	}
@@ -247,7 +248,7 @@ func ExecuteAMP(c *AMPConfig, env Env) (string, error) {
 
 // figure draws the figure of `aim amp` from the rows of its CSV, as `aim plot` draws it from
 // the file beside the SE CSV of --se: per rho, the SE line (from --se, or solved on a dense
-// grid over [0, 1.1 max alpha]) and the mean final error of the runs that did not diverge,
+// grid over [0, 1.1 max alpha]; none where the model has no SE yet) and the mean final error of the runs that did not diverge,
 // with its standard error, per alpha.
 func (c *AMPConfig) figure(rows []AMPRow) (*figure.Figure, error) {
 	t, err := AMPSchema.Table(c.Out, 0, rows)
@@ -255,6 +256,14 @@ func (c *AMPConfig) figure(rows []AMPRow) (*figure.Figure, error) {
 		return nil, err
 	}
 	lines := c.seTable
+	if lines == nil && !c.hasSE() {
+		// The runs alone: linear axes unless asked (a log axis over one point has no range).
+		axes := c.Axes
+		if axes == "auto" {
+			axes = "lin"
+		}
+		return drawFigure([]*table.Table{t}, plot.Options{Axes: axes})
+	}
 	if lines == nil {
 		amin, amax := c.alphaRange()
 		logx, _ := c.logAxes()

@@ -27,8 +27,8 @@ type Model struct {
 	Size FigureSize // the figure's size (--size); zero: the default
 
 	rhos, alphas []float64
-	// hardmaxAnyT admits hardmax with 2 < T <= 6 (`aim se`: the curves where aim ships the
-	// channel's table, the threshold at every T).
+	// hardmaxAnyT admits hardmax with 2 < T <= 6: `aim amp` (GAMP-RIE) and `aim se` (the
+	// curves where aim ships the channel's table, the threshold at every T).
 	hardmaxAnyT bool
 }
 
@@ -61,7 +61,7 @@ func (m *Model) validate(defaultRho []string, defaultAlpha string) error {
 		case m.hardmaxAnyT && m.T > aim.HardmaxTMax:
 			return Inputf("hardmax: --T %d, the largest supported is %d", m.T, aim.HardmaxTMax)
 		default:
-			return Inputf("hardmax is implemented for T = 2 only here (got --T %d); aim se computes 3 <= T <= %d", m.T, aim.HardmaxTMax)
+			return Inputf("hardmax is implemented for T = 2 only here (got --T %d); aim se and aim amp compute 3 <= T <= %d", m.T, aim.HardmaxTMax)
 		}
 	default:
 		return Inputf("unknown channel %q (want softmax or hardmax)", m.Channel)
@@ -130,6 +130,11 @@ func (m *Model) logAxes() (logx, logy bool) {
 	}
 	return axes == "logx" || axes == "loglog", axes == "logy" || axes == "loglog"
 }
+
+// hasSE reports whether the state evolution of the model exists (every model but hardmax at a
+// T > 2 without a shipped table): without it the simulations' SE column is empty and their
+// figures have no SE line.
+func (m *Model) hasSE() bool { return !(m.Channel == "hardmax" && m.T > 2 && !aim.HardmaxTTabulated(m.T)) }
 
 // theoryChannel returns the channel for state evolution.
 func (m *Model) theoryChannel() (aim.Channel, error) {

@@ -101,9 +101,11 @@ func runSimJob[R any](c *Sim, env Env, open func() (*Device, error), planner fun
 		return none, err
 	}
 	env.notef("%s", pl.Note)
-	ch, err := c.theoryChannel()
-	if err != nil {
-		return none, InputError{err}
+	var ch aim.Channel // nil where the model has no SE yet
+	if c.hasSE() {
+		if ch, err = c.theoryChannel(); err != nil {
+			return none, InputError{err}
+		}
 	}
 	if err := env.begin(); err != nil {
 		return none, err
@@ -129,12 +131,15 @@ type simRun struct {
 }
 
 // eachRun calls run for every (rho, alpha, seed) of the grid, in the CSV's order, with the SE
-// solved once per point (ch). A run's error wrapping diverged is recorded in failed and the
+// solved once per point (ch; NaN when ch is nil). A run's error wrapping diverged is recorded in failed and the
 // grid goes on; any other error stops it.
 func (c *Sim) eachRun(ch aim.Channel, diverged error, failed *[]string, run func(r simRun) error) error {
 	for _, rho := range c.rhos {
 		for _, alpha := range c.alphas {
-			mmse := seMMSE(ch, rho, alpha)
+			mmse := math.NaN()
+			if ch != nil {
+				mmse = seMMSE(ch, rho, alpha)
+			}
 			for s := 0; s < c.Seeds; s++ {
 				seed := runSeed(c.Seed, s)
 				r := simRun{rho: rho, alpha: alpha, mmse: mmse, seed: seed, p: c.params(rho, alpha, seed)}
