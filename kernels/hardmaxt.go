@@ -69,9 +69,11 @@ func (h *HardmaxT) Reseed(seed uint64) { h.rule.Reshift(seed) }
 func (h *HardmaxT) Tokens() int { return h.t }
 
 // Clone returns a channel with the same T, rule and Tol and work space of its own, for
-// another goroutine (the rule is read-only and shared).
+// another goroutine (the rule is copied, so that either may Reseed).
 func (h *HardmaxT) Clone() *HardmaxT {
-	return &HardmaxT{Tol: h.Tol, t: h.t, m: h.m, rule: h.rule, polys: map[int]*Polytope{}, c: make([]float64, len(h.c)),
+	rule := *h.rule
+	rule.shift = append([]float64(nil), h.rule.shift...)
+	return &HardmaxT{Tol: h.Tol, t: h.t, m: h.m, rule: &rule, polys: map[int]*Polytope{}, c: make([]float64, len(h.c)),
 		xi: make([]float64, h.m), b: make([]int, h.t)}
 }
 

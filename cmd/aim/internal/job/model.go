@@ -134,7 +134,9 @@ func (m *Model) logAxes() (logx, logy bool) {
 // hasSE reports whether the state evolution of the model exists (every model but hardmax at a
 // T > 2 without a shipped table): without it the simulations' SE column is empty and their
 // figures have no SE line.
-func (m *Model) hasSE() bool { return !(m.Channel == "hardmax" && m.T > 2 && !aim.HardmaxTTabulated(m.T)) }
+func (m *Model) hasSE() bool {
+	return !(m.Channel == "hardmax" && m.T > 2 && !aim.HardmaxTTabulated(m.T))
+}
 
 // theoryChannel returns the channel for state evolution.
 func (m *Model) theoryChannel() (aim.Channel, error) {

@@ -112,6 +112,23 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 			f.Title += fmt.Sprintf(", %s = %g", figure.Beta, beta)
 		}
 	}
+	// Tables of one channel at different T (the T comparison of README's hardmax figure) are
+	// told apart by T, each in its own colour; others by their file names, dashed after the first.
+	byT := len(ses) > 1
+	seen := map[float64]bool{}
+	for _, t := range ses {
+		name0, _, _, _ := channelInfo(ses[0])
+		name, _, T, _ := channelInfo(t)
+		byT = byT && name == name0 && !seen[T] && len(distinctValues(t, "rho")) == 1
+		seen[T] = true
+	}
+	if byT {
+		name, paper, _, _ := channelInfo(ses[0])
+		f.Title = "State evolution: " + name
+		if paper {
+			f.Title += ", paper-compat"
+		}
+	}
 	o.applyAxes(f, aimAutoAxes(ses), aimAutoAxes(ses))
 	if !f.LogY {
 		f.YMin, f.YMax = 0, 1.05 // the estimation error runs from 1 (alpha = 0) to 0
@@ -120,6 +137,10 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 		suffix := ""
 		if len(ses) > 1 {
 			suffix = " (" + t.Name() + ")"
+		}
+		if byT {
+			_, _, T, _ := channelInfo(t)
+			suffix = ", T = " + wholeNum(T)
 		}
 		var rhos []float64 // the positive rhos, whose index is the colour
 		byRho := map[float64]*figure.Series{}
@@ -131,9 +152,12 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 			}
 			s, ok := byRho[r]
 			if !ok {
-				s = &figure.Series{Label: figure.RhoToZero + suffix, Group: -1, Dashed: k > 0}
+				s = &figure.Series{Label: figure.RhoToZero + suffix, Group: -1, Dashed: k > 0 && !byT}
 				if r != 0 {
 					s.Group = len(rhos)
+					if byT {
+						s.Group = k
+					}
 					s.Label = rhoLabel(r) + suffix
 					rhos = append(rhos, r)
 				}
