@@ -39,6 +39,16 @@ figures: build
 	$(BIN) se --quiet --channel hardmax --rho 0.5,1 --alpha 0.01:10:48:log --size 5x3.5in \
 		--out $(FIG)/data/se_hardmax.csv --plot $(FIG)/se_hardmax.png
 	$(BIN) smi se --quiet --alpha 0.1:2:12 --samples 64 --size 5x3.5in --out $(FIG)/data/smi_se.csv --plot $(FIG)/smi_se.png
+	for T in 2 3 4; do \
+		$(BIN) se --quiet --channel hardmax --T $$T --rho 0.5 --alpha 0.003:3:48:log --gen-samples 0 --plot "" \
+			--out $(FIG)/data/hardmax_T$$T.csv && \
+		$(BIN) se --quiet --channel hardmax --T $$T --rescaled --alpha 0.05:3:48:log --gen-samples 0 --plot "" \
+			--out $(FIG)/data/hardmax_rescaled_T$$T.csv || exit 1; \
+	done
+	$(BIN) plot --x alpha-bar --size 5x3.5in --out $(FIG)/hardmax_T.png $(FIG)/data/hardmax_T2.csv \
+		$(FIG)/data/hardmax_T3.csv $(FIG)/data/hardmax_T4.csv
+	$(BIN) plot --size 5x3.5in --out $(FIG)/hardmax_threshold_T.png $(FIG)/data/hardmax_rescaled_T2.csv \
+		$(FIG)/data/hardmax_rescaled_T3.csv $(FIG)/data/hardmax_rescaled_T4.csv
 	rm -rf $(FIG)/data
 
 # Regenerate kernels/*.ptx from kernels/*.cu with NVRTC (libnvrtc, loaded at run time).

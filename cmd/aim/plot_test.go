@@ -288,3 +288,29 @@ func TestSizeFlag(t *testing.T) {
 		t.Errorf("--size 8.636x6.604cm (3.4 x 2.6 in) at 150 dpi: %dx%d (%v), want 510x390", cfg.Width, cfg.Height, err)
 	}
 }
+
+// TestPlotHardmaxByT: `aim plot` of SE tables of one channel at T = 2 and 3 labels the curves
+// by T (the legend text of the SVG), each in its own colour, and its title names no single T.
+func TestPlotHardmaxByT(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	for _, T := range []string{"2", "3"} {
+		runOK(t, "se", "--quiet", "--channel", "hardmax", "--T", T, "--rho", "0.5", "--alpha", "0.01:1:8:log", "--gen-samples", "0",
+			"--out", p("se_T"+T+".csv"), "--plot", "")
+	}
+	runOK(t, "plot", "--x", "alpha-bar", "--out", p("both.svg"), p("se_T2.csv"), p("se_T3.csv"))
+	svg := string(readFile(t, p("both.svg")))
+	for _, want := range []string{"T = 2", "T = 3", "State evolution: hardmax<"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("the figure lacks %q", want)
+		}
+	}
+	if strings.Contains(svg, "(se_T2)") {
+		t.Error("the curves are labelled by file name, not by T")
+	}
+	for _, c := range []string{"stroke:#0072B2", "stroke:#E69F00"} { // the palette's first two colours
+		if !strings.Contains(svg, c) {
+			t.Errorf("no curve drawn with %s", c)
+		}
+	}
+}

@@ -158,3 +158,48 @@ func TestFisherTableT2(t *testing.T) {
 	}
 	t.Logf("c1 = %.10g; the fit is within %.2f reported errors of the closed form", tab.Limit.V, worst)
 }
+
+// TestShippedTables holds the FisherTables that aim ships (hardmaxt_tables.go) to independent
+// recomputations, within 4 combined errors: F(0) of the fit against the sum over the output
+// patterns (FisherSumZero, another integrator), and the node at lambda = 1 against a rerun with
+// a quarter of the points (the table's error is honest if a rule 4x finer moves the value by no
+// more than it).
+func TestShippedTables(t *testing.T) {
+	for T := 3; T <= HardmaxTMax; T++ {
+		if !HardmaxTTabulated(T) {
+			continue
+		}
+		if T > 3 && testing.Short() {
+			t.Skipf("T = %d: a minute of polytope integrals", T)
+		}
+		ch, err := NewHardmaxTChannel(T)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tab := ch.Table()
+		h, _ := NewHardmaxT(T)
+		h.Tol, h.Points = 0, 4096
+		z, err := h.FisherSumZero(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f0, _ := ch.FisherSum(0, 1)
+		if e := ch.FisherSumErr(0, 1); math.Abs(f0-z.V) > 4*math.Hypot(e, z.Err) {
+			t.Errorf("T = %d: F(0) = %.6g +- %.2g from the table, %.6g +- %.2g over the patterns", T, f0, e, z.V, z.Err)
+		}
+		var node Value
+		for i, l := range tab.Lambda {
+			if l == 1 {
+				node = tab.F[i]
+			}
+		}
+		re, err := h.FisherSumLattice(1, 1, tab.Points/4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(re.V-node.V) > 4*math.Hypot(re.Err, node.Err) {
+			t.Errorf("T = %d: F(1) = %.6g +- %.2g in the table (%d points), %.6g +- %.2g at %d points", T, node.V, node.Err, tab.Points, re.V, re.Err, tab.Points/4)
+		}
+		t.Logf("T = %d: F(0) %.6g (table) vs %.6g +- %.2g (patterns); F(1) %.6g +- %.2g (table) vs %.6g +- %.2g (1/4 of the points)", T, f0, z.V, z.Err, node.V, node.Err, re.V, re.Err)
+	}
+}

@@ -153,6 +153,9 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 			s, ok := byRho[r]
 			if !ok {
 				s = &figure.Series{Label: figure.RhoToZero + suffix, Group: -1, Dashed: k > 0 && !byT}
+				if byT {
+					s.Group = k
+				}
 				if r != 0 {
 					s.Group = len(rhos)
 					if byT {
@@ -176,7 +179,11 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 		tRescaled := len(order) > len(rhos)
 		if tRescaled {
 			if mode == "alpha-rho" && !math.IsNaN(t.Th.AlphaBarC) {
-				f.VLines = append(f.VLines, figure.VLine{X: t.Th.AlphaBarC, Group: -1, Label: figure.AlphaBarC})
+				g := -1
+				if byT {
+					g = k
+				}
+				f.VLines = append(f.VLines, figure.VLine{X: t.Th.AlphaBarC, Group: g, Label: figure.AlphaBarC})
 			}
 			continue
 		}
