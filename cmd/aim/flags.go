@@ -90,7 +90,7 @@ func sizeFlag(fs *flag.FlagSet, z *job.FigureSize) {
 func modelFlags(fs *flag.FlagSet, m *job.Model, quiet *bool) {
 	fs.StringVar(&m.Channel, "channel", m.Channel, "output channel: softmax or hardmax")
 	fs.BoolVar(&m.PaperCompat, "paper-compat", m.PaperCompat, "hardmax: use the published channel formula (bivariate density in place of the CDF derivative) that the paper's curves come from")
-	fs.IntVar(&m.T, "T", m.T, "tokens per sequence (hardmax: 2 only)")
+	fs.IntVar(&m.T, "T", m.T, "tokens per sequence (hardmax: 2 to 6)")
 	fs.Float64Var(&m.Beta, "beta", m.Beta, "softmax inverse temperature")
 	fs.Var((*listFlag)(&m.Rho), "rho", "rank ratio rho = R/D: a value, list or range; repeatable (default 0.5)")
 	fs.StringVar(&m.Out, "out", m.Out, "CSV output (the manifest goes beside it as .json)")
@@ -112,6 +112,7 @@ func simFlags(fs *flag.FlagSet, s *job.Sim, quiet *bool) {
 	fs.StringVar(&s.Mode, "tokens", s.Mode, "tokens X stored on the device, or streamed: regenerated chunk by chunk from the seed at every use, never stored (same values); auto stores when the largest run fits")
 	fs.IntVar(&s.Chunk, "chunk", s.Chunk, "samples per chunk of streamed tokens (0: the largest that fits, at most 4096)")
 	fs.StringVar(&s.MaxMemory, "max-memory", s.MaxMemory, "cap on a run's device memory, e.g. 4GiB or 512MiB (default: the device's free memory)")
+	fs.IntVar(&s.Points, "points", s.Points, "hardmax T > 2: lattice points per shift (x 8 shifts) of each sample's g_out")
 }
 
 // smiFlags registers the flags every `aim smi` subcommand shares, into f; withC is false where

@@ -33,6 +33,7 @@ func seFlags(fs *flag.FlagSet, c *job.SEConfig, quiet *bool) {
 	fs.BoolVar(&c.Rescaled, "rescaled", c.Rescaled, "add the rho -> 0 limit and put every curve against alpha-bar_r = alpha/rho (no default rho)")
 	fs.BoolVar(&c.Threshold, "threshold", c.Threshold, "print alpha_PR per rho and alpha-bar_c, write no file")
 	fs.IntVar(&c.GenSamples, "gen-samples", c.GenSamples, "Monte Carlo samples of the generalisation error per point; 0 skips it")
+	fs.Float64Var(&c.IntTol, "int-tol", c.IntTol, "hardmax T > 2: the largest relative error of the SE integral accepted at a point (0: any); a point beyond it is reported as unconverged")
 	fs.IntVar(&c.GenInner, "gen-inner", c.GenInner, "inner samples per Monte Carlo sample of the generalisation error")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the Monte Carlo generalisation error")
 	fs.Float64Var(&c.Tol, "tol", c.Tol, "SE convergence tolerance on the estimation error")

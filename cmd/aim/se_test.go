@@ -224,3 +224,40 @@ func TestSEPlotPDF(t *testing.T) {
 		t.Fatalf("%s is not a PDF (%v)", pdf, err)
 	}
 }
+
+// TestSEIntTol: for hardmax at T = 3, `--int-tol` below what the shipped table can give anywhere
+// is bad input (status 2, nothing written); a reachable one reports exactly the points whose
+// integral's relative error (aim.HardmaxTChannel at the fixed point) is above it as unconverged
+// (status 1, rows without values), and leaves the others as without it.
+func TestSEIntTol(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "x.csv")
+	base := []string{"se", "--quiet", "--channel", "hardmax", "--T", "3", "--rho", "0.5", "--alpha", "0.01:10:12:log", "--gen-samples", "0", "--plot", ""}
+	code, _, stderr := runAim(append(base, "--int-tol", "1e-6", "--out", out)...)
+	if _, err := os.Stat(out); code != 2 || !strings.Contains(stderr, "gives F to") || err == nil {
+		t.Errorf("--int-tol 1e-6: status %d, %s (file written: %v)", code, stderr, err == nil)
+	}
+	runOK(t, append(base, "--out", out)...)
+	all := readCSV(t, out)
+	code, _, stderr = runAim(append(base, "--int-tol", "0.005", "--out", out)...)
+	cut := readCSV(t, out)
+	if code != 1 || len(cut) != len(all) {
+		t.Fatalf("--int-tol 0.005: status %d, %d rows (want 1, %d): %s", code, len(cut), len(all), stderr)
+	}
+	ch, _ := aim.NewHardmaxTChannel(3)
+	failed := 0
+	for i := 1; i < len(all); i++ {
+		m, _ := strconv.ParseFloat(all[i][7], 64)
+		f, _ := ch.FisherSum(1.5-m, m)
+		over := ch.FisherSumErr(1.5-m, m) > 0.005*f
+		if over != (cut[i][len(cut[i])-1] == "false") || !over && strings.Join(cut[i], ",") != strings.Join(all[i], ",") {
+			t.Errorf("row %d: %v, without --int-tol %v (relative error over 0.005: %v)", i, cut[i], all[i], over)
+		}
+		if over {
+			failed++
+		}
+	}
+	if failed == 0 || failed == len(all)-1 {
+		t.Errorf("%d of %d points over the tolerance; the test wants some of each", failed, len(all)-1)
+	}
+}

@@ -203,3 +203,16 @@ func TestShippedTables(t *testing.T) {
 		t.Logf("T = %d: F(0) %.6g (table) vs %.6g +- %.2g (patterns); F(1) %.6g +- %.2g (table) vs %.6g +- %.2g (1/4 of the points)", T, f0, z.V, z.Err, node.V, node.Err, re.V, re.Err)
 	}
 }
+
+// BenchmarkFisherSumLatticeT3 is one table node of hardmax at T = 3 (lambda = 1) with 256
+// lattice points per shift (the shipped tables use 4096: 16 times this); it reports seconds per
+// node.
+func BenchmarkFisherSumLatticeT3(b *testing.B) {
+	h, _ := NewHardmaxT(3)
+	for b.Loop() {
+		if _, err := h.FisherSumLattice(1, 1, 256); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/node")
+}

@@ -426,3 +426,21 @@ func authorsHardmaxIteration(t *testing.T, ch *aim.Hardmax, rho, alpha float64, 
 	}
 	return Q0 - q
 }
+
+// BenchmarkSEHardmaxT3Curve solves a 64-point SE curve of hardmax at T = 3 (rho = 0.5, alpha
+// from 0.01 to 10, log-spaced) with the shipped table; it reports seconds per curve.
+func BenchmarkSEHardmaxT3Curve(b *testing.B) {
+	ch, err := aim.NewHardmaxTChannel(3)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		for i := 0; i < 64; i++ {
+			alpha := 0.01 * math.Pow(1000, float64(i)/63)
+			if _, err := Solve(ch, 0.5, alpha, DefaultOptions()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/curve")
+}

@@ -2,6 +2,7 @@ package job
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 
@@ -26,6 +27,10 @@ type SEConfig struct {
 	Damping    float64 // SE damping theta in [0, 1)
 	Accelerate bool    // the solver's Aitken jumps (no flag: the engine's default)
 	Workers    int     // points solved in parallel
+	// IntTol is the largest relative error of the channel's integral F accepted at a point
+	// (hardmax T > 2, a tabulated integral); 0 accepts any. A point beyond it is reported like
+	// an unconverged one.
+	IntTol float64
 }
 
 // NewSEConfig returns the configuration of `aim se` with no flag set.
@@ -55,6 +60,19 @@ func (c *SEConfig) Validate() error {
 	if c.Channel == "hardmax" && c.T > 2 && !c.Threshold && !aim.HardmaxTTabulated(c.T) {
 		_, err := c.theoryChannel()
 		return InputError{err}
+	}
+	if !(c.IntTol >= 0) || math.IsInf(c.IntTol, 0) {
+		return Inputf("--int-tol %g: need a relative error >= 0 (0: any)", c.IntTol)
+	}
+	if c.IntTol > 0 && c.Channel == "hardmax" && c.T > 2 {
+		ch, err := aim.NewHardmaxTChannel(c.T)
+		if err != nil {
+			return InputError{err}
+		}
+		if best := ch.BestRelErr(); c.IntTol < best {
+			return Inputf("--int-tol %g: the shipped table of hardmax T = %d gives F to %.2g relative at best (%d lattice points per shift); a finer table takes go run ./engine/aim/internal/fishergen -points N",
+				c.IntTol, c.T, best, ch.Table().Points)
+		}
 	}
 	switch {
 	case c.GenSamples < 0 || c.GenSamples == 1:
@@ -267,6 +285,14 @@ func solvePoint(c *SEConfig, ch aim.Channel, rho, alphaR float64, genWorkers int
 	row := seRow(&c.Model, rho, alphaR, p)
 	if err == nil {
 		row.MMSEErr, err = mmseErr(c, ch, rho, alphaR, p)
+	}
+	if hc, ok := ch.(*aim.HardmaxTChannel); ok && err == nil && c.IntTol > 0 {
+		Q0 := 1 + rho
+		if f, _ := hc.FisherSum(Q0-p.MMSE, p.MMSE); p.MMSE > 0 && hc.FisherSumErr(Q0-p.MMSE, p.MMSE) > c.IntTol*f {
+			err = fmt.Errorf("se hardmax: rho = %g, alpha = %g: %w: the integral's relative error %.2g is above --int-tol %g",
+				rho, alphaR*rho, se.ErrNotConverged, hc.FisherSumErr(Q0-p.MMSE, p.MMSE)/f, c.IntTol)
+			row = seRow(&c.Model, rho, alphaR, se.Point{MMSE: math.NaN(), Q: math.NaN(), QHat: math.NaN(), Iterations: p.Iterations})
+		}
 	}
 	if err != nil || c.GenSamples == 0 {
 		return row, err

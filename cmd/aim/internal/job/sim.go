@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
 )
 
@@ -21,10 +22,18 @@ type Sim struct {
 	Threads int    // threads of the CPU backend's BLAS library (0: all cores)
 	Trace   string // a CSV of every iteration or step ("" for none)
 	Tokens         // stored or streamed tokens, and the memory cap
+	// Points is the lattice rule of each sample's g_out for hardmax at T > 2: Points points of
+	// each of 8 shifts, every point used (device.Channel.Points with Tol < 0).
+	Points int
 }
 
+// DefaultSimPoints is Sim.Points unless --points says otherwise: 64 points x 8 shifts, about
+// 0.3 ms a sample at T = 3 on one core. At D = 60, alpha = 0.2 GAMP-RIE ends within 0.002 of
+// the run with 256 points (README), against 18 ms a sample for the channel's default rule.
+const DefaultSimPoints = 64
+
 func defaultSim(command string, D, seeds int) Sim {
-	return Sim{Model: defaultModel(command), D: D, Seeds: seeds, Seed: 1, Device: "auto", Tokens: Tokens{Mode: "auto"}}
+	return Sim{Model: defaultModel(command), D: D, Seeds: seeds, Seed: 1, Device: "auto", Tokens: Tokens{Mode: "auto"}, Points: DefaultSimPoints}
 }
 
 // validateSim checks the shared simulation fields and every (rho, alpha) point's sizes.
@@ -38,6 +47,8 @@ func (c *Sim) validateSim() error {
 		return Inputf("--workers %d: need 0 (all cores) or more", c.Workers)
 	case c.Threads < 0:
 		return Inputf("--threads %d: need 0 (all cores) or more", c.Threads)
+	case c.Points < 1:
+		return Inputf("--points %d: need at least 1 lattice point per shift", c.Points)
 	}
 	if err := c.validateTokens(); err != nil {
 		return err
@@ -57,13 +68,20 @@ func (c *Sim) validateSim() error {
 
 // params returns the model of one run.
 func (c *Sim) params(rho, alpha float64, seed uint64) aim.Params {
-	return aim.Params{D: c.D, Alpha: alpha, Rho: rho, Channel: c.deviceChannel(), Seed: seed}
+	ch := c.deviceChannel()
+	if ch.Kind == device.Hardmax && ch.T > 2 {
+		ch.Points, ch.Tol = c.Points, -1
+	}
+	return aim.Params{D: c.D, Alpha: alpha, Rho: rho, Channel: ch, Seed: seed}
 }
 
 // simParams returns the shared fields for a manifest.
 func (c *Sim) simParams() map[string]any {
 	p := c.Model.params()
 	p["D"], p["seeds"], p["seed"] = c.D, c.Seeds, c.Seed
+	if c.Channel == "hardmax" && c.T > 2 {
+		p["points"] = c.Points
+	}
 	return p
 }
 
