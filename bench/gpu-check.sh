@@ -9,7 +9,7 @@
 # summary.txt (the table, printed last). It never changes the GPU's settings.
 #
 # Parts, most important first, each under a timeout; a part's timeout is also cut to what is
-# left of TOTAL (default 285 s), so the whole stays under 5 minutes even if something hangs,
+# left of TOTAL (default 365 s), so the whole stays under 6.5 minutes even if something hangs,
 # and the parts that did not fit are reported as skipped. Expected times assume H200 FP64
 # Dgemm ~ 55 TFLOP/s; one GAMP-RIE iteration at D = 4000, alpha = 0.25, T = 2 counts
 # 4 N T D^2 = 5.1e14 flops (~9 s), and its time grows like D^4.
@@ -34,7 +34,11 @@
 #   9. the Go GPU benchmarks, warm (-test.benchtime=2x: Dgemm, forward and back-projection,
 #      GAMP-RIE at D = 1000 and 2000, the largest D that fits, GD steps), if the budget allows
 #                                                         limit  45 s, expected 30 s
-#  10. summary: the bench CSVs merged and drawn, the table
+#  10. GAMP-RIE with the hardmax channel at T = 3 (the polytope kernel hardmaxt_gout), D = 150,
+#      alpha = 0.2, 5 iterations, on the GPU and then on the CPU (seconds in the CSVs; ~80 s a
+#      CPU iteration on 2 cores with the default rule, --points 64: ~3 s)
+#                                                         limit 2 x 40 s, expected 10-40 s
+#  11. summary: the bench CSVs merged and drawn, the table
 set -u
 OUT=${1:-${OUT:-results/gpu-check}}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,7 +46,7 @@ if [ -z "${BIN:-}" ]; then
 	BIN=bin/gpu
 	[ -x "$here/aim" ] && BIN=$here # run from inside bin/gpu (make gpu-check-bin copies this script there)
 fi
-TOTAL=${TOTAL:-285}
+TOTAL=${TOTAL:-365}
 mkdir -p "$OUT"
 rm -f "$OUT"/bench-*.csv "$OUT"/bench-*.json "$OUT"/bench-*.png # a previous run's, which the summary would merge
 export CUDA_CACHE_PATH=${CUDA_CACHE_PATH:-$OUT/cuda-cache}
@@ -107,6 +111,13 @@ part bench-cpu 60 "${bench[@]}" --device cpu --D 500,1000 --streamed-D 500 \
 part bench-gpu-4000-gd 75 "${bench[@]}" --device cuda:0 --D none --streamed-D 4000 --algorithms gd \
 	--out "$OUT/bench-gpu-4000-gd.csv" --plot ""
 part gpu-bench 45 "$BIN/cuda.test" -test.run='^$' -test.bench=. -test.benchtime=2x -test.timeout={T}s
+# GAMP-RIE with the hardmax polytope channel at T = 3 (kernel hardmaxt_gout), D = 150, alpha =
+# 0.2 (N = 4500): 5 iterations on the GPU, then the same on the CPU; the CSVs' seconds give
+# the ratio (issue 15).
+for dev in cuda cpu; do
+	part "amp-hardmax-t3-$dev" 40 "$BIN/aim" amp --quiet --channel hardmax --T 3 --D 150 --rho 0.5 --alpha 0.2 \
+		--seeds 1 --max-iter 5 --device "$dev" --out "$OUT/amp-hardmax-t3-$dev.csv" --plot ""
+done
 
 # The bench CSVs, merged (one header) and drawn on one figure.
 csvs=()
