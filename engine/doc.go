@@ -60,6 +60,10 @@
 //	b          Winners           b_a = argmax_c h_ac: a hardmax output, row by row; its class AIM 2.3
 //	                             up to relabelling (PatternClasses)
 //	alpha-bar_c AlphaBarC        rho -> 0 weak-recovery threshold in alpha-bar_r             AIM 2.3
+//	F(lambda)  FisherTable       hardmax T > 2: FisherSum(q, V) V, tabulated and fitted in   AIM 2.3
+//	                             s = (1 + lambda)^-1/2 (engine/aim/hardmaxtable.go)
+//	c1         FisherLimit       lim sqrt(lambda) F(lambda): the facets' share times kappa   AIM 2.3
+//	kappa      fisherKappa       int phi(d)^2/Phi(d) dd: one facet's Fisher integral         AIM 2.3
 //	e_gen      GenError          E||y - y_hat||_F^2 of the Bayes-optimal predictor           AIM 2.4
 //	z          (device ops)      AMP coordinates z = sqrt(2) u = tau o h                     AIM 3
 //	tau        tau               tau_aa = 1, tau_ab = sqrt(2): h to z                        AIM 3

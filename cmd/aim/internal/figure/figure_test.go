@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"fmt"
+	"image"
 	"image/png"
 	"io"
 	"math"
@@ -23,14 +24,7 @@ func TestRenderPNG(t *testing.T) {
 		},
 		VLines: []VLine{{X: 0.25, Group: 0, Label: "alpha_PR"}},
 	}
-	var buf bytes.Buffer
-	if err := f.Render(&buf, "png"); err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := renderPNG(t, f)
 	if b := img.Bounds(); b.Dx() != 900 || b.Dy() != 630 {
 		t.Fatalf("image is %dx%d, want 900x630 (6 x 4.2 in at 150 dpi)", b.Dx(), b.Dy())
 	}
@@ -201,4 +195,18 @@ func ciede2000(x, y [3]float64) float64 {
 	Sc, Sh := 1+0.045*Cbp, 1+0.015*Cbp*T
 	Rt := -math.Sin(2*dTheta*rad) * Rc
 	return math.Sqrt(math.Pow(dL/Sl, 2) + math.Pow(dC/Sc, 2) + math.Pow(dH/Sh, 2) + Rt*(dC/Sc)*(dH/Sh))
+}
+
+// renderPNG renders f as a PNG and decodes it.
+func renderPNG(t *testing.T, f *Figure) image.Image {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := f.Render(&buf, "png"); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
 }

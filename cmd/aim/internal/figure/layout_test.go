@@ -1,8 +1,6 @@
 package figure
 
 import (
-	"bytes"
-	"image/png"
 	"math"
 	"strings"
 	"testing"
@@ -269,14 +267,7 @@ func TestSize(t *testing.T) {
 		t.Errorf("Size as a flag: %q", z.String())
 	}
 	f := seLike(z)
-	var buf bytes.Buffer
-	if err := f.Render(&buf, "png"); err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := renderPNG(t, f)
 	if b := img.Bounds(); b.Dx() != 510 || b.Dy() != 390 {
 		t.Errorf("3.4x2.6in at 150 dpi is %dx%d, want 510x390", b.Dx(), b.Dy())
 	}
