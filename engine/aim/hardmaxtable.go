@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/aimtheory/aim/internal/par"
@@ -107,18 +108,15 @@ func (h *HardmaxT) FisherLimit(points int) (Value, error) {
 		func(_ struct{}, j int) (acc, error) {
 			b, k := reps[j/K], j%K
 			A := k0.Constraints(b)
-			n := append([]float64(nil), A[k*M:(k+1)*M]...)
-			nn := norm2(n)
-			var rows []float64
+			n := A[k*M : (k+1)*M]
+			nn := floats.Dot(n, n)
+			var rows []float64 // b's other constraints, projected on the hyperplane n . omega = 0
 			for i := 0; i < K; i++ {
 				if i == k {
 					continue
 				}
 				a := A[i*M : (i+1)*M]
-				var dot float64
-				for x := range a {
-					dot += a[x] * n[x]
-				}
+				dot := floats.Dot(a, n)
 				for x := range a {
 					rows = append(rows, a[x]-dot/nn*n[x])
 				}
@@ -141,14 +139,6 @@ func (h *HardmaxT) FisherLimit(points int) (Value, error) {
 	}
 	c := fisherKappa() / math.Sqrt(2*math.Pi)
 	return Value{V: c * res.s, Err: c * math.Sqrt(res.v)}, nil
-}
-
-func norm2(v []float64) float64 {
-	var s float64
-	for _, x := range v {
-		s += x * x
-	}
-	return s
 }
 
 // fisherDegree is the degree of the Chebyshev series of FisherFit (12 data, 7 coefficients).
