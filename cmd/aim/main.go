@@ -50,6 +50,8 @@ const mainUsage = `aim: Bayes-optimal learning of attention models.
 
 Usage:
   aim se [flags]       state evolution curves and thresholds of the attention-indexed model
+  aim thresholds [flags]
+                       the rho -> 0 weak-recovery threshold alpha-bar_c against T (hardmax to T = 6)
   aim amp [flags]      GAMP-RIE simulations at dimension D beside the state evolution
   aim gd [flags]       gradient-descent students (single and averaged) beside AMP and the SE
   aim smi se|thresholds|amp|sgd [flags]
@@ -85,6 +87,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "se":
 		err = runSE(args[1:], stdout, stderr)
+	case "thresholds":
+		err = runThresholds(args[1:], stdout, stderr)
 	case "amp":
 		err = runAMP(args[1:], stdout, stderr)
 	case "gd":

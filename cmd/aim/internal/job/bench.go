@@ -188,8 +188,8 @@ func (c *BenchConfig) Validate() error {
 	if err := checkPlot(c.Plot); err != nil {
 		return err
 	}
-	if !strings.EqualFold(c.Out[max(0, len(c.Out)-4):], ".csv") {
-		return Inputf("--out %q: the results file must end in .csv", c.Out)
+	if err := checkCSV(c.Out); err != nil {
+		return err
 	}
 	return nil
 }

@@ -139,7 +139,7 @@ func Failures(failed []string, rows int, what string) error {
 // Kinds are the kinds of CSV the jobs write, in the order a reader tries them.
 func Kinds() []table.Def {
 	return []table.Def{SESchema.Def(), AMPSchema.Def(), GDSchema.Def(), AMPTraceSchema.Def(), GDTraceSchema.Def(),
-		SMISESchema.Def(), SMIAMPSchema.Def(), SMIAMPTraceSchema.Def(), SMISGDSchema.Def(), SMIThresholdsSchema.Def(), BenchSchema.Def()}
+		SMISESchema.Def(), SMIAMPSchema.Def(), SMIAMPTraceSchema.Def(), SMISGDSchema.Def(), SMIThresholdsSchema.Def(), ThresholdsSchema.Def(), BenchSchema.Def()}
 }
 
 // ReadTable reads a CSV of any job's kind (and the manifest beside it).
@@ -149,6 +149,14 @@ func ReadTable(path string) (*table.Table, error) { return table.ReadFile(path, 
 func drawFigure(tables []*table.Table, o plot.Options) (*figure.Figure, error) {
 	f, err := plot.Build(tables, o)
 	return f, input(err)
+}
+
+// checkCSV checks that the results file's path ends in .csv; a bad one is bad input.
+func checkCSV(path string) error {
+	if !strings.HasSuffix(strings.ToLower(path), ".csv") {
+		return Inputf("--out %q: the results file must end in .csv", path)
+	}
+	return nil
 }
 
 // checkPlot checks the format of a figure's path ("" for none); a bad one is bad input.

@@ -113,8 +113,8 @@ func (m *Model) validate(defaultRho []string, defaultAlpha string) error {
 	if err := checkPlot(m.Plot); err != nil {
 		return err
 	}
-	if !strings.EqualFold(strings.TrimSpace(m.Out[max(0, len(m.Out)-4):]), ".csv") {
-		return Inputf("--out %q: the results file must end in .csv", m.Out)
+	if err := checkCSV(m.Out); err != nil {
+		return err
 	}
 	return nil
 }

@@ -152,23 +152,14 @@ type SEThresholds struct {
 
 // SEThresholdsOf computes the thresholds of every rho of a validated configuration. For hardmax
 // at a T > 2 without a shipped table that is alpha-bar_c = 1/(2 FisherSum(0, 1)) with its error
-// (aim.HardmaxT's sum over the output patterns, 16 384 lattice points per shift, 4096 at
-// T = 6); hardmax has no finite alpha_PR at any T (se.AlphaPR).
+// (hardmaxAlphaBarC); hardmax has no finite alpha_PR at any T (se.AlphaPR).
 func SEThresholdsOf(c *SEConfig) (SEThresholds, error) {
 	if c.Channel == "hardmax" && c.T > 2 && !aim.HardmaxTTabulated(c.T) {
-		h, err := aim.NewHardmaxT(c.T)
-		if err != nil {
-			return SEThresholds{}, InputError{err}
-		}
-		h.Tol, h.Points = 0, 16384
-		if c.T == aim.HardmaxTMax {
-			h.Points = 4096
-		}
-		f, err := h.FisherSumZero(1)
+		v, e, err := hardmaxAlphaBarC(c.T)
 		if err != nil {
 			return SEThresholds{}, err
 		}
-		th := SEThresholds{AlphaPR: map[string]float64{}, AlphaPRCounting: map[string]float64{}, AlphaBarC: 1 / (2 * f.V), AlphaBarCErr: f.Err / (2 * f.V * f.V)}
+		th := SEThresholds{AlphaPR: map[string]float64{}, AlphaPRCounting: map[string]float64{}, AlphaBarC: v, AlphaBarCErr: e}
 		for _, r := range c.rhos {
 			th.AlphaPR[table.RhoKey(r)] = math.Inf(1)
 		}

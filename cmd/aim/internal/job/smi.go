@@ -3,7 +3,6 @@ package job
 import (
 	"math"
 	"runtime"
-	"strings"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/grid"
 	"github.com/aimtheory/aim/engine/smi"
@@ -34,8 +33,8 @@ func (f *SMI) check() error {
 	if err := checkPlot(f.Plot); err != nil {
 		return err
 	}
-	if !strings.HasSuffix(strings.ToLower(f.Out), ".csv") {
-		return Inputf("--out %q: the results file must end in .csv", f.Out)
+	if err := checkCSV(f.Out); err != nil {
+		return err
 	}
 	return nil
 }

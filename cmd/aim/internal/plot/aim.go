@@ -446,3 +446,29 @@ func traceRuns(t *table.Table, x, y string, series func(run int, first bool, i i
 		s.X, s.Y = append(s.X, t.V(i, x)), append(s.Y, t.V(i, y))
 	}
 }
+
+// aimThresholdsFigure draws an `aim thresholds` table: alpha-bar_c against T, with its error
+// bars (hardmax T > 2), beside the softmax channel's 1/K for scale.
+func aimThresholdsFigure(t *table.Table, o Options) *figure.Figure {
+	f := &figure.Figure{Title: "Weak-recovery threshold (" + figure.RhoToZero + ")", XLabel: "Tokens per sequence T",
+		YLabel: figure.AlphaBarC + " = N/(D R)"}
+	o.applyAxes(f, false, true)
+	name := ""
+	if t.Rows() > 0 {
+		name = t.S(0, "channel")
+	}
+	ch := figure.Series{Label: name, Group: 0, Points: true}
+	line := figure.Series{Label: name, Group: 0}
+	sm := figure.Series{Label: "softmax 1/K, K = " + figure.Sup("T", "2") + " + T " + figure.Minus + " 2", Group: 1, Dashed: true}
+	for i := 0; i < t.Rows(); i++ {
+		T, v := t.V(i, "T"), t.V(i, "alpha_bar_c")
+		ch.X, ch.Y, ch.YErr = append(ch.X, T), append(ch.Y, v), append(ch.YErr, t.V(i, "alpha_bar_c_err"))
+		line.X, line.Y = append(line.X, T), append(line.Y, v)
+		sm.X, sm.Y = append(sm.X, T), append(sm.Y, t.V(i, "alpha_bar_c_softmax"))
+	}
+	f.Series = append(f.Series, line, ch)
+	if name != "softmax" {
+		f.Series = append(f.Series, sm)
+	}
+	return f
+}

@@ -82,6 +82,13 @@ func Build(tables []*table.Table, o Options) (*figure.Figure, error) {
 			}
 		}
 		f = benchFigure(tables[0], o)
+	case len(by[table.AIMThresholds]) > 0:
+		for _, t := range tables {
+			if err := alone(t); err != nil {
+				return nil, err
+			}
+		}
+		f = aimThresholdsFigure(tables[0], o)
 	case len(by[table.AMPTrace])+len(by[table.GDTrace])+len(by[table.SMIAMPTrace])+len(by[table.SMISGD]) > 0:
 		for _, t := range tables {
 			if err := alone(t); err != nil {

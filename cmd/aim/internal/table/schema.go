@@ -31,6 +31,7 @@ const (
 	SMIAMPTrace   Kind = "aim smi amp --trace"
 	SMISGD        Kind = "aim smi sgd"
 	SMIThresholds Kind = "aim smi thresholds"
+	AIMThresholds Kind = "aim thresholds"
 	Bench         Kind = "aim bench"
 )
 
