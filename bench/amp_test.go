@@ -128,16 +128,27 @@ func BenchmarkAMPScaling(b *testing.B) {
 }
 
 // BenchmarkAMPHardmaxT3 times one GAMP-RIE iteration with the hardmax channel at T = 3
-// (rho = 0.5, alpha = 0.2: N = 4500 at D = 150), on the CPU, with the default lattice rule
-// (up to 1024 points of 8 shifts per sample, Tol 1e-3), and reports the seconds per iteration
-// and per sample of it: the polytope estimates of g_out dominate the dense products.
+// (rho = 0.5, alpha = 0.2: N = 4500 at D = 150), on the CPU, with the engine's default lattice
+// rule (up to 1024 points of 8 shifts per sample, Tol 1e-3) and with the simulations' default
+// (64 points of 8 shifts, every point: job.DefaultSimPoints), and reports the seconds per
+// iteration and per sample of it: the polytope estimates of g_out dominate the dense products.
 func BenchmarkAMPHardmaxT3(b *testing.B) {
 	dev := cpu.New(0)
-	p := aim.Params{D: 150, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Hardmax, T: 3}, Seed: 1}
-	var s float64
-	for b.Loop() {
-		s = timeIterations(b, dev, p, 1)
+	for _, rule := range []struct {
+		name string
+		ch   device.Channel
+	}{
+		{"rule=1024x8-tol1e-3", device.Channel{Kind: device.Hardmax, T: 3}},
+		{"rule=64x8", device.Channel{Kind: device.Hardmax, T: 3, Points: 64, Tol: -1}},
+	} {
+		b.Run(rule.name, func(b *testing.B) {
+			p := aim.Params{D: 150, Alpha: 0.2, Rho: 0.5, Channel: rule.ch, Seed: 1}
+			var s float64
+			for b.Loop() {
+				s = timeIterations(b, dev, p, 1)
+			}
+			b.ReportMetric(s, "s/iter")
+			b.ReportMetric(s/float64(p.N())*1e6, "us/sample")
+		})
 	}
-	b.ReportMetric(s, "s/iter")
-	b.ReportMetric(s/float64(p.N())*1e6, "us/sample")
 }
