@@ -49,7 +49,7 @@ figures: build
 		$(FIG)/data/hardmax_T3.csv $(FIG)/data/hardmax_T4.csv
 	$(BIN) plot --size 5x3.5in --out $(FIG)/hardmax_threshold_T.png $(FIG)/data/hardmax_rescaled_T2.csv \
 		$(FIG)/data/hardmax_rescaled_T3.csv $(FIG)/data/hardmax_rescaled_T4.csv
-	$(BIN) thresholds --quiet --channel hardmax --T 2:6 --size 5x3.5in --out $(FIG)/data/thresholds.csv \
+	$(BIN) thresholds --quiet --channel hardmax --T 2:6:5 --size 5x3.5in --out $(FIG)/data/thresholds.csv \
 		--plot $(FIG)/thresholds.png
 	rm -rf $(FIG)/data
 

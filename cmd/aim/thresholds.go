@@ -12,10 +12,10 @@ const thresholdsUsage = `Usage: aim thresholds [flags]
 The rho -> 0 weak-recovery threshold alpha-bar_c = 1/(2 FisherSum(0, 1)) in N/(D R)
 (docs/AIM.md 2.3) against the sequence length T, with its error, beside the softmax channel's
 1/K for scale. Hardmax: T = 2 in closed form, T = 3 to 6 by Gaussian polytope integrals over
-the output patterns (about 30 s for T = 2:6 on two cores). Writes a CSV, its manifest and a
+the output patterns (about 30 s for T = 2 to 6 on two cores). Writes a CSV, its manifest and a
 figure.
 
-  aim thresholds --channel hardmax --T 2:6 --out results/thresholds.csv --plot results/thresholds.png
+  aim thresholds --channel hardmax --T 2:6:5 --out results/thresholds.csv --plot results/thresholds.png
 
 Flags:
 `
@@ -24,7 +24,7 @@ func parseThresholds(args []string, stderr io.Writer) (*job.ThresholdsConfig, bo
 	c, quiet := job.NewThresholdsConfig(), false
 	fs := newFlags("aim thresholds", thresholdsUsage, stderr)
 	fs.StringVar(&c.Channel, "channel", c.Channel, "output channel: hardmax or softmax")
-	fs.StringVar(&c.TGrid, "T", c.TGrid, "the sequence lengths: a list (2,3,4) or an integer range (2:6)")
+	fs.StringVar(&c.TGrid, "T", c.TGrid, "the sequence lengths: a list (2,3,4) or a range lo:hi:n (2:6:5 is 2 to 6), integers")
 	fs.Float64Var(&c.Beta, "beta", c.Beta, "softmax inverse temperature")
 	fs.StringVar(&c.Out, "out", c.Out, "results CSV (a JSON manifest is written beside it)")
 	fs.StringVar(&c.Plot, "plot", c.Plot, "figure: .png, .svg or .pdf (empty: none)")

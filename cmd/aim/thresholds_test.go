@@ -14,8 +14,8 @@ import (
 // TestThresholds: `aim thresholds --T 2,3` writes alpha-bar_c of hardmax at T = 2 equal to the
 // closed form 3/(2 H(0)) (0.403410629...) to 1e-9, at T = 3 within 4 combined errors of the
 // shipped T = 3 table's F(0) (an independent integrator), and softmax's 1/K beside them to
-// 1e-12; the figure draws both, and `aim plot` redraws it to the same bytes. T = 7, T = 2.5 and
-// an unknown channel are bad input with nothing written.
+// 1e-12; the figure draws both, and `aim plot` redraws it to the same bytes. T = 7, T = 2.5, a
+// range with non-integer points and an unknown channel are bad input with nothing written.
 func TestThresholds(t *testing.T) {
 	dir := t.TempDir()
 	out, fig := filepath.Join(dir, "thr.csv"), filepath.Join(dir, "thr.svg")
@@ -58,7 +58,7 @@ func TestThresholds(t *testing.T) {
 	if string(readFile(t, again)) != svg {
 		t.Error("aim plot thr.csv draws another figure than aim thresholds")
 	}
-	for _, args := range [][]string{{"--T", "7"}, {"--T", "2.5"}, {"--channel", "relu"}} {
+	for _, args := range [][]string{{"--T", "7"}, {"--T", "2.5"}, {"--T", "2:6:4"}, {"--channel", "relu"}} {
 		d := t.TempDir()
 		code, _, stderr := runAim(append([]string{"thresholds", "--quiet", "--out", filepath.Join(d, "x.csv")}, args...)...)
 		entries, _ := os.ReadDir(d)

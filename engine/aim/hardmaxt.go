@@ -1,7 +1,6 @@
 package aim
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 
@@ -22,9 +21,6 @@ type HardmaxT struct {
 	Points  int     // the most lattice points per shift of each g_out (0: kernels.HardmaxTPoints)
 	Samples int     // Monte Carlo samples of FisherSumEstimate
 	Workers int     // goroutines (0: all cores)
-	// Inner is the lattice points per shift of each g_out inside FisherSumLattice (0:
-	// fisherInner(T)).
-	Inner int
 }
 
 // HardmaxTMax is the largest T of HardmaxT.
@@ -57,7 +53,8 @@ type Value struct {
 // inside FisherSumLattice: its errors average out over the outer points (they are reshifted
 // per point), so a small rule suffices. At T = 3, 16 points are 15 times faster than 64 x 8
 // with the same outer error; at T = 4 they are not enough (the ratio estimator's bias, 0.7%
-// at lambda = 0 against FisherSumZero), 64 are.
+// at lambda = 0 against FisherSumZero), 64 are. For T >= 5 (no table shipped) 256 is a
+// guess from that trend, not measured.
 const fisherInnerShifts = 2
 
 func fisherInner(T int) int {
@@ -235,7 +232,7 @@ func lexLess(a, b []int) bool {
 // equally likely z, so every pattern of a class has the same expectation). The expectation over
 // z is a randomised lattice rule of points points in M dimensions with 8 shifts, z_j =
 // Phi^-1(w_j); Err is the standard error over the shifts. Each g_out inside is a small polytope
-// rule (Inner points of fisherInnerShifts shifts) whose shifts are drawn afresh at
+// rule (fisherInner(T) points of fisherInnerShifts shifts) whose shifts are drawn afresh at
 // every point z, so that its errors are independent from point to point: they average out and
 // are part of the spread over the outer shifts that Err measures, and the bias that the spread
 // of g adds to |g|^2 is removed (Estimate.VarM). (With one fixed inner rule the inner error is
@@ -255,7 +252,7 @@ func (h *HardmaxT) FisherSumLattice(q, V float64, points int) (Value, error) {
 	sl := math.Sqrt(q / V)
 	per := par.Chunks(points, chunk)
 	sums, err := par.MapReduce(h.Workers, shifts*per, func() (*kernels.HardmaxT, error) {
-		return kernels.NewHardmaxT(h.T, cmp.Or(h.Inner, fisherInner(h.T)), fisherInnerShifts)
+		return kernels.NewHardmaxT(h.T, fisherInner(h.T), fisherInnerShifts)
 	}, func(k *kernels.HardmaxT, c int) ([]float64, error) {
 		r := c / per
 		lo, hi := par.Span(c%per, points, chunk)

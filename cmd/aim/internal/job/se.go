@@ -277,11 +277,12 @@ func solvePoint(c *SEConfig, ch aim.Channel, rho, alphaR float64, genWorkers int
 	if err == nil {
 		row.MMSEErr, err = mmseErr(c, ch, rho, alphaR, p)
 	}
-	if hc, ok := ch.(*aim.HardmaxTChannel); ok && err == nil && c.IntTol > 0 {
-		Q0 := 1 + rho
-		if f, _ := hc.FisherSum(Q0-p.MMSE, p.MMSE); p.MMSE > 0 && hc.FisherSumErr(Q0-p.MMSE, p.MMSE) > c.IntTol*f {
+	if hc, ok := ch.(*aim.HardmaxTChannel); ok && err == nil && c.IntTol > 0 && p.MMSE > 0 {
+		q, V := 1+rho-p.MMSE, p.MMSE // Q0 = 1 + rho (1 in the rescaled limit, rho = 0)
+		f, _ := hc.FisherSum(q, V)
+		if rel := hc.FisherSumErr(q, V) / f; rel > c.IntTol {
 			err = fmt.Errorf("se hardmax: rho = %g, alpha = %g: %w: the integral's relative error %.2g is above --int-tol %g",
-				rho, alphaR*rho, se.ErrNotConverged, hc.FisherSumErr(Q0-p.MMSE, p.MMSE)/f, c.IntTol)
+				rho, alphaR*rho, se.ErrNotConverged, rel, c.IntTol)
 			row = seRow(&c.Model, rho, alphaR, se.Point{MMSE: math.NaN(), Q: math.NaN(), QHat: math.NaN(), Iterations: p.Iterations})
 		}
 	}

@@ -3,8 +3,6 @@ package job
 import (
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/grid"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
@@ -18,7 +16,7 @@ import (
 type ThresholdsConfig struct {
 	Channel   string     // hardmax or softmax
 	Beta      float64    // softmax inverse temperature
-	TGrid     string     // the T: a list or range of integers
+	TGrid     string     // the T: a list or range (grid syntax: 2:6:5 is 2, 3, 4, 5, 6) of integers
 	Out, Plot string     // the CSV and the figure ("" for none)
 	Size      FigureSize // the figure's size (--size); zero: the default
 
@@ -27,23 +25,12 @@ type ThresholdsConfig struct {
 
 // NewThresholdsConfig returns the configuration of `aim thresholds` with no flag set.
 func NewThresholdsConfig() *ThresholdsConfig {
-	return &ThresholdsConfig{Channel: "hardmax", Beta: 1, TGrid: "2:6", Out: "results/thresholds.csv", Plot: "results/thresholds.png"}
+	return &ThresholdsConfig{Channel: "hardmax", Beta: 1, TGrid: "2:6:5", Out: "results/thresholds.csv", Plot: "results/thresholds.png"}
 }
 
 // Validate checks the configuration and parses the T grid; every problem is bad input.
 func (c *ThresholdsConfig) Validate() error {
 	vs, err := grid.Parse(c.TGrid)
-	if a, b, ok := strings.Cut(strings.TrimSpace(c.TGrid), ":"); err != nil && ok {
-		// lo:hi, the integers from lo to hi (grid ranges otherwise need a count).
-		lo, e1 := strconv.Atoi(strings.TrimSpace(a))
-		hi, e2 := strconv.Atoi(strings.TrimSpace(b))
-		if e1 == nil && e2 == nil && lo <= hi && hi-lo < 100 {
-			vs, err = nil, nil
-			for T := lo; T <= hi; T++ {
-				vs = append(vs, float64(T))
-			}
-		}
-	}
 	if err != nil {
 		return Inputf("--T: %v", err)
 	}

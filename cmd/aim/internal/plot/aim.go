@@ -116,8 +116,8 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 	// told apart by T, each in its own colour; others by their file names, dashed after the first.
 	byT := len(ses) > 1
 	seen := map[float64]bool{}
+	name0, _, _, _ := channelInfo(ses[0])
 	for _, t := range ses {
-		name0, _, _, _ := channelInfo(ses[0])
 		name, _, T, _ := channelInfo(t)
 		byT = byT && name == name0 && !seen[T] && len(distinctValues(t, "rho")) == 1
 		seen[T] = true
