@@ -35,6 +35,7 @@ func smiAMPFlags(fs *flag.FlagSet, c *job.SMIAMPConfig, quiet *bool) {
 	fs.IntVar(&c.Iters, "iters", c.Iters, "GAMP iterations (at most)")
 	fs.Float64Var(&c.Damping, "damping", c.Damping, "damping rho in (0, 1], the weight on the new iterate: What <- rho What_new + (1 - rho) What")
 	fs.Float64Var(&c.Epsilon, "epsilon", c.Epsilon, "ridge of the channel variance V = C-hat + epsilon I")
+	fs.Float64Var(&c.Noise, "noise", c.Noise, "variance Delta of Gaussian noise on the teacher's pre-activations, y = g(Z + sqrt(Delta) xi): the model of the SE run with --epsilon Delta (0: noiseless)")
 	fs.Float64Var(&c.Tol, "tol", c.Tol, "stop early when ||W-hat new - W-hat||^2/(L D) < tol (0: never)")
 	fs.IntVar(&c.TestSamples, "test-samples", c.TestSamples, "fresh samples of the generalisation error at each iteration (0: none)")
 	fs.StringVar(&c.Trace, "trace", c.Trace, "CSV of every iteration of every run (its plot goes beside it as .png); empty for none")

@@ -166,6 +166,10 @@ func (q *DeepPosterior) Moments(m *DeepMoments, u, omega, V []float64) error {
 			half[i] = q.Box
 		}
 		q.unit = q.P >= 3 && q.sigma2 < unitSigma2
+		if q.unit {
+			// The unit cube's measure is the normalised prior: no (2 pi)^{-n/2} in Z_out.
+			logNorm += float64(q.n) / 2 * math.Log(2*math.Pi)
+		}
 		peaks := q.findPeaks()
 		q.shift = q.exponentMax(centre, !q.unit)
 		for _, p := range peaks {

@@ -17,7 +17,12 @@ type Params struct {
 	L     int     // attention layers, each of rank 1: P = L
 	C     float64 // skip strength c
 	Beta  float64 // inverse temperature beta
-	Seed  uint64  // fixes W* and X
+	// Noise Delta >= 0 is the variance of Gaussian noise added to every pre-activation before
+	// the forward map: y = g(Z + sqrt(Delta) xi). This is the model whose state evolution is
+	// the SE with epsilon = Delta (V = I - Q + epsilon I is then the exact posterior variance
+	// of Z + sqrt(Delta) xi given omega); 0 is the noiseless model of the paper.
+	Noise float64
+	Seed  uint64 // fixes W*, X and the noise
 }
 
 // N returns the number of samples floor(alpha D).
@@ -41,6 +46,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("alpha = %g: need alpha > 0", p.Alpha)
 	case p.N() < 1:
 		return fmt.Errorf("alpha = %g at D = %d gives N = floor(alpha D) = 0 samples", p.Alpha, p.D)
+	case !(p.Noise >= 0) || math.IsInf(p.Noise, 0):
+		return fmt.Errorf("noise = %g: need 0 <= noise < inf", p.Noise)
 	}
 	return nil
 }
@@ -58,11 +65,14 @@ type Data struct {
 	W []float64 // P x D teacher weights W*, iid N(0, 1)
 	X []float64 // N x M x D tokens, iid N(0, 1); sample mu, token l is X[(mu M + l) D:][:D]
 	Z []float64 // N x P x M raw projections Z_mu = W* X_mu^T / sqrt(D)
-	U []float64 // N x M last pre-activations u_mu = v_L(Z_mu); y_mu = softmax_row(beta u u^T)
+	// U (N x M) holds the last pre-activations u_mu = v_L(Z_mu + sqrt(Noise) xi_mu);
+	// y_mu = softmax_row(beta u u^T).
+	U []float64
 }
 
 // Generate draws W* (offset stream.Teacher) and X (offset stream.Data) from the seed's
-// Gaussian stream and computes Z = W* X^T / sqrt(D) and u = v_L(Z) (docs/SMI.md 1.2). The
+// Gaussian stream and computes Z = W* X^T / sqrt(D) and u = v_L(Z + sqrt(Noise) xi) (docs/SMI.md
+// 1.2), xi from offset stream.SMINoise (drawn only when Noise > 0). The
 // labels y are not stored: they are softmax_row(beta u u^T), and u is what the posterior needs
 // (it carries the teacher's sign, which y forgets).
 func Generate(p Params) (*Data, error) {
@@ -73,11 +83,24 @@ func Generate(p Params) (*Data, error) {
 	d := &Data{P: p, W: make([]float64, P*D), X: make([]float64, N*M*D), Z: make([]float64, N*P*M), U: make([]float64, N*M)}
 	device.FillNormals(d.W, p.Seed, stream.Teacher)
 	device.FillNormals(d.X, p.Seed, stream.Data)
+	var xi []float64
+	if p.Noise > 0 {
+		xi = make([]float64, N*P*M)
+		device.FillNormals(xi, p.Seed, stream.SMINoise)
+	}
 	ch, _ := p.Channel()
 	s := ch.NewScratch()
+	zn := make([]float64, P*M)
 	for mu := 0; mu < N; mu++ {
-		Project(d.Z[mu*P*M:(mu+1)*P*M], d.W, d.X[mu*M*D:(mu+1)*M*D], P, M, D)
-		ch.Forward(d.U[mu*M:(mu+1)*M], d.Z[mu*P*M:(mu+1)*P*M], nil, s)
+		z := d.Z[mu*P*M : (mu+1)*P*M]
+		Project(z, d.W, d.X[mu*M*D:(mu+1)*M*D], P, M, D)
+		copy(zn, z)
+		for k := range zn {
+			if xi != nil {
+				zn[k] += math.Sqrt(p.Noise) * xi[mu*P*M+k]
+			}
+		}
+		ch.Forward(d.U[mu*M:(mu+1)*M], zn, nil, s)
 	}
 	return d, nil
 }

@@ -15,8 +15,9 @@
 //	[2^52 + 2^51 + 2^50, 2^53)     SMIAMPTest: the SMI GAMP's test tokens
 //	[2^53, 2^53 + k 2^40 ...)      Init, Restart(k): an algorithm's random start (AIM GAMP-RIE's
 //	                               W0, GD restart k's W, SMI GAMP's and SGD's starts)
-//	[2^60, ...)                    SMISEShift: the Cranley-Patterson shift of the SMI SE's
+//	[2^60, 2^60 + 2^20)            SMISEShift: the Cranley-Patterson shift of the SMI SE's
 //	                               quasi-Monte Carlo points
+//	[2^61, 2^62)                   SMINoise: the SMI data's pre-activation noise (N x P x M)
 //
 // The SMI state evolution's plain Monte Carlo draws (SMISESample) start at 0 of the SE's own
 // seed, which is not the teacher's: the SE has no teacher.
@@ -30,6 +31,7 @@ const (
 	SMIAMPTest uint64 = Data + 1<<51 + 1<<50 // SMI GAMP's test tokens
 	Init       uint64 = 1 << 53              // an algorithm's random start
 	SMISEShift uint64 = 1 << 60              // SMI SE: the quasi-Monte Carlo shift
+	SMINoise   uint64 = 1 << 61              // SMI data: the noise on the pre-activations
 	restart    uint64 = 1 << 40              // the stride between GD restarts' starts
 )
 

@@ -24,6 +24,7 @@ type SMIAMPConfig struct {
 	Iters       int     // GAMP iterations (at most)
 	Damping     float64 // rho in (0, 1], the weight on the new iterate
 	Epsilon     float64 // ridge of the channel variance
+	Noise       float64 // variance of the noise on the teacher's pre-activations (smi.Params.Noise)
 	Tol         float64 // stop early below this step (0: never)
 	TestSamples int     // fresh samples of e_gen at each iteration (0: none)
 	Trace       string  // a CSV of every iteration of every run ("" for none)
@@ -58,6 +59,8 @@ func (c *SMIAMPConfig) Validate() error {
 		return Inputf("--damping %g: need 0 < damping <= 1", c.Damping)
 	case !(c.Epsilon >= 0) || math.IsInf(c.Epsilon, 0):
 		return Inputf("--epsilon %g: need 0 <= epsilon < inf", c.Epsilon)
+	case !(c.Noise >= 0) || math.IsInf(c.Noise, 0):
+		return Inputf("--noise %g: need 0 <= noise < inf", c.Noise)
 	case !(c.Tol >= 0) || math.IsInf(c.Tol, 0):
 		return Inputf("--tol %g: need 0 <= tol < inf", c.Tol)
 	case c.TestSamples < 0:
@@ -67,7 +70,7 @@ func (c *SMIAMPConfig) Validate() error {
 		return Inputf("--trace %q: the trace file must end in .csv", c.Trace)
 	}
 	for _, a := range c.alphas {
-		if err := c.model(c.D, a, 0).Validate(); err != nil {
+		if err := c.teacher(a, 0).Validate(); err != nil {
 			return Inputf("%v", err)
 		}
 	}
@@ -86,6 +89,13 @@ func (c *SMIAMPConfig) Validate() error {
 	return nil
 }
 
+// teacher returns the SMI teacher of one run, with the configuration's noise.
+func (c *SMIAMPConfig) teacher(alpha float64, seed uint64) smi.Params {
+	p := c.model(c.D, alpha, seed)
+	p.Noise = c.Noise
+	return p
+}
+
 func (c *SMIAMPConfig) options() smiamp.Options {
 	o := smiamp.DefaultOptions()
 	o.MaxIter, o.Epsilon, o.Tol, o.TestSamples, o.Workers = c.Iters, c.Epsilon, c.Tol, c.TestSamples, c.Workers
@@ -99,7 +109,7 @@ func (c *SMIAMPConfig) CheckMemory() error {
 	var need uint64
 	var at float64
 	for _, a := range c.alphas {
-		if n := smiAMPBytes(c.model(c.D, a, 0), c.options()); n > need {
+		if n := smiAMPBytes(c.teacher(a, 0), c.options()); n > need {
 			need, at = n, a
 		}
 	}
@@ -205,7 +215,7 @@ func (c *SMIAMPConfig) run(env Env) (*SMIAMPResult, error) {
 	for _, a := range c.alphas {
 		for s := 0; s < c.Seeds; s++ {
 			seed := runSeed(c.Seed, s)
-			p := c.model(c.D, a, seed)
+			p := c.teacher(a, seed)
 			data, err := smi.Generate(p)
 			if err != nil {
 				return nil, err
@@ -276,7 +286,7 @@ func ExecuteSMIAMP(c *SMIAMPConfig, env Env) (string, error) {
 	}
 	params := c.params()
 	for k, v := range map[string]any{"c": c.C, "D": c.D, "alpha": c.Alpha, "alphas": c.alphas, "seeds": c.Seeds, "seed": c.Seed,
-		"iters": c.Iters, "damping": c.Damping, "epsilon": c.Epsilon, "tol": c.Tol, "init": c.options().Init,
+		"iters": c.Iters, "damping": c.Damping, "epsilon": c.Epsilon, "noise": c.Noise, "tol": c.Tol, "init": c.options().Init,
 		"init_scale": c.options().InitScale, "test_samples": c.TestSamples, "se": c.SE, "trace": c.Trace} {
 		params[k] = v
 	}
