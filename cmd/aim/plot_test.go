@@ -131,7 +131,9 @@ func TestPlotRedrawsSEAndAMP(t *testing.T) {
 func TestPlotRedrawsSMI(t *testing.T) {
 	dir := t.TempDir()
 	p := func(name string) string { return filepath.Join(dir, name) }
-	runOK(t, "smi", "se", "--quiet", "--alpha", "0.6,0.3", "--samples", "32", "--max-iter", "40", "--gen-samples", "50",
+	// One shift of 32 points: in 8 replicates of 4 points the layer-1 average at alpha = 0.6
+	// is noisy enough that its decay to 0 takes some 140 iterations.
+	runOK(t, "smi", "se", "--quiet", "--alpha", "0.6,0.3", "--samples", "32", "--replicates", "1", "--max-iter", "40", "--gen-samples", "50",
 		"--out", p("se.csv"), "--plot", p("se.svg"))
 	runOK(t, "smi", "amp", "--quiet", "--D", "60", "--alpha", "0.6,0.3", "--seeds", "2", "--iters", "3", "--test-samples", "100",
 		"--se", p("se.csv"), "--out", p("amp.csv"), "--plot", p("amp.svg"), "--trace", p("trace.csv"))
@@ -171,7 +173,7 @@ func TestPlotBadInput(t *testing.T) {
 	malformed := write("bad.csv", header+"\nsoftmax,2,0.5,1,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true\nsoftmax,2,0.5,1,0.2,0.8,0.4,zero,0,0.3,1.5,,,10,true\n")
 	ragged := write("ragged.csv", header+"\nsoftmax,2,0.5\n")
 	empty := write("empty.csv", "")
-	smi := write("smi.csv", strings.Join(job.SMISESchema.Header(2), ",")+"\n2,2,1,1,1.2,0.8,0.99,,,,,,,10,true,0\n")
+	smi := write("smi.csv", strings.Join(job.SMISESchema.Header(2), ",")+"\n2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0\n")
 	badManifest := write("man.csv", header+"\n")
 	write("man.json", "{not json")
 	for _, tc := range []struct {

@@ -72,11 +72,21 @@ const smiSEUsage = `Usage: aim smi se [flags]
 
 Bayes-optimal state evolution of the SMI model with deep tied attention (docs/SMI.md 2.2):
 the diagonal overlaps Q_ll per layer against alpha = N/D (each point continued from the
-previous one), the plug-in generalisation error e_gen(Q) and the "last layer only" error with
-every other layer's overlap set to 0, the stability thresholds alpha_l = 1/F_l at Q = 0 and
-the onsets of the overlaps read off the curve (first Q_ll > 0.01, extrapolated to 0).
+previous one) with their Monte Carlo standard errors Qerr_ll, the generalisation errors
+(gen_error: the authors' plug-in E||g(Z) - g(omega)||^2; gen_error_bo: the Bayes-optimal
+E tr Cov(g(Z) | omega); gen_error_last_layer: the plug-in one with every other layer's overlap
+set to 0), the stability thresholds alpha_l = 1/F_l at Q = 0 and the onsets of the overlaps
+read off the curve (first Q_ll > 0.01, extrapolated to 0).
+
+Each SE iteration averages over --samples draws, split into --replicates independent
+randomisations (shifts of the Halton points, or batches with --monte-carlo); their spread
+gives Qerr_ll, propagated through the fixed point. --samples is a fixed count unless
+--mc-error E > 0 is given: then --samples is the first count, and the draws grow until every
+Qerr_ll <= E, up to --max-samples; a point that misses E there is written with the error it
+reached and a warning.
 
   aim smi se --L 2 --alpha 0.05:1.6:32
+  aim smi se --L 2 --alpha 0.3,0.5 --mc-error 5e-3
   aim smi se --L 3 --alpha 0.1:3:30 --samples 8000
 
 Unconverged points are written with converged=false and no values, and the command exits 1.
@@ -89,7 +99,11 @@ func smiSECommandFlags(fs *flag.FlagSet, c *job.SMISEConfig, quiet *bool) {
 	smiFlags(fs, &c.SMI, true, quiet)
 	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexity grid alpha = N/D: a list, a:b:n or a:b:n:log")
 	smiSEFlags(fs, &c.SMISEOptions)
-	fs.IntVar(&c.GenSamples, "gen-samples", c.GenSamples, "Monte Carlo samples of e_gen per point (the same draws at every point); 0 skips it")
+	fs.IntVar(&c.Replicates, "replicates", c.Replicates, "independent randomisations of the SE's draws (Halton shifts, or batches with --monte-carlo); their spread gives Qerr; 1: a single shift, Qerr unknown")
+	fs.Float64Var(&c.MCError, "mc-error", c.MCError, "target standard error of every Q_ll: the draws grow from --samples until it is met, up to --max-samples; 0: --samples fixed")
+	fs.IntVar(&c.MaxSamples, "max-samples", c.MaxSamples, "cap on the draws per SE iteration with --mc-error")
+	fs.IntVar(&c.GenSamples, "gen-samples", c.GenSamples, "Monte Carlo samples of e_gen and e_BO per point (the same draws at every point); 0 skips them")
+	fs.IntVar(&c.GenInner, "gen-inner", c.GenInner, "inner draws of Z given omega per sample of the Bayes-optimal e_BO")
 }
 
 // parseSMISE fills the configuration of `aim smi se` from its flags and validates it.

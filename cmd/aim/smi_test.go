@@ -93,6 +93,11 @@ func TestSMIBadInput(t *testing.T) {
 		{[]string{"se", "--max-iter", "0"}, "max-iter"},
 		{[]string{"se", "--tol", "0"}, "tol"},
 		{[]string{"se", "--gen-samples", "1"}, "gen-samples"},
+		{[]string{"se", "--gen-inner", "1"}, "gen-inner"},
+		{[]string{"se", "--replicates", "0"}, "replicates"},
+		{[]string{"se", "--mc-error", "-0.1"}, "mc-error"},
+		{[]string{"se", "--mc-error", "1e-3", "--replicates", "1"}, "needs --replicates >= 2"},
+		{[]string{"se", "--mc-error", "1e-3", "--samples", "8000", "--max-samples", "4000"}, "max-samples 4000 is below --samples 8000"},
 		{[]string{"se", "--workers", "-1"}, "workers"},
 		{[]string{"se", "--out", filepath.Join(res, "se.txt")}, ".csv"},
 		{[]string{"se", "--plot", filepath.Join(res, "se.gif")}, "format"},
@@ -181,7 +186,8 @@ func TestSMISE(t *testing.T) {
 	if strings.Join(rows[0], ",") != strings.Join(job.SMISESchema.Header(2), ",") || len(rows) != 3 {
 		t.Fatalf("CSV header %v with %d rows", rows[0], len(rows))
 	}
-	want := "L,M,c,beta,alpha,Q11,Q22,qhat11,qhat22,gen_error,gen_error_stderr,gen_error_last_layer,gen_error_last_layer_stderr,iterations,converged,inexact"
+	want := "L,M,c,beta,alpha,Q11,Q22,Qerr11,Qerr22,qhat11,qhat22,gen_error,gen_error_stderr,gen_error_bo,gen_error_bo_stderr," +
+		"gen_error_last_layer,gen_error_last_layer_stderr,samples,iterations,converged,inexact"
 	if strings.Join(rows[0], ",") != want {
 		t.Errorf("columns %v, want %s", rows[0], want)
 	}
@@ -214,17 +220,33 @@ func TestSMISE(t *testing.T) {
 				t.Errorf("row %d: qhat%s = %.15g, engine %.15g", i, name[1:], qh, p.QHat[l])
 			}
 		}
-		g, gs, err := smise.GenError(ch, p.Q, 2000, 3)
+		for l, name := range []string{"Qerr11", "Qerr22"} {
+			if e := parseCell(t, r[col[name]]); math.Abs(e-p.QErr[l]) > 1e-12*math.Max(1, p.QErr[l]) {
+				t.Errorf("row %d: %s = %.15g, engine %.15g", i, name, e, p.QErr[l])
+			}
+		}
+		if r[col["samples"]] != strconv.Itoa(p.Samples) || p.Samples != 64 {
+			t.Errorf("row %d: samples %s, engine %d (want --samples 64)", i, r[col["samples"]], p.Samples)
+		}
+		go3 := smise.GenErrorOptions{Samples: 2000, Inner: 8, Seed: 3}
+		g, gs, err := smise.GenError(ch, p.Q, go3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		gl, _, err := smise.GenError(ch, []float64{0, p.Q[1]}, 2000, 3)
+		bo, bos, err := smise.GenErrorBO(ch, p.Q, go3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gl, _, err := smise.GenError(ch, []float64{0, p.Q[1]}, go3)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if r[col["gen_error"]] != table.FormatFloat(g) || r[col["gen_error_stderr"]] != table.FormatFloat(gs) || r[col["gen_error_last_layer"]] != table.FormatFloat(gl) {
 			t.Errorf("row %d: e_gen %s ± %s, last layer %s; engine %s ± %s, %s", i, r[col["gen_error"]], r[col["gen_error_stderr"]],
 				r[col["gen_error_last_layer"]], table.FormatFloat(g), table.FormatFloat(gs), table.FormatFloat(gl))
+		}
+		if r[col["gen_error_bo"]] != table.FormatFloat(bo) || r[col["gen_error_bo_stderr"]] != table.FormatFloat(bos) {
+			t.Errorf("row %d: e_BO %s ± %s; engine %s ± %s", i, r[col["gen_error_bo"]], r[col["gen_error_bo_stderr"]], table.FormatFloat(bo), table.FormatFloat(bos))
 		}
 	}
 	o.Workers = 1
@@ -266,6 +288,39 @@ func TestSMISENotConverged(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "se.json")); err != nil {
 		t.Errorf("no manifest: %v", err)
+	}
+}
+
+// TestSMISEMCError: with --mc-error the samples column and the Qerr columns are the engine's
+// for the same target and cap; a target missed at --max-samples is a warning on stderr and in
+// the manifest, not a failure (status 0).
+func TestSMISEMCError(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "se.csv")
+	code, stdout, stderr := runArgs(t, "smi", "se", "--quiet", "--alpha", "0.5", "--samples", "32", "--mc-error", "1e-4", "--max-samples", "64",
+		"--tol", "1e-3", "--gen-samples", "0", "--out", out, "--plot", "")
+	if code != 0 {
+		t.Fatalf("status %d: %s %s", code, stdout, stderr)
+	}
+	ch, _ := smi.NewDeep(2, 2, 1, 1)
+	o := smise.DefaultOptions(2)
+	o.Samples, o.Tol, o.MCError, o.MaxSamples = 32, 1e-3, 1e-4, 64
+	p, err := smise.Solve(ch, 0.5, o)
+	if err != nil || !p.Converged || !p.ErrorMissed || p.Samples != 64 {
+		t.Fatalf("engine: %+v, %v; want the target missed at 64 draws", p, err)
+	}
+	rows := readCSV(t, out)
+	col := csvColumns(rows[0])
+	r := rows[1]
+	if r[col["samples"]] != "64" || r[col["Qerr22"]] != table.FormatFloat(p.QErr[1]) || r[col["Q22"]] != table.FormatFloat(p.Q[1]) {
+		t.Errorf("row %v; engine %+v", r, p)
+	}
+	if !strings.Contains(stderr, "warning: alpha 0.5: the standard error of Q") || !strings.Contains(stderr, "--max-samples 64") {
+		t.Errorf("stderr %q: no warning for the missed target", stderr)
+	}
+	man := readManifest(t, filepath.Join(dir, "se.json"))
+	if m, _ := man["mc_error_missed"].([]any); len(m) != 1 {
+		t.Errorf("manifest mc_error_missed %v, want the one point", man["mc_error_missed"])
 	}
 }
 
@@ -326,7 +381,7 @@ func TestSMIAMP(t *testing.T) {
 	dir := t.TempDir()
 	seCSV := filepath.Join(dir, "se.csv")
 	os.WriteFile(seCSV, []byte(strings.Join(job.SMISESchema.Header(2), ",")+"\n"+
-		"2,2,1,1,1.2,0.8,0.99,,,,,,,10,true,0\n2,2,1,1,0.5,,,,,,,,,200,false,0\n2,2,1,1,0.3,0,0.1,,,,,,,10,true,0\n"), 0o644)
+		"2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0\n2,2,1,1,0.5,,,,,,,,,,,,,4000,200,false,0\n2,2,1,1,0.3,0,0.1,,,,,,,,,,,4000,10,true,0\n"), 0o644)
 	out, trace := filepath.Join(dir, "amp.csv"), filepath.Join(dir, "trace.csv")
 	code, _, stderr := runArgs(t, "smi", "amp", "--quiet", "--D", "60", "--alpha", "1", "--seeds", "1", "--seed", "5", "--iters", "3",
 		"--test-samples", "300", "--out", out, "--plot", filepath.Join(dir, "amp.png"), "--trace", trace, "--se", seCSV)

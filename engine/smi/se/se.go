@@ -1,8 +1,9 @@
 // Package se solves the state evolution of Bayes-optimal learning in the sequence multi-index
 // model of deep tied attention (docs/SMI.md 2): the diagonal P x P overlaps Q with their
 // conjugates q-hat from the channel's posterior quadrature, the weak-recovery thresholds of
-// each layer (2.3) and the conditional (grand-staircase) thresholds, and the generalisation
-// error.
+// each layer (2.3) and the conditional (grand-staircase) thresholds, the generalisation errors
+// (the authors' plug-in error and the Bayes-optimal one), and the Monte Carlo standard error of
+// every overlap (Point.QErr).
 package se
 
 import (
@@ -11,8 +12,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"gonum.org/v1/gonum/stat"
 
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/fixedpoint"
@@ -25,8 +24,10 @@ import (
 // Options control the state evolution of the sequence multi-index model (docs/SMI.md 2.2).
 type Options struct {
 	// Samples is the number of Monte Carlo draws (xi, eta) of the channel average per
-	// iteration. The same draws (common random numbers, from Seed) serve every iteration and
-	// every alpha, so the map is deterministic and the curves are smooth in alpha.
+	// iteration, rounded up to a multiple of Replicates: Replicates independent randomisations
+	// of Samples/Replicates draws each. The same draws (common random numbers, from Seed) serve
+	// every iteration and every alpha, so the map is deterministic and the curves are smooth in
+	// alpha. With MCError > 0 it is the count the first solve uses.
 	Samples int
 	Seed    uint64
 	// MonteCarlo draws plain pseudo-random normals. The default is randomised quasi-Monte Carlo:
@@ -34,6 +35,21 @@ type Options struct {
 	// from Seed (Cranley-Patterson), mapped to normals by Phi^{-1}; the channel average is
 	// smooth in (xi, eta), so its error falls faster than 1/sqrt(Samples).
 	MonteCarlo bool
+	// Replicates R is the number of independent randomisations the average is split into: R
+	// Cranley-Patterson shifts of the same Halton points 1..n/R (or, with MonteCarlo, R
+	// independent batches of n/R pseudo-random draws). The channel average is the mean of the R
+	// replicate means m_r and its covariance is estimated without bias by
+	// sum_r (m_r - m)(m_r - m)^T / (R (R - 1)): this is where Point.QErr comes from. R = 1 is a
+	// single shift and leaves the error unknown (NaN).
+	Replicates int
+	// MCError, when positive, is the target standard error of every free Q_ll at the fixed
+	// point (Point.QErr). The SE is solved at Samples draws; while the achieved error is above
+	// MCError, the draws grow by the power of two (at least 2) that the 1/sqrt(n) law says is
+	// enough, up to MaxSamples, and the iteration continues from the current fixed point. A
+	// point that misses the target at MaxSamples has Point.ErrorMissed set. 0: Samples draws,
+	// fixed.
+	MCError    float64
+	MaxSamples int // the cap on the draws with MCError (64000)
 	// Damping theta in [0, 1) is the weight on the old iterate, Q <- (1 - theta) Q_new +
 	// theta Q (engine/fixedpoint's convention; the authors write rho = 1 - theta).
 	// DefaultOptions(L) sets the authors' choice, AuthorsDamping(L).
@@ -41,7 +57,7 @@ type Options struct {
 	// Epsilon regularises V = I - Q + Epsilon I, as the authors do (1e-3).
 	Epsilon float64
 	Init    float64 // Q starts at Init I (0.05)
-	MaxIter int     // iteration cap
+	MaxIter int     // iteration cap (per solve: with MCError, each sample count has its own)
 	// Tol stops the iteration when every layer's estimated distance to the fixed point,
 	// |G(Q) - Q| / (1 - slope) (engine/fixedpoint), is below it.
 	Tol float64
@@ -56,13 +72,22 @@ type Options struct {
 	// start, when set, is the initial diagonal (continuation along a curve); free overlaps
 	// below Init start at Init.
 	start []float64
+	// noError skips the standard errors of the fixed point (their 2 P map evaluations), where
+	// nothing reads them (the conditional thresholds' restricted SE).
+	noError bool
 }
 
-// DefaultOptions returns, for L layers, 4000 samples, seed 1, the authors' damping
+// DefaultOptions returns, for L layers, 4000 samples in 8 replicates, seed 1, a fixed sample
+// count (MCError 0, with a cap of 64000 when it is set), the authors' damping
 // (AuthorsDamping), epsilon 1e-3, Q0 = 0.05 I, at most 200 iterations and a tolerance of 1e-5.
 func DefaultOptions(L int) Options {
-	return Options{Samples: 4000, Seed: 1, Damping: AuthorsDamping(L), Epsilon: 1e-3, Init: 0.05, MaxIter: 200, Tol: 1e-5}
+	return Options{Samples: 4000, Seed: 1, Replicates: 8, MaxSamples: 64000, Damping: AuthorsDamping(L),
+		Epsilon: 1e-3, Init: 0.05, MaxIter: 200, Tol: 1e-5}
 }
+
+// MaxReplicates bounds Options.Replicates: the shifts take 2 P M normals each from the seed's
+// SMISEShift range (engine/stream), which holds 2^20.
+const MaxReplicates = 1024
 
 // AuthorsDamping returns the damping theta (weight on the old iterate) of the authors' SE code:
 // 1 - 0.8 for L = 2 and 1 - 0.6 for L = 3.
@@ -80,6 +105,14 @@ func (o Options) validate(ch *smi.Deep) error {
 	switch {
 	case o.Samples < 1:
 		return fmt.Errorf("SMI SE: samples = %d: need >= 1", o.Samples)
+	case o.Replicates < 1 || o.Replicates > MaxReplicates:
+		return fmt.Errorf("SMI SE: replicates = %d: need 1 <= replicates <= %d", o.Replicates, MaxReplicates)
+	case !(o.MCError >= 0) || math.IsInf(o.MCError, 0):
+		return fmt.Errorf("SMI SE: MC error target = %g: need >= 0 (0: a fixed sample count)", o.MCError)
+	case o.MCError > 0 && o.Replicates < 2:
+		return fmt.Errorf("SMI SE: an MC error target needs at least 2 replicates (the error is their spread), got %d", o.Replicates)
+	case o.MCError > 0 && o.MaxSamples < o.Samples:
+		return fmt.Errorf("SMI SE: max samples = %d is below samples = %d", o.MaxSamples, o.Samples)
 	case !(o.Epsilon >= 0) || o.Epsilon >= 1:
 		return fmt.Errorf("SMI SE: epsilon = %g: need 0 <= epsilon < 1", o.Epsilon)
 	case !(o.Init > 0 && o.Init < 1):
@@ -91,6 +124,9 @@ func (o Options) validate(ch *smi.Deep) error {
 	return nil
 }
 
+// perReplicate returns the draws per replicate for n draws in all, ceil(n / Replicates).
+func (o Options) perReplicate(n int) int { return (n + o.Replicates - 1) / o.Replicates }
+
 // solver returns the fixed-point options of the SE on the diagonal overlaps Q in [0, 1).
 func (o Options) solver() fixedpoint.Options {
 	return fixedpoint.Options{Damping: o.Damping, Tol: o.Tol, MaxIter: o.MaxIter,
@@ -99,12 +135,23 @@ func (o Options) solver() fixedpoint.Options {
 
 // Point is a fixed point of the SMI state evolution.
 type Point struct {
-	Alpha      float64
-	Q          []float64 // diagonal overlaps Q_ll = E[w-hat_l . w*_l]/D, l = 1..L
-	QHat       []float64 // their conjugates q-hat_ll
-	Iterations int
-	Converged  bool
-	Inexact    int // channel integrals that stopped at their budget or failed (dropped), last iteration
+	Alpha float64
+	Q     []float64 // diagonal overlaps Q_ll = E[w-hat_l . w*_l]/D, l = 1..L
+	QHat  []float64 // their conjugates q-hat_ll
+	// QErr is the Monte Carlo standard error of each Q_ll at the fixed point: the covariance of
+	// the channel average F over the replicates, propagated through q-hat = alpha F,
+	// Q = q-hat/(1 + q-hat) and the fixed point (fixedPointCov). 0 for a frozen layer, NaN
+	// with one replicate or when not converged.
+	QErr []float64
+	// Samples is the number of draws per iteration of the last solve (Options.Samples
+	// rounded up to a multiple of Replicates, or more with Options.MCError).
+	Samples int
+	// ErrorMissed is set when Options.MCError > 0 and some QErr is still above it at
+	// Options.MaxSamples draws.
+	ErrorMissed bool
+	Iterations  int // evaluations of the SE map, summed over the sample counts solved at
+	Converged   bool
+	Inexact     int // channel integrals that stopped at their budget or failed (dropped), last iteration
 }
 
 // ErrNotBracketed is wrapped by ConditionalThreshold's error when alpha F - 1 has the same
@@ -124,6 +171,10 @@ var ErrDiverged = errors.New("SMI state evolution diverged")
 // with g_out = V^{-1}(E[Z | y, omega, V] - omega) from the channel's posterior quadrature. Q is
 // diagonal: the sign symmetry w_l -> -w_l of each layer makes E[z_l z_l'^T | y] = 0 for
 // l != l', so only the diagonal is iterated (the authors' CSVs store the same).
+//
+// With two replicates or more the point carries the Monte Carlo standard error of each Q_ll
+// (Point.QErr); with o.MCError > 0 the draws grow until it is below o.MCError or the
+// draws reach o.MaxSamples, each solve starting from the last fixed point.
 func Solve(ch *smi.Deep, alpha float64, o Options) (Point, error) {
 	if err := o.validate(ch); err != nil {
 		return Point{}, err
@@ -134,39 +185,71 @@ func Solve(ch *smi.Deep, alpha float64, o Options) (Point, error) {
 	P := ch.P()
 	Q := make([]float64, P)
 	for l := range Q {
-		if o.Frozen == nil || !o.Frozen[l] {
+		if !o.frozen(l) {
 			Q[l] = o.Init
 			if o.start != nil {
 				Q[l] = math.Max(o.Init, o.start[l])
 			}
 		}
 	}
-	pt := Point{Alpha: alpha}
-	// The map Q -> Q_new, with its q-hat and inexact count kept for the last two points it was
-	// evaluated at (the solver's answer is one of them).
+	n := o.Replicates * o.perReplicate(o.Samples)
+	maxN := o.Replicates * o.perReplicate(o.MaxSamples)
+	pt, err := solveAt(ch, alpha, o, n, Q)
+	iters := pt.Iterations
+	for err == nil && o.MCError > 0 && pt.Converged && !(maxOf(pt.QErr) <= o.MCError) && n < maxN {
+		// The error falls at least as 1/sqrt(n) (plain Monte Carlo; the shifted Halton points
+		// do better), so (err / target)^2 times the draws are enough: grow by that power of
+		// two, at least doubling.
+		grow := 2
+		for e := maxOf(pt.QErr); float64(grow) < (e/o.MCError)*(e/o.MCError) && grow < maxN; grow *= 2 {
+		}
+		n = min(n*grow, maxN)
+		pt, err = solveAt(ch, alpha, o, n, pt.Q)
+		iters += pt.Iterations
+	}
+	pt.Iterations = iters
+	pt.ErrorMissed = err == nil && o.MCError > 0 && pt.Converged && !(maxOf(pt.QErr) <= o.MCError)
+	return pt, err
+}
+
+// frozen reports whether layer l is held at Q_ll = 0.
+func (o Options) frozen(l int) bool { return o.Frozen != nil && o.Frozen[l] }
+
+// maxOf returns the largest entry of xs (NaN if any is NaN).
+func maxOf(xs []float64) float64 {
+	m := 0.0
+	for _, x := range xs {
+		if math.IsNaN(x) {
+			return x
+		}
+		m = math.Max(m, x)
+	}
+	return m
+}
+
+// solveAt solves the SE from Q0 with n draws per iteration (a multiple of o.Replicates) and,
+// with two replicates or more, the standard errors of the fixed point.
+func solveAt(ch *smi.Deep, alpha float64, o Options, n int, Q0 []float64) (Point, error) {
+	P := ch.P()
+	o.Samples = n
+	pt := Point{Alpha: alpha, Samples: n}
+	// The map Q -> Q_new, with its q-hat, the covariance of F and the inexact count kept for
+	// the last two points it was evaluated at (the solver's answer is one of them).
 	type eval struct {
-		q, qh   []float64
-		inexact int
+		q, qh, fcov []float64
+		inexact     int
 	}
 	var last [2]eval
 	G := func(dst, Q []float64) error {
-		fisher, inexact, err := Fisher(ch, Q, o)
+		f, err := fisher(ch, Q, o)
 		if err != nil {
 			return err
 		}
-		qh := make([]float64, P)
-		for l := range Q {
-			if o.Frozen != nil && o.Frozen[l] {
-				dst[l] = Q[l]
-				continue
-			}
-			qh[l] = alpha * fisher[l]
-			dst[l] = qh[l] / (1 + qh[l])
-		}
-		last[0], last[1] = last[1], eval{q: append([]float64(nil), Q...), qh: qh, inexact: inexact}
+		qh := o.update(dst, Q, f.mean, alpha)
+		last[0], last[1] = last[1], eval{q: append([]float64(nil), Q...), qh: qh, fcov: f.cov, inexact: f.inexact}
 		return nil
 	}
-	r, err := fixedpoint.Solve(G, Q, o.solver())
+	r, err := fixedpoint.Solve(G, Q0, o.solver())
 	switch {
 	case errors.Is(err, fixedpoint.ErrDiverged):
 		return pt, fmt.Errorf("%w at alpha = %g: %v", ErrDiverged, alpha, err)
@@ -174,24 +257,64 @@ func Solve(ch *smi.Deep, alpha float64, o Options) (Point, error) {
 		return pt, fmt.Errorf("SMI SE at alpha = %g, evaluation %d: %w", alpha, r.Evals+1, err)
 	}
 	pt.Q, pt.Iterations, pt.Converged = r.X, r.Evals, r.Converged
+	var fcov []float64
 	for _, e := range last {
 		if slices.Equal(e.q, r.X) {
-			pt.QHat, pt.Inexact = e.qh, e.inexact
+			pt.QHat, pt.Inexact, fcov = e.qh, e.inexact, e.fcov
+		}
+	}
+	pt.QErr = make([]float64, P)
+	for l := range pt.QErr {
+		if !o.frozen(l) {
+			pt.QErr[l] = math.NaN()
+		}
+	}
+	if o.noError || o.Replicates < 2 || !pt.Converged || fcov == nil {
+		return pt, nil
+	}
+	cov, err := fixedPointCov(ch, alpha, pt.Q, pt.QHat, fcov, o)
+	if err != nil {
+		return pt, fmt.Errorf("SMI SE at alpha = %g: the Monte Carlo error of Q: %w", alpha, err)
+	}
+	for l := range pt.QErr {
+		if !o.frozen(l) {
+			pt.QErr[l] = math.Sqrt(math.Max(cov[l*P+l], 0))
 		}
 	}
 	return pt, nil
+}
+
+// update writes the SE map Q_new,l = q-hat_l / (1 + q-hat_l), q-hat_l = alpha F_l, into dst
+// (Q_ll itself for a frozen layer) and returns q-hat (0 for a frozen layer).
+func (o Options) update(dst, Q, F []float64, alpha float64) []float64 {
+	qh := make([]float64, len(Q))
+	for l := range Q {
+		if o.frozen(l) {
+			dst[l] = Q[l]
+			continue
+		}
+		qh[l] = alpha * F[l]
+		dst[l] = qh[l] / (1 + qh[l])
+	}
+	return qh
 }
 
 // Fisher returns, for each layer l, E[ sum_tokens g_out,l^2 ] over the SE's Monte Carlo
 // draws at the diagonal overlaps Q (the average that q-hat = alpha times), and the number of
 // channel integrals that stopped at their evaluation budget.
 func Fisher(ch *smi.Deep, Q []float64, o Options) ([]float64, int, error) {
+	f, err := fisher(ch, Q, o)
+	return f.mean, f.inexact, err
+}
+
+// fisher is Fisher with the covariance of the average over the replicates.
+func fisher(ch *smi.Deep, Q []float64, o Options) (average, error) {
 	P, M := ch.P(), ch.M
 	V := make([]float64, P*P)
 	for l := 0; l < P; l++ {
 		V[l*P+l] = 1 - Q[l] + o.Epsilon
 	}
-	sums, inexact, err := smiAverage(ch, o, P, func(acc []float64, w *smiWorker, xi, eta []float64) error {
+	return smiAverage(ch, o, P, func(acc []float64, w *smiWorker, xi, eta []float64) error {
 		if err := w.posterior(ch, Q, V, xi, eta); err != nil {
 			return err
 		}
@@ -203,7 +326,6 @@ func Fisher(ch *smi.Deep, Q []float64, o Options) ([]float64, int, error) {
 		}
 		return nil
 	})
-	return sums, inexact, err
 }
 
 // smiWorker is one goroutine's work space.
@@ -233,29 +355,45 @@ func (w *smiWorker) posterior(ch *smi.Deep, Q, V, xi, eta []float64) error {
 // smiChunk is the number of samples per deterministic reduction chunk.
 const smiChunk = 64
 
-// smiAverage averages f over o.Samples draws (xi, eta), each P x M iid N(0, 1): the shifted
-// Halton points 1..Samples, or with o.MonteCarlo draw s takes the normals
-// 2 s P M .. 2 (s+1) P M - 1 of the stream of o.Seed. f adds its nOut values to acc.
-// Chunks of smiChunk samples are summed in order, so the result does not depend on Workers.
-// A sample whose f fails is dropped and the average is over the others; the count returned
-// adds the dropped samples to the inexact integrals, and more than 1% dropped is an error.
-func smiAverage(ch *smi.Deep, o Options, nOut int, f func(acc []float64, w *smiWorker, xi, eta []float64) error) ([]float64, int, error) {
+// average is a Monte Carlo average of nOut values over the SE's draws.
+type average struct {
+	mean []float64 // the mean of the Replicates replicate means m_r
+	// cov (nOut x nOut) estimates the covariance of mean without bias,
+	// sum_r (m_r - mean)(m_r - mean)^T / (R (R - 1)); NaN for R = 1.
+	cov     []float64
+	inexact int // channel integrals that stopped at their budget, plus the dropped samples
+}
+
+// smiAverage averages f over o.Samples draws (xi, eta), each P x M iid N(0, 1), split into
+// R = o.Replicates replicates of n = ceil(Samples / R) draws. Draw i of replicate r is the
+// shifted Halton point i+1 with the r-th shift (the shifts are the consecutive blocks of 2 P M
+// normals from the SMISEShift offset of o.Seed's stream), or with o.MonteCarlo the normals
+// 2 s P M .. 2 (s+1) P M - 1 of the stream of o.Seed, s = i R + r: growing n keeps the draws
+// already made, and R = 1 is the single shift. f adds its nOut values to acc. Chunks of
+// smiChunk samples are summed in order (par.MapReduce), so the result does not depend on
+// Workers. A sample whose f fails is dropped and its replicate's mean is over the others; the
+// count returned adds the dropped samples to the inexact integrals, and more than 1% dropped is
+// an error.
+func smiAverage(ch *smi.Deep, o Options, nOut int, f func(acc []float64, w *smiWorker, xi, eta []float64) error) (average, error) {
 	P, M := ch.P(), ch.M
 	pm := P * M
-	nChunks := par.Chunks(o.Samples, smiChunk)
-	shift := make([]float64, 2*pm)
+	R := o.Replicates
+	per := o.perReplicate(o.Samples)
+	total := R * per
+	shifts := make([]float64, R*2*pm)
 	if !o.MonteCarlo {
-		device.FillNormals(shift, o.Seed, stream.SMISEShift)
-		for i, v := range shift {
-			shift[i] = 0.5 * math.Erfc(-v/math.Sqrt2) // uniform on (0, 1)
+		device.FillNormals(shifts, o.Seed, stream.SMISEShift)
+		for i, v := range shifts {
+			shifts[i] = 0.5 * math.Erfc(-v/math.Sqrt2) // uniform on (0, 1)
 		}
 	}
+	// chunkResult is one chunk's sums per replicate (R x nOut) and counts.
 	type chunkResult struct {
 		sum             []float64
+		n               []int // samples kept per replicate
 		inexact, failed int
 		lastErr         error
 	}
-	chunkSums := make([]chunkResult, nChunks)
 	newWorker := func() (*smiWorker, error) {
 		post, err := ch.NewPosterior()
 		if err != nil {
@@ -270,54 +408,72 @@ func smiAverage(ch *smi.Deep, o Options, nOut int, f func(acc []float64, w *smiW
 		return &smiWorker{post: post, m: ch.NewMoments(), s: ch.NewScratch(), omega: make([]float64, pm),
 			z: make([]float64, pm), u: make([]float64, M), xi: make([]float64, 2*pm), cov: make([]float64, pm*pm)}, nil
 	}
-	err := par.For(o.Workers, nChunks, newWorker, func(w *smiWorker, c int) error {
-		r := chunkResult{sum: make([]float64, nOut)}
-		lo, hi := par.Span(c, o.Samples, smiChunk)
+	acc := chunkResult{sum: make([]float64, R*nOut), n: make([]int, R)}
+	acc, err := par.MapReduce(o.Workers, par.Chunks(total, smiChunk), newWorker, func(w *smiWorker, c int) (chunkResult, error) {
+		res := chunkResult{sum: make([]float64, R*nOut), n: make([]int, R)}
+		lo, hi := par.Span(c, total, smiChunk)
 		for s := lo; s < hi; s++ {
+			r, i := s/per, s%per
 			if o.MonteCarlo {
-				device.FillNormals(w.xi, o.Seed, stream.SMISESample(s, 2*pm))
+				device.FillNormals(w.xi, o.Seed, stream.SMISESample(i*R+r, 2*pm))
 			} else {
-				haltonNormals(w.xi, uint64(s)+1, shift)
+				haltonNormals(w.xi, uint64(i)+1, shifts[r*2*pm:(r+1)*2*pm])
 			}
-			if err := f(r.sum, w, w.xi[:pm], w.xi[pm:]); err != nil {
+			if err := f(res.sum[r*nOut:(r+1)*nOut], w, w.xi[:pm], w.xi[pm:]); err != nil {
 				// A channel integral that fails (smi.DeepPosterior's errors) drops its
 				// sample; more than 1% dropped is an error.
-				r.failed++
-				r.lastErr = fmt.Errorf("sample %d: %w", s, err)
+				res.failed++
+				res.lastErr = fmt.Errorf("sample %d of replicate %d: %w", i, r, err)
 				continue
 			}
+			res.n[r]++
 			if !w.m.Exact {
-				r.inexact++
+				res.inexact++
 			}
 		}
-		chunkSums[c] = r
-		return nil
+		return res, nil
+	}, acc, func(acc, res chunkResult) chunkResult {
+		for k, v := range res.sum {
+			acc.sum[k] += v
+		}
+		for r, k := range res.n {
+			acc.n[r] += k
+		}
+		acc.inexact += res.inexact
+		acc.failed += res.failed
+		if res.lastErr != nil {
+			acc.lastErr = res.lastErr
+		}
+		return acc
 	})
 	if err != nil {
-		return nil, 0, err
+		return average{}, err
 	}
-	inexact, failed := 0, 0
-	var lastErr error
-	for _, r := range chunkSums {
-		inexact += r.inexact
-		failed += r.failed
-		if r.lastErr != nil {
-			lastErr = r.lastErr
+	if acc.failed > total/100 || slices.Contains(acc.n, 0) {
+		return average{}, fmt.Errorf("%d of %d channel integrals failed (more than 1%%, or a whole replicate), e.g. %w", acc.failed, total, acc.lastErr)
+	}
+	out := average{mean: make([]float64, nOut), cov: make([]float64, nOut*nOut), inexact: acc.inexact + acc.failed}
+	means := acc.sum // replicate means, in place
+	for r := 0; r < R; r++ {
+		for k := 0; k < nOut; k++ {
+			means[r*nOut+k] /= float64(acc.n[r])
+			out.mean[k] += means[r*nOut+k] / float64(R)
 		}
 	}
-	if failed > o.Samples/100 {
-		return nil, 0, fmt.Errorf("%d of %d channel integrals failed (more than 1%%), e.g. %w", failed, o.Samples, lastErr)
-	}
-	out := make([]float64, nOut)
-	for _, r := range chunkSums {
-		for k, v := range r.sum {
-			out[k] += v
+	for a := 0; a < nOut; a++ {
+		for b := 0; b < nOut; b++ {
+			if R < 2 {
+				out.cov[a*nOut+b] = math.NaN()
+				continue
+			}
+			var c float64
+			for r := 0; r < R; r++ {
+				c += (means[r*nOut+a] - out.mean[a]) * (means[r*nOut+b] - out.mean[b])
+			}
+			out.cov[a*nOut+b] = c / float64(R*(R-1))
 		}
 	}
-	for k := range out {
-		out[k] /= float64(o.Samples - failed)
-	}
-	return out, inexact + failed, nil
+	return out, nil
 }
 
 // Stability returns, for each layer l, the linear-stability coefficient
@@ -335,13 +491,19 @@ func Stability(ch *smi.Deep, Q []float64, o Options) ([]float64, error) {
 	if err := o.validate(ch); err != nil {
 		return nil, err
 	}
+	F, err := stability(ch, Q, o)
+	return F.mean, err
+}
+
+// stability is Stability with the covariance of the average over the replicates.
+func stability(ch *smi.Deep, Q []float64, o Options) (average, error) {
 	P, M := ch.P(), ch.M
 	pm := P * M
 	V := make([]float64, P*P)
 	for l := 0; l < P; l++ {
 		V[l*P+l] = 1 - Q[l] + o.Epsilon
 	}
-	F, _, err := smiAverage(ch, o, P, func(acc []float64, w *smiWorker, xi, eta []float64) error {
+	return smiAverage(ch, o, P, func(acc []float64, w *smiWorker, xi, eta []float64) error {
 		if err := w.posterior(ch, Q, V, xi, eta); err != nil {
 			return err
 		}
@@ -363,64 +525,13 @@ func Stability(ch *smi.Deep, Q []float64, o Options) ([]float64, error) {
 		}
 		return nil
 	})
-	return F, err
-}
-
-// GenError returns the plug-in generalisation error of docs/SMI.md 2.1 at the diagonal
-// overlaps Q,
-//
-//	e_gen(Q) = E || g(Z) - g(omega) ||_F^2,  omega = Q^{1/2} xi,  Z = omega + (I - Q)^{1/2} eta,
-//
-// with g the deep attention output (M x M), by Monte Carlo over samples draws from the stream
-// of seed; it returns the mean and its standard error. The "one layer" curve of the paper is
-// this error with Q_11 set to 0.
-func GenError(ch *smi.Deep, Q []float64, samples int, seed uint64) (mean, stderr float64, err error) {
-	P, M := ch.P(), ch.M
-	if len(Q) != P {
-		return 0, 0, fmt.Errorf("SMI e_gen: %d overlaps for P = %d", len(Q), P)
-	}
-	for l, q := range Q {
-		if !(q >= 0 && q <= 1) {
-			return 0, 0, fmt.Errorf("SMI e_gen: Q_%d%d = %g: need 0 <= Q <= 1", l+1, l+1, q)
-		}
-	}
-	if samples < 2 {
-		return 0, 0, fmt.Errorf("SMI e_gen: samples = %d: need >= 2", samples)
-	}
-	pm := P * M
-	xi := make([]float64, 2*pm)
-	omega, z := make([]float64, pm), make([]float64, pm)
-	uo, uz := make([]float64, M), make([]float64, M)
-	yo, yz := make([]float64, M*M), make([]float64, M*M)
-	s := ch.NewScratch()
-	errs := make([]float64, samples)
-	for i := range errs {
-		device.FillNormals(xi, seed, stream.SMISESample(i, 2*pm))
-		for k := 0; k < P; k++ {
-			for l := 0; l < M; l++ {
-				omega[k*M+l] = math.Sqrt(Q[k]) * xi[k*M+l]
-				z[k*M+l] = omega[k*M+l] + math.Sqrt(1-Q[k])*xi[pm+k*M+l]
-			}
-		}
-		ch.Forward(uo, omega, nil, s)
-		ch.Forward(uz, z, nil, s)
-		ch.OutputU(yo, uo)
-		ch.OutputU(yz, uz)
-		var e float64
-		for k := range yo {
-			d := yz[k] - yo[k]
-			e += d * d
-		}
-		errs[i] = e
-	}
-	mean, std := stat.MeanStdDev(errs, nil)
-	return mean, std / math.Sqrt(float64(samples)), nil
 }
 
 // SolveCurve solves the SMI state evolution at each alpha in increasing order, starting each
 // point from the previous fixed point (with every free overlap at least o.Init, so that a
 // layer below its threshold can still turn on): continuation saves most iterations along a
-// curve. The points come back in the order of alphas.
+// curve. The points come back in the order of alphas. With o.MCError every point starts again
+// at o.Samples draws.
 func SolveCurve(ch *smi.Deep, alphas []float64, o Options, progress func(Point)) ([]Point, error) {
 	order := make([]int, len(alphas))
 	for i := range order {
@@ -498,7 +609,9 @@ type Thresholds struct {
 // ConditionalThreshold returns the alpha in [lo, hi] where layer l (0-based, l < L-1) turns
 // unstable with layers l+1..L at the fixed point Q*(alpha) of the SE restricted to them:
 // alpha F_l(Q*(alpha)) = 1 (Stability), found by engine/root (the Illinois variant of regula falsi) to
-// relative tolerance relTol. It is an error if the root is not bracketed by [lo, hi].
+// relative tolerance relTol. It is an error if the root is not bracketed by [lo, hi]. The
+// restricted SE and F use o.Samples draws (o.MCError does not apply) and skip the fixed point's
+// standard errors.
 func ConditionalThreshold(ch *smi.Deep, l int, lo, hi, relTol float64, o Options) (float64, error) {
 	P := ch.P()
 	if l < 0 || l >= P-1 {
@@ -513,6 +626,7 @@ func ConditionalThreshold(ch *smi.Deep, l int, lo, hi, relTol float64, o Options
 		oo := o
 		oo.Frozen = frozen
 		oo.start = start
+		oo.noError, oo.MCError = true, 0
 		pt, err := Solve(ch, alpha, oo)
 		if err != nil {
 			return 0, err

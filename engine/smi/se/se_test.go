@@ -4,8 +4,11 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
+
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/aimtheory/aim/engine/internal/reftest"
 	"github.com/aimtheory/aim/engine/smi"
@@ -64,7 +67,7 @@ func TestSMIGenErrorReference(t *testing.T) {
 			if tc.oneLayer {
 				Q[0] = 0
 			}
-			e, se, err := GenError(ch, Q, 100000, 3)
+			e, se, err := GenError(ch, Q, GenErrorOptions{Samples: 100000, Seed: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,8 +85,9 @@ func TestSMIGenErrorReference(t *testing.T) {
 // omega = 0 the SE's g_out is linear, V g_out = (Cov(Z | y) V^{-1} - I) omega, with Cov the
 // posterior covariance at omega = 0 that Stability uses (so E_xi ||g_out||^2 = F Q exactly at
 // first order). Each sample's posterior mean at a small omega is compared with Cov V^{-1} omega.
-// It also checks the Jensen bound 0 < F_l <= M^2 + M = 6 of docs/SMI.md 2.3 and that the last
-// layer is the more sensitive.
+// It also checks the Jensen bound 0 < F_l <= M^2 + M = 6 of docs/SMI.md 2.3 (on the 300-draw
+// estimate, within 3 of its standard errors), that Stability returns the same average, and that
+// the last layer is the more sensitive.
 func TestSMIStabilityLinearResponse(t *testing.T) {
 	ch := deep(t, 2, 1)
 	q, err := ch.NewPosterior()
@@ -120,13 +124,19 @@ func TestSMIStabilityLinearResponse(t *testing.T) {
 	}
 	o := DefaultOptions(2)
 	o.Samples = 300
-	F, err := Stability(ch, []float64{0, 0}, o)
+	f, err := stability(ch, []float64{0, 0}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	F := f.mean
+	if G, _ := Stability(ch, []float64{0, 0}, o); !slices.Equal(G, F) {
+		t.Errorf("Stability %v, its average %v", G, F)
+	}
+	// The bound is on the expectation; 300 draws estimate it to about 15% (heavy tails), so
+	// the estimate may exceed it by 3 of its standard errors.
 	for l := range F {
-		if !(F[l] > 0 && F[l] < 6) {
-			t.Errorf("F_%d = %g: outside (0, 6]", l+1, F[l])
+		if se := math.Sqrt(f.cov[l*2+l]); !(F[l] > 0 && F[l]-3*se < 6) {
+			t.Errorf("F_%d = %g +- %g: outside (0, 6]", l+1, F[l], se)
 		}
 	}
 	if !(F[1] > 10*F[0]) {
@@ -170,7 +180,7 @@ func TestSMIReference(t *testing.T) {
 		if d := math.Abs(pt.Q[1] - w[1]); d > 0.02 {
 			t.Errorf("alpha = %g: Q_22 = %.4f, published %.4f", a, pt.Q[1], w[1])
 		}
-		e, _, err := GenError(ch, pt.Q, 100000, 3)
+		e, _, err := GenError(ch, pt.Q, GenErrorOptions{Samples: 100000, Seed: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +197,7 @@ func TestSMIReference(t *testing.T) {
 				t.Errorf("alpha = %g: Q_11 = %.4f, want between the published %.4f and 1", a, pt.Q[0], w[0])
 			}
 		}
-		t.Logf("alpha = %g: Q = %.4f (published %.4f), e_gen %.4f (published %.4f), %d iterations", a, pt.Q, w, e, gen[a], pt.Iterations)
+		t.Logf("alpha = %g: Q = %.4f +- %.4f (published %.4f), e_gen %.4f (published %.4f), %d iterations", a, pt.Q, pt.QErr, w, e, gen[a], pt.Iterations)
 	}
 }
 
@@ -208,6 +218,12 @@ func TestSMIBadInput(t *testing.T) {
 		func(o *Options) { o.Init = 0 },
 		func(o *Options) { o.Frozen = []bool{true} },
 		func(o *Options) { o.Epsilon = -1 },
+		func(o *Options) { o.Replicates = 0 },
+		func(o *Options) { o.Replicates = MaxReplicates + 1 },
+		func(o *Options) { o.MCError = -1e-3 },
+		func(o *Options) { o.MCError = math.Inf(1) },
+		func(o *Options) { o.MCError, o.Replicates = 1e-3, 1 },
+		func(o *Options) { o.MCError, o.MaxSamples = 1e-3, o.Samples-1 },
 	}
 	for i, f := range bad {
 		oo := o
@@ -219,7 +235,7 @@ func TestSMIBadInput(t *testing.T) {
 	if _, err := Solve(ch, -1, o); err == nil {
 		t.Error("alpha = -1: no error")
 	}
-	if _, _, err := GenError(ch, []float64{0.5, 1.2}, 10, 1); err == nil {
+	if _, _, err := GenError(ch, []float64{0.5, 1.2}, GenErrorOptions{Samples: 10, Seed: 1}); err == nil {
 		t.Error("Q = 1.2: no error")
 	}
 }
@@ -249,7 +265,7 @@ func BenchmarkSMISEIteration(b *testing.B) {
 			oo := o
 			oo.Workers = 1
 			t0 := time.Now()
-			if _, _, err := smiAverage(ch, oo, L, func(acc []float64, w *smiWorker, xi, eta []float64) error {
+			if _, err := smiAverage(ch, oo, L, func(acc []float64, w *smiWorker, xi, eta []float64) error {
 				for k := range w.z {
 					w.z[k] = xi[k] + eta[k]
 				}
@@ -266,48 +282,73 @@ func BenchmarkSMISEIteration(b *testing.B) {
 	}
 }
 
-// TestSMIAverageDropsFailures: a sample whose channel integral fails is left out of the average
-// (and counted); more than 1% failing is an error.
+// TestSMIAverageDropsFailures: a sample whose channel integral fails is left out of its
+// replicate's mean (and counted); more than 1% failing is an error. With one replicate the
+// average is the plain mean of the kept values; with R = 8 it is the mean of the replicates'
+// means, each over its kept values, and the covariance is the replicate means' sample
+// covariance over R.
 func TestSMIAverageDropsFailures(t *testing.T) {
 	ch := deep(t, 2, 1)
 	o := DefaultOptions(2)
 	o.Samples = 1000
 	value := func(s int) float64 { return float64(s%7) + 0.5 }
-	for _, tc := range []struct {
-		fail    int // samples 0, 50, 100, ... below fail*50 fail
-		wantErr bool
-	}{{0, false}, {10, false}, {11, true}} {
-		next := make(chan int, o.Samples)
-		for s := 0; s < o.Samples; s++ {
-			next <- s
-		}
-		o.Workers = 1
-		got, dropped, err := smiAverage(ch, o, 1, func(acc []float64, w *smiWorker, xi, eta []float64) error {
-			s := <-next
-			if s%50 == 0 && s < tc.fail*50 {
-				return errors.New("no integral")
+	for _, R := range []int{1, 8} {
+		o.Replicates = R
+		per := o.Samples / R
+		for _, tc := range []struct {
+			fail    int // samples 0, 50, 100, ... below fail*50 fail
+			wantErr bool
+		}{{0, false}, {10, false}, {11, true}} {
+			next := make(chan int, o.Samples)
+			for s := 0; s < o.Samples; s++ {
+				next <- s
 			}
-			w.m.Exact = true
-			acc[0] += value(s)
-			return nil
-		})
-		if tc.wantErr {
-			if err == nil {
-				t.Errorf("%d failures of %d: no error", tc.fail, o.Samples)
-			}
-			continue
-		}
-		var sum float64
-		n := 0
-		for s := 0; s < o.Samples; s++ {
-			if s%50 == 0 && s < tc.fail*50 {
+			o.Workers = 1
+			got, err := smiAverage(ch, o, 2, func(acc []float64, w *smiWorker, xi, eta []float64) error {
+				s := <-next
+				if s%50 == 0 && s < tc.fail*50 {
+					return errors.New("no integral")
+				}
+				w.m.Exact = true
+				acc[0] += value(s)
+				acc[1] += 2 * value(s)
+				return nil
+			})
+			if tc.wantErr {
+				if err == nil {
+					t.Errorf("R = %d, %d failures of %d: no error", R, tc.fail, o.Samples)
+				}
 				continue
 			}
-			sum += value(s)
-			n++
-		}
-		if err != nil || dropped != tc.fail || math.Abs(got[0]-sum/float64(n)) > 1e-12 {
-			t.Errorf("%d failures: average %v (want %v), dropped %d, err %v", tc.fail, got, sum/float64(n), dropped, err)
+			means := make([]float64, R)
+			for r := range means {
+				var sum float64
+				n := 0
+				for s := r * per; s < (r+1)*per; s++ {
+					if s%50 == 0 && s < tc.fail*50 {
+						continue
+					}
+					sum += value(s)
+					n++
+				}
+				means[r] = sum / float64(n)
+			}
+			m, v := stat.MeanVariance(means, nil)
+			if err != nil || got.inexact != tc.fail || math.Abs(got.mean[0]-m) > 1e-12 || math.Abs(got.mean[1]-2*m) > 1e-12 {
+				t.Errorf("R = %d, %d failures: average %v (want %v), dropped %d, err %v", R, tc.fail, got.mean, m, got.inexact, err)
+				continue
+			}
+			if R == 1 {
+				if !math.IsNaN(got.cov[0]) {
+					t.Errorf("R = 1: covariance %v, want NaN (unknown)", got.cov)
+				}
+				continue
+			}
+			for k, want := range []float64{v, 2 * v, 2 * v, 4 * v} {
+				if want /= float64(R); math.Abs(got.cov[k]-want) > 1e-12*want {
+					t.Errorf("R = %d, %d failures: cov[%d] = %g, want %g", R, tc.fail, k, got.cov[k], want)
+				}
+			}
 		}
 	}
 }

@@ -49,9 +49,11 @@ func TestRowsFormat(t *testing.T) {
 			"channel,T,rho,beta,D,N,R,alpha,alpha_bar,seed,error,se_mmse,iterations,converged,seconds,device",
 			"softmax,3,1,2,30,90,30,0.1,1,1099511627776,,0.25,12,false,1.235,cpu"},
 		{"smi se L = 3", SMISESchema.Header(3), SMISESchema.Row(&SMISERow{L: 3, M: 2, C: 1, Beta: 1, Alpha: 0.5, Q: []float64{0.1, 0.2, 0.3},
-			QHat: []float64{1, 2, 3}, GenError: 0.5, GenStderr: 0.01, GenLast: nan, LastStderr: nan, Iterations: 4, Converged: true, Inexact: 2}),
-			"L,M,c,beta,alpha,Q11,Q22,Q33,qhat11,qhat22,qhat33,gen_error,gen_error_stderr,gen_error_last_layer,gen_error_last_layer_stderr,iterations,converged,inexact",
-			"3,2,1,1,0.5,0.1,0.2,0.3,1,2,3,0.5,0.01,,,4,true,2"},
+			QErr: []float64{0, 0.002, nan}, QHat: []float64{1, 2, 3}, GenError: 0.5, GenStderr: 0.01, GenBO: 0.4, BOStderr: 0.005, GenLast: nan, LastStderr: nan,
+			Samples: 8000, Iterations: 4, Converged: true, Inexact: 2}),
+			"L,M,c,beta,alpha,Q11,Q22,Q33,Qerr11,Qerr22,Qerr33,qhat11,qhat22,qhat33,gen_error,gen_error_stderr,gen_error_bo,gen_error_bo_stderr," +
+				"gen_error_last_layer,gen_error_last_layer_stderr,samples,iterations,converged,inexact",
+			"3,2,1,1,0.5,0.1,0.2,0.3,0,0.002,,1,2,3,0.5,0.01,0.4,0.005,,,8000,4,true,2"},
 		{"smi thresholds L = 3", SMIThresholdsSchema.Header(3), SMIThresholdsSchema.Row(&SMIThresholdsRow{L: 3, M: 2, Beta: 1, C: 0.5,
 			Stability: []float64{math.Inf(1), 0.25, 0.2}, Conditional: []float64{nan, 0.75}}),
 			"L,M,beta,c,alpha_stability_1,alpha_stability_2,alpha_stability_3,alpha_conditional_1,alpha_conditional_2",
@@ -91,6 +93,11 @@ func TestValidate(t *testing.T) {
 		{func() *GDConfig { c := NewGDConfig(); c.Optimizer = "sgd"; return c }(), `--optimizer "sgd": want adam or gd`},
 		{func() *SMISEConfig { c := NewSMISEConfig(); c.M = 3; return c }(), "M = 2 only"},
 		{func() *SMISEConfig { c := NewSMISEConfig(); c.Damping = 1.5; return c }(), "--damping 1.5: need 0 < damping <= 1 (0: the authors' value)"},
+		{func() *SMISEConfig { c := NewSMISEConfig(); c.GenInner = 1; return c }(), "--gen-inner 1: need at least 2"},
+		{func() *SMISEConfig { c := NewSMISEConfig(); c.Replicates = 0; return c }(), "--replicates 0: need 1 to 1024"},
+		{func() *SMISEConfig { c := NewSMISEConfig(); c.MCError = -1; return c }(), "--mc-error -1: need a standard error > 0, or 0"},
+		{func() *SMISEConfig { c := NewSMISEConfig(); c.MCError, c.Replicates = 1e-3, 1; return c }(), "--mc-error 0.001 needs --replicates >= 2"},
+		{func() *SMISEConfig { c := NewSMISEConfig(); c.MCError, c.MaxSamples = 1e-3, 100; return c }(), "--max-samples 100 is below --samples 4000"},
 		{func() *SMIThresholdsConfig { c := NewSMIThresholdsConfig(); c.Hi = 0; return c }(), "--hi 0: need a positive, finite alpha"},
 		{func() *SMIAMPConfig { c := NewSMIAMPConfig(); c.D, c.Alpha = 10, "0.05"; return c }(), "N = floor(alpha D) = 0"},
 		{func() *SMISGDConfig { c := NewSMISGDConfig(); c.StudentSeed = -2; return c }(), "--student-seed -2: need -1 (the data seed) or a seed >= 0"},
@@ -239,10 +246,13 @@ func TestRunSMI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _, _ := smise.GenError(ch, pts[0].Q, 300, 3)
-	gl, _, _ := smise.GenError(ch, []float64{0, pts[0].Q[1]}, 300, 3)
-	if r := ses.Rows[0]; !slices.Equal(r.Q, pts[0].Q) || r.Iterations != pts[0].Iterations || r.GenError != g || r.GenLast != gl {
-		t.Errorf("SE row %+v; engine %+v, e_gen %v, last layer %v", r, pts[0], g, gl)
+	go3 := smise.GenErrorOptions{Samples: 300, Inner: 8, Seed: 3, Workers: 1}
+	g, _, _ := smise.GenError(ch, pts[0].Q, go3)
+	bo, _, _ := smise.GenErrorBO(ch, pts[0].Q, go3)
+	gl, _, _ := smise.GenError(ch, []float64{0, pts[0].Q[1]}, go3)
+	if r := ses.Rows[0]; !slices.Equal(r.Q, pts[0].Q) || !slices.Equal(r.QErr, pts[0].QErr) || r.Samples != pts[0].Samples || r.Iterations != pts[0].Iterations ||
+		r.GenError != g || r.GenBO != bo || r.GenLast != gl || !(r.GenBO < r.GenError) {
+		t.Errorf("SE row %+v; engine %+v, e_gen %v, e_BO %v, last layer %v", r, pts[0], g, bo, gl)
 	}
 
 	ac := NewSMIAMPConfig()
@@ -323,7 +333,7 @@ func TestSMISGDDiverged(t *testing.T) {
 func TestReadSMISECurve(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "se.csv")
 	os.WriteFile(path, []byte(strings.Join(SMISESchema.Header(2), ",")+"\n"+
-		"2,2,1,1,1.2,0.8,0.99,,,,,,,10,true,0\n2,2,1,1,0.5,,,,,,,,,200,false,0\n2,2,1,1,0.3,0,0.1,,,,,,,10,true,0\n"), 0o644)
+		"2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0\n2,2,1,1,0.5,,,,,,,,,,,,,4000,200,false,0\n2,2,1,1,0.3,0,0.1,,,,,,,,,,,4000,10,true,0\n"), 0o644)
 	cv, err := readSMISECurve(path, &SMI{L: 2, M: 2, C: 1, Beta: 1})
 	if err != nil || len(cv.alpha) != 2 || cv.alpha[0] != 0.3 || cv.q[1][1] != 0.99 {
 		t.Errorf("SE curve %+v, %v", cv, err)

@@ -8,7 +8,6 @@ import (
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/engine/smi"
 	smise "github.com/aimtheory/aim/engine/smi/se"
-	"github.com/aimtheory/aim/internal/par"
 )
 
 // SMISEConfig is the configuration of `aim smi se`: the SMI state evolution against alpha,
@@ -16,8 +15,16 @@ import (
 type SMISEConfig struct {
 	SMI
 	Alpha      string // the alpha grid
-	GenSamples int    // Monte Carlo samples of e_gen per point (the same draws at every point); 0 skips it
+	GenSamples int    // Monte Carlo samples of e_gen and e_BO per point (the same draws at every point); 0 skips them
+	GenInner   int    // inner draws of Z given omega per sample of e_BO
 	SMISEOptions
+	// Replicates independent randomisations of the SE's draws, whose spread gives the standard
+	// error of Q (smise.Options.Replicates).
+	Replicates int
+	// MCError > 0 grows the draws per iteration from Samples until the standard error of every
+	// Q_ll is below it, up to MaxSamples (smise.Options.MCError); 0 keeps Samples fixed.
+	MCError    float64
+	MaxSamples int
 
 	alphas []float64
 	ch     *smi.Deep
@@ -25,7 +32,9 @@ type SMISEConfig struct {
 
 // NewSMISEConfig returns the configuration of `aim smi se` with no flag set.
 func NewSMISEConfig() *SMISEConfig {
-	return &SMISEConfig{SMI: defaultSMI("se"), Alpha: "0.05:1.6:32", GenSamples: 100000, SMISEOptions: defaultSMISEOptions()}
+	e, g := smise.DefaultOptions(2), smise.DefaultGenErrorOptions()
+	return &SMISEConfig{SMI: defaultSMI("se"), Alpha: "0.05:1.6:32", GenSamples: g.Samples, GenInner: g.Inner, SMISEOptions: defaultSMISEOptions(),
+		Replicates: e.Replicates, MCError: e.MCError, MaxSamples: e.MaxSamples}
 }
 
 // Validate checks the configuration and parses its grid; every problem is bad input.
@@ -37,19 +46,42 @@ func (c *SMISEConfig) Validate() error {
 	if err := c.SMISEOptions.check(); err != nil {
 		return err
 	}
-	if c.GenSamples < 0 || c.GenSamples == 1 {
+	switch {
+	case c.GenSamples < 0 || c.GenSamples == 1:
 		return Inputf("--gen-samples %d: need 0 (skip) or at least 2", c.GenSamples)
+	case c.GenInner < 2:
+		return Inputf("--gen-inner %d: need at least 2 (the unbiased covariance of e_BO)", c.GenInner)
+	case c.Replicates < 1 || c.Replicates > smise.MaxReplicates:
+		return Inputf("--replicates %d: need 1 to %d", c.Replicates, smise.MaxReplicates)
+	case !(c.MCError >= 0) || math.IsInf(c.MCError, 0):
+		return Inputf("--mc-error %g: need a standard error > 0, or 0 for a fixed --samples", c.MCError)
+	case c.MCError > 0 && c.Replicates < 2:
+		return Inputf("--mc-error %g needs --replicates >= 2 (the error is their spread), got %d", c.MCError, c.Replicates)
+	case c.MCError > 0 && c.MaxSamples < c.Samples:
+		return Inputf("--max-samples %d is below --samples %d (the first count of --mc-error)", c.MaxSamples, c.Samples)
 	}
 	return nil
 }
 
+// options returns the engine's options of the state evolution.
+func (c *SMISEConfig) options() smise.Options {
+	o := c.engine(c.L, c.Workers)
+	o.Replicates, o.MCError, o.MaxSamples = c.Replicates, c.MCError, c.MaxSamples
+	return o
+}
+
 // SMISERow is one alpha of the SMI state evolution: a row of the `aim smi se` CSV.
 type SMISERow struct {
-	L, M                int
-	C, Beta, Alpha      float64
-	Q, QHat             []float64 // per layer; NaN where the point did not converge
-	GenError, GenStderr float64   // e_gen(Q) and its standard error; NaN when skipped
-	GenLast, LastStderr float64   // e_gen with every layer but the last at Q = 0
+	L, M           int
+	C, Beta, Alpha float64
+	Q, QHat        []float64 // per layer; NaN where the point did not converge
+	// QErr is the Monte Carlo standard error of each Q_ll (smise.Point.QErr): 0 for a frozen
+	// layer, NaN with one replicate or where the point did not converge.
+	QErr                []float64
+	GenError, GenStderr float64 // the plug-in e_gen(Q) = E||g(Z) - g(omega)||^2 and its standard error; NaN when skipped
+	GenBO, BOStderr     float64 // the Bayes-optimal e_BO(Q) = E tr Cov(g(Z) | omega) and its standard error
+	GenLast, LastStderr float64 // the plug-in e_gen with every layer but the last at Q = 0
+	Samples             int     // draws per SE iteration at the last solve
 	Iterations          int
 	Converged           bool
 	Inexact             int // channel integrals that stopped at their budget, last iteration
@@ -63,11 +95,15 @@ var SMISESchema = &table.Schema[SMISERow]{Kind: table.SMISE, Columns: []table.Co
 	table.Float("beta", func(r *SMISERow) float64 { return r.Beta }),
 	table.Float("alpha", func(r *SMISERow) float64 { return r.Alpha }),
 	table.Layers("Q", true, 0, func(r *SMISERow) []float64 { return r.Q }),
+	table.Layers("Qerr", true, 0, func(r *SMISERow) []float64 { return r.QErr }),
 	table.Layers("qhat", true, 0, func(r *SMISERow) []float64 { return r.QHat }),
 	table.Float("gen_error", func(r *SMISERow) float64 { return r.GenError }),
 	table.Float("gen_error_stderr", func(r *SMISERow) float64 { return r.GenStderr }),
+	table.Float("gen_error_bo", func(r *SMISERow) float64 { return r.GenBO }),
+	table.Float("gen_error_bo_stderr", func(r *SMISERow) float64 { return r.BOStderr }),
 	table.Float("gen_error_last_layer", func(r *SMISERow) float64 { return r.GenLast }),
 	table.Float("gen_error_last_layer_stderr", func(r *SMISERow) float64 { return r.LastStderr }),
+	table.Int("samples", func(r *SMISERow) int { return r.Samples }),
 	table.Int("iterations", func(r *SMISERow) int { return r.Iterations }),
 	table.Bool("converged", func(r *SMISERow) bool { return r.Converged }),
 	table.Int("inexact", func(r *SMISERow) int { return r.Inexact }),
@@ -80,6 +116,9 @@ type SMISEResult struct {
 	Stability []float64  // alpha_l = 1/F_l
 	Onset     []float64  // where each Q_ll turns on along the curve (NaN: nowhere)
 	Failed    []string   // the points that did not converge
+	// Missed are the points whose standard error of Q stayed above --mc-error at
+	// --max-samples draws (written with the error they reached).
+	Missed []string
 }
 
 // Err is the error of the result when points did not converge (their rows written without
@@ -91,7 +130,7 @@ func RunSMISE(c *SMISEConfig, env Env) (*SMISEResult, error) {
 	if err := env.begin(); err != nil {
 		return nil, err
 	}
-	opts := c.engine(c.L, c.Workers)
+	opts := c.options()
 	total := 1 + len(c.alphas)
 	if c.GenSamples > 0 {
 		total += len(c.alphas)
@@ -109,12 +148,19 @@ func RunSMISE(c *SMISEConfig, env Env) (*SMISEResult, error) {
 	}
 	res := &SMISEResult{Fisher: F, Stability: stabilityAlphas(F), Rows: make([]SMISERow, len(points))}
 	for i, p := range points {
-		q, qh := table.NaNs(c.L), table.NaNs(c.L)
+		q, qh, qe := table.NaNs(c.L), table.NaNs(c.L), table.NaNs(c.L)
 		if p.Converged {
-			q, qh = p.Q, p.QHat
+			q, qh, qe = p.Q, p.QHat, p.QErr
 		}
-		res.Rows[i] = SMISERow{L: c.L, M: c.M, C: c.C, Beta: c.Beta, Alpha: p.Alpha, Q: q, QHat: qh, GenError: math.NaN(), GenStderr: math.NaN(),
-			GenLast: math.NaN(), LastStderr: math.NaN(), Iterations: p.Iterations, Converged: p.Converged, Inexact: p.Inexact}
+		res.Rows[i] = SMISERow{L: c.L, M: c.M, C: c.C, Beta: c.Beta, Alpha: p.Alpha, Q: q, QHat: qh, QErr: qe,
+			GenError: math.NaN(), GenStderr: math.NaN(), GenBO: math.NaN(), BOStderr: math.NaN(), GenLast: math.NaN(), LastStderr: math.NaN(),
+			Samples: p.Samples, Iterations: p.Iterations, Converged: p.Converged, Inexact: p.Inexact}
+		if p.ErrorMissed {
+			m := fmt.Sprintf("alpha %g: the standard error of Q (%s) is above --mc-error %g at --max-samples %d draws",
+				p.Alpha, formatErrs(p.QErr), c.MCError, p.Samples)
+			res.Missed = append(res.Missed, m)
+			env.notef("warning: %s", m)
+		}
 	}
 	if c.GenSamples > 0 {
 		if err := c.genErrors(points, res.Rows, bar); err != nil {
@@ -136,26 +182,40 @@ func RunSMISE(c *SMISEConfig, env Env) (*SMISEResult, error) {
 	return res, nil
 }
 
-// genErrors fills e_gen and the last-layer-only e_gen of every converged row, the rows in
-// parallel. Every point uses the same draws (the SE's seed), so the curves are smooth in alpha.
+// genErrors fills the plug-in e_gen, the Bayes-optimal e_BO and the last-layer-only e_gen of
+// every converged row, one point after the other, each error on all the goroutines. Every point
+// uses the same draws (the SE's seed), so the curves are smooth in alpha.
 func (c *SMISEConfig) genErrors(points []smise.Point, rows []SMISERow, bar Progress) error {
-	// One copy of the channel per goroutine, so that no goroutine shares channel state.
-	return par.For(c.workers(), len(rows), func() (*smi.Deep, error) {
-		ch := *c.ch
-		return &ch, nil
-	}, func(ch *smi.Deep, i int) error {
-		defer bar.Add(1)
-		p, r := points[i], &rows[i]
-		if !p.Converged {
-			return nil
+	o := smise.GenErrorOptions{Samples: c.GenSamples, Inner: c.GenInner, Seed: c.Seed, Workers: c.Workers}
+	for i, p := range points {
+		r := &rows[i]
+		if p.Converged {
+			var err error
+			if r.GenError, r.GenStderr, err = smise.GenError(c.ch, p.Q, o); err != nil {
+				return err
+			}
+			if r.GenBO, r.BOStderr, err = smise.GenErrorBO(c.ch, p.Q, o); err != nil {
+				return err
+			}
+			if r.GenLast, r.LastStderr, err = smise.GenError(c.ch, lastLayerOnly(p.Q), o); err != nil {
+				return err
+			}
 		}
-		var err error
-		r.GenError, r.GenStderr, err = smise.GenError(ch, p.Q, c.GenSamples, c.Seed)
-		if err == nil {
-			r.GenLast, r.LastStderr, err = smise.GenError(ch, lastLayerOnly(p.Q), c.GenSamples, c.Seed)
+		bar.Add(1)
+	}
+	return nil
+}
+
+// formatErrs writes standard errors as a short list.
+func formatErrs(xs []float64) string {
+	s := ""
+	for i, x := range xs {
+		if i > 0 {
+			s += ", "
 		}
-		return err
-	})
+		s += fmt.Sprintf("%.3g", x)
+	}
+	return s
 }
 
 // lastLayerOnly returns Q with every layer but the last set to 0: the paper's "one layer"
@@ -189,7 +249,8 @@ func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
 	}
 	params := c.params()
 	c.addParams(params)
-	for k, v := range map[string]any{"c": c.C, "alpha": c.Alpha, "alphas": c.alphas, "gen_samples": c.GenSamples} {
+	for k, v := range map[string]any{"c": c.C, "alpha": c.Alpha, "alphas": c.alphas, "gen_samples": c.GenSamples, "gen_inner": c.GenInner,
+		"replicates": c.Replicates, "mc_error": c.MCError, "max_samples": c.MaxSamples} {
 		params[k] = v
 	}
 	th := map[string]any{"stability": jsonFloats(res.Stability), "fisher": jsonFloats(res.Fisher), "onset": jsonFloats(res.Onset), "onset_level": 0.01}
@@ -201,5 +262,6 @@ func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
 	man["thresholds"] = th
 	man["points"] = len(res.Rows)
 	man["unconverged"] = len(res.Failed)
+	man["mc_error_missed"] = append([]string{}, res.Missed...)
 	return out.complete(fig, man, len(res.Rows), start, res.Err())
 }

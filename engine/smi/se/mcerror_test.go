@@ -1,0 +1,152 @@
+package se
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"gonum.org/v1/gonum/stat"
+)
+
+// fastOptions are the SE options of the Monte Carlo error tests: a loose channel quadrature
+// (3e-2; the tests compare the estimated spread of the draws with their actual spread, which
+// does not need accurate integrals) and a tolerance far below the errors measured.
+func fastOptions(n int, seed uint64) Options {
+	o := DefaultOptions(2)
+	o.Samples, o.Seed, o.QuadTol, o.Tol = n, seed, 3e-2, 1e-4
+	return o
+}
+
+// TestSMIAverageErrorMatchesSeeds: the standard error of the channel average F_l that the 8
+// replicates estimate agrees with the actual spread of F_l over 40 independent seeds, within a
+// factor 1.5 (the spread of 40 seeds is itself known to about 11%), for both layers at
+// Q = (0.3, 0.7), with the shifted Halton points and with plain Monte Carlo (whose error is
+// larger).
+func TestSMIAverageErrorMatchesSeeds(t *testing.T) {
+	ch := deep(t, 2, 1)
+	Q := []float64{0.3, 0.7}
+	spreads := map[bool][]float64{}
+	for _, mc := range []bool{false, true} {
+		var F [2][]float64
+		var v [2]float64
+		const seeds = 40
+		for s := 1; s <= seeds; s++ {
+			o := fastOptions(128, uint64(s))
+			o.MonteCarlo = mc
+			f, err := fisher(ch, Q, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for l := range F {
+				F[l] = append(F[l], f.mean[l])
+				v[l] += f.cov[l*2+l] / seeds
+			}
+		}
+		for l := range F {
+			_, spread := stat.MeanStdDev(F[l], nil)
+			est := math.Sqrt(v[l])
+			spreads[mc] = append(spreads[mc], spread)
+			if r := est / spread; r < 1/1.5 || r > 1.5 {
+				t.Errorf("Monte Carlo %v, layer %d: estimated sd(F) %.4g, spread over seeds %.4g (ratio %.2f)", mc, l+1, est, spread, r)
+			}
+			t.Logf("Monte Carlo %v, layer %d: estimated sd(F) %.4g, spread over seeds %.4g (ratio %.2f)", mc, l+1, est, spread, est/spread)
+		}
+	}
+}
+
+// TestSMIQErrMatchesSeeds: Point.QErr, the standard error of the fixed point, agrees with the
+// actual spread of Q_22 over 12 independent seeds within a factor 1.5, at L = 2, alpha = 0.5
+// (layer 1 held at its fixed point 0), 1024 draws per iteration. The fixed point amplifies the
+// map's noise by 1/(1 - dG/dQ), about 8 here (the SE curve is steep): the map's own error
+// alpha sd(F)/(1 + q-hat)^2 is checked to be below half the spread, so that the test tells the
+// two apart.
+func TestSMIQErrMatchesSeeds(t *testing.T) {
+	ch := deep(t, 2, 1)
+	const alpha, seeds = 0.5, 12
+	var qs, v, naive []float64
+	for s := 1; s <= seeds; s++ {
+		o := fastOptions(1024, uint64(s))
+		o.Frozen = []bool{true, false}
+		o.start = []float64{0, 0.7}
+		pt, err := Solve(ch, alpha, o)
+		if err != nil || !pt.Converged {
+			t.Fatalf("seed %d: %+v, %v", s, pt, err)
+		}
+		qs = append(qs, pt.Q[1])
+		v = append(v, pt.QErr[1]*pt.QErr[1])
+		if s <= 3 { // the map's own error, at the first seeds' fixed points
+			o.Samples = pt.Samples
+			f, err := fisher(ch, pt.Q, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			naive = append(naive, alpha*math.Sqrt(f.cov[3])/((1+pt.QHat[1])*(1+pt.QHat[1])))
+		}
+	}
+	mean, spread := stat.MeanStdDev(qs, nil)
+	est := math.Sqrt(stat.Mean(v, nil))
+	if r := est / spread; r < 1/1.5 || r > 1.5 {
+		t.Errorf("QErr_22 %.4f (rms over seeds), spread of Q_22 over %d seeds %.4f (ratio %.2f)", est, seeds, spread, r)
+	}
+	if m := stat.Mean(naive, nil); m > spread/2 {
+		t.Errorf("the map's error %.4f is not far below the spread %.4f: the test does not see the fixed point's amplification", m, spread)
+	}
+	t.Logf("alpha %g: Q_22 = %.4f, QErr_22 %.4f (rms), spread %.4f over %d seeds (ratio %.2f); the map's error alone %.4f",
+		alpha, mean, est, spread, seeds, est/spread, stat.Mean(naive, nil))
+}
+
+// TestSMIMCErrorGrows: with a target standard error the draws grow from Samples until every
+// QErr meets it (a tighter target: more draws), and at the cap the point keeps the achieved
+// error with ErrorMissed set. Without a target the draws stay at Samples (rounded up to a
+// multiple of the 8 replicates) and the error is still reported. L = 2, alpha = 0.5, layer 1
+// held at 0.
+func TestSMIMCErrorGrows(t *testing.T) {
+	ch := deep(t, 2, 1)
+	solve := func(target float64, max int) Point {
+		o := fastOptions(124, 1)
+		o.Frozen = []bool{true, false}
+		o.MCError, o.MaxSamples = target, max
+		pt, err := Solve(ch, 0.5, o)
+		if err != nil || !pt.Converged {
+			t.Fatalf("target %g: %+v, %v", target, pt, err)
+		}
+		t.Logf("target %g, cap %d: %d draws, Q_22 = %.4f +- %.4f, %d iterations, missed %v", target, max, pt.Samples, pt.Q[1], pt.QErr[1], pt.Iterations, pt.ErrorMissed)
+		return pt
+	}
+	fixed := solve(0, 0)
+	if fixed.Samples != 128 || !(fixed.QErr[1] > 0.06) || fixed.QErr[0] != 0 || fixed.ErrorMissed {
+		t.Errorf("no target: %d draws (want 124 rounded up to 128), QErr %v (want Q_22's above 0.06, 0 for the frozen layer)", fixed.Samples, fixed.QErr)
+	}
+	var prev Point
+	for i, target := range []float64{0.06, 0.03} {
+		pt := solve(target, 8192)
+		if pt.ErrorMissed || pt.QErr[1] > target || pt.Samples <= fixed.Samples || (i > 0 && pt.Samples <= prev.Samples) {
+			t.Errorf("target %g: %d draws, QErr %v, missed %v (previous: %d draws)", target, pt.Samples, pt.QErr, pt.ErrorMissed, prev.Samples)
+		}
+		prev = pt
+	}
+	capped := solve(1e-3, 256)
+	if !capped.ErrorMissed || capped.Samples != 256 || !(capped.QErr[1] > 1e-3) {
+		t.Errorf("target 1e-3 with a cap of 256: %d draws, QErr %v, missed %v; want 256 draws and the miss reported", capped.Samples, capped.QErr, capped.ErrorMissed)
+	}
+}
+
+// TestSMIQErrWorkers: the fixed point and its error are the same, bit for bit, on 1 and 3
+// goroutines.
+func TestSMIQErrWorkers(t *testing.T) {
+	ch := deep(t, 2, 1)
+	var pts []Point
+	for _, w := range []int{1, 3} {
+		o := fastOptions(200, 2)
+		o.Workers = w
+		o.Frozen = []bool{true, false}
+		pt, err := Solve(ch, 0.5, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pts = append(pts, pt)
+	}
+	if !slices.Equal(pts[0].Q, pts[1].Q) || !slices.Equal(pts[0].QErr, pts[1].QErr) || pts[0].Iterations != pts[1].Iterations {
+		t.Errorf("1 goroutine: %+v; 3: %+v", pts[0], pts[1])
+	}
+}
