@@ -95,6 +95,9 @@ func TestSMIGenErrorBOAtZero(t *testing.T) {
 // (as Q -> 1 the two agree to O((1 - Q)^2)). L = 2 and 3, all layers at Q and the last layer
 // alone.
 func TestSMIGenErrorBOBelowPlugIn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tens of SE solves: skipped in -short mode (the race pass); the full pass runs it")
+	}
 	o := GenErrorOptions{Samples: 40000, Inner: 8, Seed: 2}
 	for _, L := range []int{2, 3} {
 		ch := deep(t, L, 1)
@@ -132,6 +135,9 @@ func TestSMIGenErrorBOBelowPlugIn(t *testing.T) {
 // from linear in delta at L = 3, where the gradient has heavy tails: 15% at 1e-2, 6% at 1e-3),
 // for L = 2 and 3.
 func TestSMIGenErrorBOToZero(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tens of SE solves: skipped in -short mode (the race pass); the full pass runs it")
+	}
 	for _, L := range []int{2, 3} {
 		ch := deep(t, L, 1)
 		one := make([]float64, L)

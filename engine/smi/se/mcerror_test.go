@@ -61,6 +61,9 @@ func TestSMIAverageErrorMatchesSeeds(t *testing.T) {
 // alpha sd(F)/(1 + q-hat)^2 is checked to be below half the spread, so that the test tells the
 // two apart.
 func TestSMIQErrMatchesSeeds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tens of SE solves: skipped in -short mode (the race pass); the full pass runs it")
+	}
 	ch := deep(t, 2, 1)
 	const alpha, seeds = 0.5, 12
 	var qs, v, naive []float64
@@ -101,6 +104,9 @@ func TestSMIQErrMatchesSeeds(t *testing.T) {
 // multiple of the 8 replicates) and the error is still reported. L = 2, alpha = 0.5, layer 1
 // held at 0.
 func TestSMIMCErrorGrows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tens of SE solves: skipped in -short mode (the race pass); the full pass runs it")
+	}
 	ch := deep(t, 2, 1)
 	solve := func(target float64, max int) Point {
 		o := fastOptions(124, 1)
