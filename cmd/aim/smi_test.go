@@ -118,6 +118,7 @@ func TestSMIBadInput(t *testing.T) {
 		{[]string{"amp", "--iters", "0"}, "iters"},
 		{[]string{"amp", "--damping", "0"}, "damping"},
 		{[]string{"amp", "--epsilon", "-1"}, "epsilon"},
+		{[]string{"amp", "--noise", "-1"}, "noise"},
 		{[]string{"amp", "--test-samples", "-1"}, "test-samples"},
 		{[]string{"amp", "--alpha", "0"}, "alpha"},
 		{[]string{"amp", "--D", "10", "--alpha", "0.05"}, "N = floor(alpha D) = 0"},

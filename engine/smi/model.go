@@ -53,10 +53,15 @@ func (p Params) Validate() error {
 }
 
 // Bytes returns the memory of the teacher and its data set: W* (P x D), X (N x M x D), the raw
-// projections Z (N x P x M) and the last pre-activations U (N x M).
+// projections Z (N x P x M), the last pre-activations U (N x M) and, with Noise > 0, the noise
+// drawn while generating them (N x P x M).
 func (p Params) Bytes() uint64 {
 	D, N, M, P := uint64(p.D), uint64(p.N()), uint64(p.M), uint64(p.P())
-	return 8 * (P*D + N*M*D + N*P*M + N*M)
+	b := P*D + N*M*D + N*P*M + N*M
+	if p.Noise > 0 {
+		b += N * P * M
+	}
+	return 8 * b
 }
 
 // Data is an SMI teacher and its data set, in host memory.
@@ -95,8 +100,8 @@ func Generate(p Params) (*Data, error) {
 		z := d.Z[mu*P*M : (mu+1)*P*M]
 		Project(z, d.W, d.X[mu*M*D:(mu+1)*M*D], P, M, D)
 		copy(zn, z)
-		for k := range zn {
-			if xi != nil {
+		if xi != nil {
+			for k := range zn {
 				zn[k] += math.Sqrt(p.Noise) * xi[mu*P*M+k]
 			}
 		}

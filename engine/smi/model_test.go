@@ -90,6 +90,10 @@ func TestNoisyData(t *testing.T) {
 	if v := ss / float64(N*P*M); math.Abs(v/0.01-1) > 4*math.Sqrt(2/float64(N*P*M)) {
 		t.Errorf("noise variance %.5f, want 0.01", v)
 	}
+	clean.P.Noise = 0
+	if got, want := p.Bytes()-clean.P.Bytes(), uint64(8*N*P*M); got != want {
+		t.Errorf("the noise adds %d bytes, want %d", got, want)
+	}
 	p.Noise = -1
 	if _, err := Generate(p); err == nil {
 		t.Error("noise -1 accepted")
