@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/internal/mc"
 	"github.com/aimtheory/aim/internal/par"
 	"github.com/aimtheory/aim/kernels"
 )
@@ -94,20 +95,7 @@ func (w *genWork) chunk(r *rand.Rand, n int) []float64 {
 			kernels.HFromU(w.h, w.u, w.T)
 			w.ch.Output(w.g[j*TT:(j+1)*TT], w.h)
 		}
-		// Unbiased trace of the sample covariance of the K outputs.
-		var tr float64
-		for e := 0; e < TT; e++ {
-			var mu float64
-			for j := 0; j < w.K; j++ {
-				mu += w.g[j*TT+e]
-			}
-			mu /= float64(w.K)
-			for j := 0; j < w.K; j++ {
-				d := w.g[j*TT+e] - mu
-				tr += d * d
-			}
-		}
-		est[i] = tr / float64(w.K-1)
+		est[i] = mc.TraceCov(w.g, w.K, TT)
 	}
 	return est
 }

@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/internal/mc"
 	"github.com/aimtheory/aim/engine/smi"
 	"github.com/aimtheory/aim/engine/stream"
 	"github.com/aimtheory/aim/internal/par"
@@ -132,20 +133,7 @@ func GenErrorBO(ch *smi.Deep, Q []float64, o GenErrorOptions) (mean, stderr floa
 			ch.Forward(w.u, w.z, nil, w.s)
 			ch.OutputU(w.y[j*mm:(j+1)*mm], w.u)
 		}
-		// The unbiased trace of the sample covariance of the K outputs.
-		var tr float64
-		for e := 0; e < mm; e++ {
-			var mu float64
-			for j := 0; j < K; j++ {
-				mu += w.y[j*mm+e]
-			}
-			mu /= float64(K)
-			for j := 0; j < K; j++ {
-				d := w.y[j*mm+e] - mu
-				tr += d * d
-			}
-		}
-		return tr / float64(K-1)
+		return mc.TraceCov(w.y[:K*mm], K, mm)
 	})
 }
 
