@@ -120,6 +120,7 @@ func TestSMIBadInput(t *testing.T) {
 		{[]string{"amp", "--epsilon", "-1"}, "epsilon"},
 		{[]string{"amp", "--noise", "-1"}, "noise"},
 		{[]string{"amp", "--test-samples", "-1"}, "test-samples"},
+		{[]string{"amp", "--quad-max-eval", "-1"}, "quad-max-eval"},
 		{[]string{"amp", "--alpha", "0"}, "alpha"},
 		{[]string{"amp", "--D", "10", "--alpha", "0.05"}, "N = floor(alpha D) = 0"},
 		{[]string{"amp", "--L", "4"}, "L = 4 layers"},
@@ -439,6 +440,36 @@ func TestSMIAMP(t *testing.T) {
 	checkPNG(t, filepath.Join(dir, "trace.png"))
 	if _, err := os.Stat(filepath.Join(dir, "amp.json")); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestSMIAMPQuadBudget checks that --quad-max-eval reaches the engine: the CLI's e_gen equals
+// the engine's at that budget and differs from the default budget's.
+func TestSMIAMPQuadBudget(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "amp.csv")
+	code, _, stderr := runArgs(t, "smi", "amp", "--quiet", "--D", "40", "--alpha", "1.5", "--seeds", "1", "--seed", "3", "--iters", "2",
+		"--test-samples", "200", "--quad-max-eval", "200", "--out", out, "--plot", "", "--trace", "")
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	rows := readCSV(t, out)
+	got := rows[1][csvColumns(rows[0])["e_gen"]]
+	data, err := smi.Generate(smi.Params{D: 40, Alpha: 1.5, M: 2, L: 2, C: 1, Beta: 1, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	egen := func(budget int) string {
+		o := smiamp.DefaultOptions()
+		o.MaxIter, o.TestSamples, o.QuadMaxEval = 2, 200, budget
+		res, err := smiamp.Run(data, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return table.FormatFloat(res.Trace[len(res.Trace)-1].EGen)
+	}
+	if want, def := egen(200), egen(0); got != want || got == def {
+		t.Errorf("e_gen %s with --quad-max-eval 200: engine %s at that budget, %s at the default", got, want, def)
 	}
 }
 

@@ -27,6 +27,7 @@ type SMIAMPConfig struct {
 	Noise       float64 // variance of the noise on the teacher's pre-activations (smi.Params.Noise)
 	Tol         float64 // stop early below this step (0: never)
 	TestSamples int     // fresh samples of e_gen at each iteration (0: none)
+	QuadMaxEval int     // the channel quadrature's evaluation budget per sample (0: smi.DefaultDeepMaxEval)
 	Trace       string  // a CSV of every iteration of every run ("" for none)
 	SE          string  // an `aim smi se` CSV whose Q_ll the figure draws
 
@@ -65,6 +66,8 @@ func (c *SMIAMPConfig) Validate() error {
 		return Inputf("--tol %g: need 0 <= tol < inf", c.Tol)
 	case c.TestSamples < 0:
 		return Inputf("--test-samples %d: need 0 (none) or more", c.TestSamples)
+	case c.QuadMaxEval < 0:
+		return Inputf("--quad-max-eval %d: need 0 (the default budget) or more", c.QuadMaxEval)
 	}
 	if c.Trace != "" && !strings.HasSuffix(strings.ToLower(c.Trace), ".csv") {
 		return Inputf("--trace %q: the trace file must end in .csv", c.Trace)
@@ -99,6 +102,7 @@ func (c *SMIAMPConfig) teacher(alpha float64, seed uint64) smi.Params {
 func (c *SMIAMPConfig) options() smiamp.Options {
 	o := smiamp.DefaultOptions()
 	o.MaxIter, o.Epsilon, o.Tol, o.TestSamples, o.Workers = c.Iters, c.Epsilon, c.Tol, c.TestSamples, c.Workers
+	o.QuadMaxEval = c.QuadMaxEval
 	o.Damping = 1 - c.Damping // the engine's theta, the weight on the old iterate
 	return o
 }
@@ -287,7 +291,7 @@ func ExecuteSMIAMP(c *SMIAMPConfig, env Env) (string, error) {
 	params := c.params()
 	for k, v := range map[string]any{"c": c.C, "D": c.D, "alpha": c.Alpha, "alphas": c.alphas, "seeds": c.Seeds, "seed": c.Seed,
 		"iters": c.Iters, "damping": c.Damping, "epsilon": c.Epsilon, "noise": c.Noise, "tol": c.Tol, "init": c.options().Init,
-		"init_scale": c.options().InitScale, "test_samples": c.TestSamples, "se": c.SE, "trace": c.Trace} {
+		"init_scale": c.options().InitScale, "test_samples": c.TestSamples, "quad_max_eval": c.QuadMaxEval, "se": c.SE, "trace": c.Trace} {
 		params[k] = v
 	}
 	man := env.manifest("smi amp", res.Note, params, start)
