@@ -74,9 +74,21 @@ func FirstOrder(ch aim.Channel, rho float64, alphas []float64, relTol float64, o
 	}
 	k0, k1 := -1, -1
 	for i, a := range alphas {
-		b, err := SolveBranches(ch, rho, a, o)
-		if err != nil {
+		// The scan solves both starts; the free entropies only where they coexist.
+		var b Branches
+		ou, oi := o, o
+		ou.Start, oi.Start = Uninformed, Informed
+		var err error
+		if b.Uninformed, err = Solve(ch, rho, a, ou); err != nil {
 			return tr, err
+		}
+		if b.Informed, err = Solve(ch, rho, a, oi); err != nil {
+			return tr, err
+		}
+		if b.Coexist = o.Coexist(b.Uninformed.MMSE, b.Informed.MMSE); b.Coexist {
+			if b, err = SolveBranches(ch, rho, a, o); err != nil {
+				return tr, err
+			}
 		}
 		branches = append(branches, b)
 		if b.Coexist && k0 < 0 {
