@@ -1,7 +1,9 @@
 // Package se solves the state evolution (SE) of Bayes-optimal learning in the single-layer
 // attention-indexed model (docs/AIM.md section 2): the scalar overlap q of the RIE prior side
 // coupled to the output channel through q-hat, the rho -> 0 rescaled SE, the perfect-recovery and
-// weak-recovery thresholds, and the Bayes-optimal generalisation error on the outputs y.
+// weak-recovery thresholds, the Bayes-optimal generalisation error on the outputs y, and the free
+// entropy Phi that selects between fixed points reached from the uninformed and informed starts
+// (freeentropy.go; first-order transitions in transition.go).
 package se
 
 import (
