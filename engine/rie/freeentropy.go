@@ -55,8 +55,11 @@ func MMSESlope(rho float64) float64 {
 // It is integrated with the adaptive Gauss-Kronrod rule of the package in t on [0, min(snr, 1)]
 // (mmse(1/t) = 1 - t + O(t^2) is smooth at t = 0, where mmse = 1) and in log t on [1, snr], where
 // the integrand t mmse(1/t) tends to the constant c = MMSESlope(rho); beyond snr = 1e10 it
-// continues as (c/4) log snr. Accuracy: about 1e-10 relative (the tests compare with a
-// semicircular prior's (1/4) log(1 + snr) and with the I-MMSE derivative). It returns 0 at
+// continues as (c/4) log snr. Accuracy: 1e-13 absolute against the independent log-energy
+// formula i = (1/2)[Sigma(mu_Delta) - Sigma(SC_Delta)] at one and two bulks (tests); the
+// distance to a semicircular prior's (1/4) log(1 + snr) at rho = 1e4 is 1/(12 rho) at large snr,
+// and the I-MMSE derivative is recovered by central differences to 1e-7 relative. Cost: 0.4 to
+// 20 ms (larger at small rho and large snr). It returns 0 at
 // snr = 0, +Inf at snr = +Inf, and an error for snr < 0, NaN, or a rho that MMSE rejects.
 func MutualInformation(snr, rho float64) (float64, error) {
 	if math.IsNaN(snr) || snr < 0 {

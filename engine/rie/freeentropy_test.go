@@ -100,3 +100,68 @@ func TestMutualInformationErrors(t *testing.T) {
 		}
 	}
 }
+
+// logEnergy returns Sigma(mu) = ∫∫ log|x - y| mu(x) mu(y) dx dy of mu_Delta, from the log
+// potential U(x) = ∫ log|x - t| mu(t) dt, whose derivative is Re g(x - i0) on the whole real
+// line: U(X) = log X - m1/X - m2/(2 X^2) - m3/(3 X^3) + O(X^-4) far right, then U is
+// integrated back to the support along Re g, and Sigma = ∫ U mu. Every integral is adaptive
+// Gauss-Kronrod in an edge-regularising variable (cos substitution on bulks and gaps,
+// s = b + u^2 and log s beyond the right edge b).
+func logEnergy(t *testing.T, rho, delta float64) float64 {
+	sp, err := New(rho, delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := func(x float64) float64 { return real(sp.Stieltjes(x)) }
+	e := sp.Edges()
+	b := e[len(e)-1]
+	const X = 1e4
+	m1, m2 := math.Sqrt(rho), 1+rho+delta
+	m3 := 1/math.Sqrt(rho) + 3*math.Sqrt(rho)*(1+delta) + rho*math.Sqrt(rho)
+	near, _ := adapt(func(u float64) float64 { return re(b+u*u) * 2 * u }, 0, 1, 1e-13, 1e-15)
+	far, _ := adapt(func(v float64) float64 { s := math.Exp(v); return re(s) * s }, math.Log(b+1), math.Log(X), 1e-13, 1e-15)
+	uB := math.Log(X) - m1/X - m2/(2*X*X) - m3/(3*X*X*X) - near - far
+	// cosInt integrates f over [lo, hi] in x = lo + (hi - lo)(1 - cos th)/2, from th0 to th1.
+	cosInt := func(f func(float64) float64, lo, hi, th0, th1 float64) float64 {
+		v, _ := adapt(func(th float64) float64 {
+			return f(lo+(hi-lo)*(1-math.Cos(th))/2) * (hi - lo) * math.Sin(th) / 2
+		}, th0, th1, 1e-13, 1e-15)
+		return v
+	}
+	sigma := 0.0
+	uRight := uB // U at the right edge of the current bulk
+	for k := len(e)/2 - 1; k >= 0; k-- {
+		lo, hi := e[2*k], e[2*k+1]
+		// U(x(th)) = U(hi) - ∫_x^hi Re g.
+		sigma += cosInt(func(x float64) float64 {
+			th := math.Acos(1 - 2*(x-lo)/(hi-lo))
+			u := uRight - cosInt(re, lo, hi, th, math.Pi)
+			return u * sp.Density(x)
+		}, lo, hi, 0, math.Pi)
+		if k > 0 { // across the gap to the next bulk down
+			uRight = uRight - cosInt(re, lo, hi, 0, math.Pi) - cosInt(re, e[2*k-1], lo, 0, math.Pi)
+		}
+	}
+	return sigma
+}
+
+// The mutual information of a rotationally invariant denoising problem from the spectrum alone:
+// Y and the noise sqrt(Delta) Z are both rotationally invariant, their entropies per D^2 are
+// (1/2) Sigma of their limiting spectra plus one common constant, so
+// i = h(Y) - h(sqrt(Delta) Z) = (1/2) [Sigma(mu_Delta) - Sigma(SC_Delta)], with
+// Sigma(SC_Delta) = (1/2) log Delta - 1/4. This is independent of the I-MMSE route (no mmse,
+// no integral over snr): it checks rie.MMSE and MutualInformation together, at one and at two
+// bulks.
+func TestMutualInformationLogEnergy(t *testing.T) {
+	for _, c := range []struct{ rho, delta float64 }{{0.5, 1}, {0.1, 0.5}, {0.5, 0.01}, {2, 0.2}, {1, 3}} {
+		want := 0.5 * (logEnergy(t, c.rho, c.delta) - (0.5*math.Log(c.delta) - 0.25))
+		got, err := MutualInformation(1/c.delta, c.rho)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("rho=%g Delta=%g: I-MMSE %.12f, log energy %.12f, difference %.1e", c.rho, c.delta, got, want, got-want)
+		if math.Abs(got-want) > 1e-11 {
+			t.Errorf("rho=%g Delta=%g: i = %.12g (I-MMSE), %.12g (log energy)", c.rho, c.delta, got, want)
+		}
+	}
+}
