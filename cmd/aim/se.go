@@ -47,7 +47,7 @@ func seFlags(fs *flag.FlagSet, c *job.SEConfig, quiet *bool) {
 	fs.IntVar(&c.MaxIter, "max-iter", c.MaxIter, "SE iteration cap")
 	fs.Float64Var(&c.Damping, "damping", c.Damping, "SE damping in [0, 1)")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "points solved in parallel")
-	fs.StringVar(&c.Start, "start", c.Start, "SE start: uninformed (m = 1), informed (m = 1e-6) or both (report the fixed point of largest free entropy, flag where two coexist); both falls back to uninformed for channels without a free entropy (hardmax --paper-compat, hardmax T > 2)")
+	fs.StringVar(&c.Start, "start", c.Start, "SE start: uninformed (m = 1), informed (m = 1e-6) or both (report the fixed point of largest free entropy, flag where two coexist); both falls back to uninformed for channels without a free entropy (hardmax --paper-compat)")
 }
 
 // parseSE fills the configuration of `aim se` from its flags and validates it.

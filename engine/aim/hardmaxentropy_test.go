@@ -125,3 +125,45 @@ func TestSoftmaxOutputEntropy(t *testing.T) {
 		}
 	}
 }
+
+// Hardmax T = 3, 4 (the shipped tables): psi_out(q, V) - psi_out(0, V) = ∫_0^lambda F/(2(1+t)),
+// whose q-derivative along V = Q0 - q is FisherSum/2 (central differences), and a naive
+// trapezoid in t on a fine grid gives the same integral.
+func TestHardmaxTOutputEntropy(t *testing.T) {
+	for _, T := range []int{3, 4} {
+		ch, err := NewHardmaxTChannel(T)
+		if err != nil {
+			t.Fatal(err)
+		}
+		Q0 := 1.5
+		for _, q := range []float64{0.2, 0.8, 1.3, 1.49} {
+			dq := 1e-5 * math.Min(q, Q0-q)
+			a, _ := ch.OutputEntropy(q-dq, Q0-q+dq)
+			b, _ := ch.OutputEntropy(q+dq, Q0-q-dq)
+			f, _ := ch.FisherSum(q, Q0-q)
+			if fd := (b - a) / (2 * dq); math.Abs(fd/(f/2)-1) > 1e-7 {
+				t.Errorf("T=%d q=%g: dpsi_out/dq = %.10g, FisherSum/2 = %.10g", T, q, fd, f/2)
+			}
+			lam := q / (Q0 - q)
+			const n = 200000
+			naive := 0.0
+			for i := 0; i <= n; i++ {
+				tt := lam * float64(i) / n
+				F, _ := ch.FisherSum(tt, 1)
+				wt := 1.0
+				if i == 0 || i == n {
+					wt = 0.5
+				}
+				naive += wt * F / (2 * (1 + tt))
+			}
+			naive *= lam / n
+			got, _ := ch.OutputEntropy(q, Q0-q)
+			if math.Abs(got-naive) > 1e-8*(1+lam) {
+				t.Errorf("T=%d lambda=%g: %.12g, trapezoid %.12g", T, lam, got, naive)
+			}
+		}
+		if v, _ := ch.OutputEntropy(0, 1); v != 0 {
+			t.Errorf("T=%d: psi_out(0) - psi_out(0) = %g", T, v)
+		}
+	}
+}

@@ -30,7 +30,11 @@ func (c sigmoidChannel) OutputEntropy(q, V float64) (float64, error) {
 var testFirstOrder = sigmoidChannel{a: 1, b: 60, qc: 1.2, w: 0.03}
 
 func entropic(t *testing.T) map[string]aim.Channel {
-	return map[string]aim.Channel{"softmax": softmax(t, 2), "softmax T=3": softmax(t, 3), "hardmax": hardmax(t, false), "sigmoid": testFirstOrder}
+	h3, err := aim.NewHardmaxTChannel(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]aim.Channel{"softmax": softmax(t, 2), "softmax T=3": softmax(t, 3), "hardmax": hardmax(t, false), "hardmax T=3": h3, "sigmoid": testFirstOrder}
 }
 
 // Stationarity: at a solved fixed point both partial derivatives of Phi(m, q-hat) vanish
@@ -78,6 +82,9 @@ func TestFreeEntropyEnvelope(t *testing.T) {
 	cases := map[string][][2]float64{
 		"softmax": {{0.5, 0.02}, {0.5, 0.1}, {0.5, 0.17}, {0.1, 0.01}, {1, 0.1}, {2, 0.2}},
 		"hardmax": {{0.5, 0.05}, {0.5, 0.5}, {0.5, 3}, {0.1, 0.2}, {1, 1}, {2, 8}},
+		// The tabulated T = 3 channel: psi_out up to its documented constant E(0), which the
+		// envelope identity carries on both sides.
+		"hardmax T=3": {{0.5, 0.1}, {0.5, 1}, {2, 3}},
 	}
 	for name, pts := range cases {
 		ch := entropic(t)[name]
