@@ -32,9 +32,9 @@ type SEConfig struct {
 	// an unconverged one.
 	IntTol float64
 	// Start is the SE start (--start): uninformed, informed or both (se.Start). Both, the
-	// default, solves from both ends and reports the fixed point of largest free entropy; for a
-	// channel without a free entropy (hardmax paper-compat, hardmax at a T without a table) the default falls
-	// back to uninformed, and an explicit both (StartGiven) is bad input.
+	// default, solves from both ends and reports the fixed point of largest free entropy; for
+	// a channel without a free entropy (hardmax paper-compat, hardmax at a T without a table)
+	// the default falls back to uninformed, and an explicit both (StartGiven) is bad input.
 	Start      string
 	StartGiven bool
 
