@@ -152,32 +152,9 @@ func newHQuad(paper bool) *hQuad {
 // panel edges on [0, box] (tests use it to check convergence).
 func newHQuadWith(paper bool, ghN, glN int, edges []float64) *hQuad {
 	hq := &hQuad{paper: paper}
-	hq.ghx = make([]float64, ghN)
-	hq.ghw = make([]float64, ghN)
-	quad.Hermite{}.FixedLocations(hq.ghx, hq.ghw, math.Inf(-1), math.Inf(1))
-	for i := range hq.ghx { // weight exp(-x^2) -> standard normal
-		hq.ghx[i] *= math.Sqrt2
-		hq.ghw[i] /= math.SqrtPi
-	}
-
-	glx, glw := kernels.GaussLegendre(glN)
-	var half []float64
-	var halfW []float64
-	for p := len(edges) - 1; p > 0; p-- { // nodes on [-box, 0], increasing
-		a, b := -edges[p], -edges[p-1]
-		for i := range glx {
-			half = append(half, (a+b)/2+(b-a)/2*glx[i])
-			halfW = append(halfW, (b-a)/2*glw[i])
-		}
-	}
-	sort.Sort(sortPair{half, halfW})
-	n := 2 * len(half)
-	hq.bx = make([]float64, n)
-	hq.bw = make([]float64, n)
-	for i := range half {
-		hq.bx[i], hq.bw[i] = half[i], halfW[i]
-		hq.bx[n-1-i], hq.bw[n-1-i] = -half[i], halfW[i]
-	}
+	hq.ghx, hq.ghw = hermiteNormal(ghN)
+	hq.bx, hq.bw = gridNodes(glN, edges)
+	n := len(hq.bx)
 	hq.band = make([]float64, n)
 	if !paper {
 		for i, b := range hq.bx {
@@ -211,6 +188,41 @@ func newHQuadWith(paper bool, ghN, glN int, edges []float64) *hQuad {
 		}
 	}
 	return hq
+}
+
+// hermiteNormal returns the n-point Gauss-Hermite rule for a standard normal variable: nodes
+// and probability weights.
+func hermiteNormal(n int) (x, w []float64) {
+	x, w = make([]float64, n), make([]float64, n)
+	quad.Hermite{}.FixedLocations(x, w, math.Inf(-1), math.Inf(1))
+	for i := range x { // weight exp(-x^2) -> standard normal
+		x[i] *= math.Sqrt2
+		w[i] /= math.SqrtPi
+	}
+	return x, w
+}
+
+// gridNodes returns the symmetric tensor-grid axis on [-box, box]: glN Gauss-Legendre points
+// per panel, the panel edges on [0, box] mirrored (x[n-1-i] = -x[i]), increasing.
+func gridNodes(glN int, edges []float64) (x, w []float64) {
+	glx, glw := kernels.GaussLegendre(glN)
+	var half []float64
+	var halfW []float64
+	for p := len(edges) - 1; p > 0; p-- { // nodes on [-box, 0], increasing
+		a, b := -edges[p], -edges[p-1]
+		for i := range glx {
+			half = append(half, (a+b)/2+(b-a)/2*glx[i])
+			halfW = append(halfW, (b-a)/2*glw[i])
+		}
+	}
+	sort.Sort(sortPair{half, halfW})
+	n := 2 * len(half)
+	x, w = make([]float64, n), make([]float64, n)
+	for i := range half {
+		x[i], w[i] = half[i], halfW[i]
+		x[n-1-i], w[n-1-i] = -half[i], halfW[i]
+	}
+	return x, w
 }
 
 type sortPair struct{ x, w []float64 }

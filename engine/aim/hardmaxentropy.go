@@ -4,10 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"sync"
-
-	"gonum.org/v1/gonum/integrate/quad"
 
 	"github.com/aimtheory/aim/kernels"
 )
@@ -80,30 +77,11 @@ func eQuadRule() *eQuad {
 }
 
 func newEQuad(ghN, glN int, edges []float64) *eQuad {
-	e := &eQuad{ghx: make([]float64, ghN), ghw: make([]float64, ghN)}
-	quad.Hermite{}.FixedLocations(e.ghx, e.ghw, math.Inf(-1), math.Inf(1))
-	for i := range e.ghx {
-		e.ghx[i] *= math.Sqrt2
-		e.ghw[i] /= math.SqrtPi
-	}
-	// The grid nodes of FisherH (symmetric on [-hBox, hBox]).
-	glx, glw := kernels.GaussLegendre(glN)
-	var x, w []float64
-	for p := len(edges) - 1; p > 0; p-- {
-		a, b := -edges[p], -edges[p-1]
-		for i := range glx {
-			x = append(x, (a+b)/2+(b-a)/2*glx[i])
-			w = append(w, (b-a)/2*glw[i])
-		}
-	}
-	sort.Sort(sortPair{x, w})
-	n := 2 * len(x)
-	e.bx = make([]float64, n)
-	bw := make([]float64, n)
-	for i := range x {
-		e.bx[i], bw[i] = x[i], w[i]
-		e.bx[n-1-i], bw[n-1-i] = -x[i], w[i]
-	}
+	e := &eQuad{}
+	e.ghx, e.ghw = hermiteNormal(ghN)
+	var bw []float64
+	e.bx, bw = gridNodes(glN, edges) // the nodes of FisherH's grid
+	n := len(e.bx)
 	e.band = make([]float64, n)
 	for i, b := range e.bx {
 		e.band[i] = eBand(b) * bw[i]
