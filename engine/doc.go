@@ -3,7 +3,8 @@
 //
 //	engine/aim          the attention-indexed model (AIM, docs/AIM.md): teachers and data
 //	                    (model.go), the output channels softmax and hardmax as the SE sees them
-//	engine/aim/se       its state evolution, thresholds alpha_PR and alpha-bar_c, e_gen
+//	engine/aim/se       its state evolution, thresholds alpha_PR and alpha-bar_c, e_gen, the free
+//	                    entropy Phi and first-order transitions (alpha_IT, alpha_alg)
 //	engine/aim/amp      GAMP-RIE on a device
 //	engine/aim/gd       gradient-descent students on a device
 //	engine/smi          the sequence multi-index model and deep tied attention (SMI, docs/SMI.md):
@@ -65,6 +66,17 @@
 //	c1         FisherLimit       lim sqrt(lambda) F(lambda): the facets' share times kappa   AIM 2.3
 //	kappa      fisherKappa       int phi(d)^2/Phi(d) dd: one facet's Fisher integral         AIM 2.3
 //	e_gen      GenError          E||y - y_hat||_F^2 of the Bayes-optimal predictor           AIM 2.4
+//	i(snr)     MutualInformation lim I(S; S + snr^-1/2 Z)/D^2 = (1/4) int_0^snr mmse(1/t) dt  issue 17
+//	psi_in     -                 prior free entropy Q0 q-hat/4 - i(q-hat): d/dq-hat = q/4    issue 17
+//	psi_out    OutputEntropy     E log Z_out(y; omega, V), u-coordinates; d/dq = FisherSum/2 issue 17
+//	                             along V = Q0 - q (softmax: up to a q-independent constant)
+//	Phi        FreeEntropy       psi_in(q-hat) - q q-hat/4 + alpha psi_out(q, Q0 - q) per D^2; issue 17
+//	                             stationary at the SE fixed points; Bayes-optimal: the largest
+//	m_0        MInformed         the informed start m = 1e-6 (uninformed: m = 1)              issue 17
+//	alpha_IT   AlphaIT           first-order transition: the free entropies of the branches  issue 17
+//	                             cross (information-theoretic threshold)
+//	alpha_alg  AlphaAlg          first-order transition: the uninformed branch disappears    issue 17
+//	                             (algorithmic threshold); spinodal: the informed one appears
 //	z          (device ops)      AMP coordinates z = sqrt(2) u = tau o h                     AIM 3
 //	tau        tau               tau_aa = 1, tau_ab = sqrt(2): h to z                        AIM 3
 //	S-hat      sHat              the AMP estimate of S                                       AIM 3

@@ -20,6 +20,13 @@ written as CSV (one row per point), a JSON manifest beside it, and a plot.
   aim se --channel hardmax --paper-compat --rho 0.5 --alpha 0.01:10:64:log
   aim se --channel hardmax --rescaled --rho 0.1,1 --alpha 0.1:20:64:log
   aim se --threshold --channel softmax --T 3 --rho 0.5
+  aim se --channel hardmax --rho 0.5 --start both
+
+Columns free_entropy (Phi of the reported fixed point, per D^2, up to alpha times the channel's
+q-independent constant) and coexist (two stable fixed points: the row reports the one of
+largest Phi, the manifest lists both). --threshold also prints, per rho, a first-order
+transition on the alpha grid: the information-theoretic alpha_IT (the branches' free entropies
+cross) and the algorithmic alpha_alg (the uninformed branch jumps), or none.
 
 Grids: a list "0.05,0.1", a linear range "a:b:n" or a geometric range "a:b:n:log".
 
@@ -40,6 +47,7 @@ func seFlags(fs *flag.FlagSet, c *job.SEConfig, quiet *bool) {
 	fs.IntVar(&c.MaxIter, "max-iter", c.MaxIter, "SE iteration cap")
 	fs.Float64Var(&c.Damping, "damping", c.Damping, "SE damping in [0, 1)")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "points solved in parallel")
+	fs.StringVar(&c.Start, "start", c.Start, "SE start: uninformed (m = 1), informed (m = 1e-6) or both (report the fixed point of largest free entropy, flag where two coexist); both falls back to uninformed for channels without a free entropy (hardmax --paper-compat)")
 }
 
 // parseSE fills the configuration of `aim se` from its flags and validates it.
@@ -51,6 +59,7 @@ func parseSE(args []string, stderr io.Writer) (*job.SEConfig, bool, error) {
 		return nil, false, err
 	}
 	c.AlphaGiven = given(fs, "alpha")
+	c.StartGiven = given(fs, "start")
 	return c, quiet, c.Validate()
 }
 
@@ -91,4 +100,35 @@ func printThresholds(stdout io.Writer, c *job.SEConfig, th job.SEThresholds) {
 		cnt := th.AlphaPRCounting[table.RhoKey(r)]
 		fmt.Fprintf(stdout, "rho = %-6g alpha_PR = %.8g   counting formula %.8g   relative difference %.1e\n", r, a, cnt, math.Abs(a-cnt)/cnt)
 	}
+	printFirstOrder(stdout, c, th)
+}
+
+// printFirstOrder prints, per rho, the first-order transition found on the alpha grid, or
+// none, or why it was not searched.
+func printFirstOrder(stdout io.Writer, c *job.SEConfig, th job.SEThresholds) {
+	as := c.Alphas()
+	if c.Rescaled || len(as) == 0 {
+		return
+	}
+	for _, r := range c.Rhos() {
+		tr, ok := th.FirstOrder[table.RhoKey(r)]
+		switch {
+		case !ok:
+			fmt.Fprintf(stdout, "rho = %-6g first-order transition: not searched (the %s channel has no free entropy)\n", r, c.Channel)
+		case !tr.Found:
+			fmt.Fprintf(stdout, "rho = %-6g first-order transition: none (the uninformed and informed starts reach one fixed point at each of %d alphas in [%g, %g])\n",
+				r, len(as), as[0], as[len(as)-1])
+		default:
+			fmt.Fprintf(stdout, "rho = %-6g first-order transition: alpha_IT = %s (free entropies cross)   alpha_alg = %s (the uninformed branch jumps)   spinodal %s (the informed branch appears)\n",
+				r, orBeyond(tr.AlphaIT, "none on the interval"), orBeyond(tr.AlphaAlg, "above the grid"), orBeyond(tr.AlphaSpinodal, "below the grid"))
+		}
+	}
+}
+
+// orBeyond formats a threshold, or says why there is none.
+func orBeyond(v float64, none string) string {
+	if math.IsNaN(v) {
+		return none
+	}
+	return fmt.Sprintf("%.8g", v)
 }

@@ -56,6 +56,8 @@ func TestSEBadInput(t *testing.T) {
 		{[]string{"--plot", filepath.Join(dir, "se.gif")}, "format"},
 		{[]string{"--gen-samples", "1"}, "gen-samples"},
 		{[]string{"--damping", "1"}, "damping"},
+		{[]string{"--start", "foo"}, "want uninformed, informed or both"},
+		{[]string{"--channel", "hardmax", "--paper-compat", "--start", "both"}, "no free entropy"},
 		{[]string{"--bogus"}, "bogus"},
 		{[]string{"stray"}, "unexpected argument"},
 	}
@@ -246,11 +248,17 @@ func TestSEIntTol(t *testing.T) {
 	}
 	ch, _ := aim.NewHardmaxTChannel(3)
 	failed := 0
+	conv := -1
+	for j, h := range cut[0] {
+		if h == "converged" {
+			conv = j
+		}
+	}
 	for i := 1; i < len(all); i++ {
 		m, _ := strconv.ParseFloat(all[i][7], 64)
 		f, _ := ch.FisherSum(1.5-m, m)
 		over := ch.FisherSumErr(1.5-m, m) > 0.005*f
-		if over != (cut[i][len(cut[i])-1] == "false") || !over && strings.Join(cut[i], ",") != strings.Join(all[i], ",") {
+		if over != (cut[i][conv] == "false") || !over && strings.Join(cut[i], ",") != strings.Join(all[i], ",") {
 			t.Errorf("row %d: %v, without --int-tol %v (relative error over 0.005: %v)", i, cut[i], all[i], over)
 		}
 		if over {
@@ -259,5 +267,72 @@ func TestSEIntTol(t *testing.T) {
 	}
 	if failed == 0 || failed == len(all)-1 {
 		t.Errorf("%d of %d points over the tolerance; the test wants some of each", failed, len(all)-1)
+	}
+}
+
+// TestSEFreeEntropy: `aim se` (default --start both) writes free_entropy equal to
+// se.FreeEntropy at the uninformed fixed point and coexist = false on softmax and hardmax (no
+// first-order transition), the existing columns equal to --start uninformed's, the start in
+// the manifest; --threshold prints "none" for the first-order transition; paper-compat hardmax
+// falls back to the uninformed start with free_entropy empty.
+func TestSEFreeEntropy(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		channel []string
+		ch      aim.Channel
+	}{{[]string{"--channel", "softmax"}, nil}, {[]string{"--channel", "hardmax"}, nil}} {
+		var rows [2][][]string
+		for k, start := range []string{"both", "uninformed"} {
+			out := filepath.Join(dir, c.channel[1]+start+".csv")
+			args := append([]string{"se", "--quiet", "--rho", "0.5", "--alpha", "0.05,0.15", "--gen-samples", "0", "--out", out, "--plot", ""}, c.channel...)
+			if start != "both" {
+				args = append(args, "--start", start)
+			}
+			if code, _, stderr := runArgs(t, args...); code != 0 {
+				t.Fatalf("%v: status %d: %s", args, code, stderr)
+			}
+			rows[k] = readCSV(t, out)
+			var man map[string]any
+			b, _ := os.ReadFile(strings.TrimSuffix(out, ".csv") + ".json")
+			if err := json.Unmarshal(b, &man); err != nil || man["parameters"].(map[string]any)["start"] != start {
+				t.Errorf("%s: manifest start %v (%v)", out, man["parameters"], err)
+			}
+		}
+		h := rows[0][0]
+		if h[len(h)-2] != "free_entropy" || h[len(h)-1] != "coexist" {
+			t.Fatalf("header %v", h)
+		}
+		var ch aim.Channel
+		if c.channel[1] == "softmax" {
+			ch, _ = aim.NewSoftmax(2, 1)
+		} else {
+			ch, _ = aim.NewHardmax(2, false)
+		}
+		for i := 1; i < len(rows[0]); i++ {
+			if strings.Join(rows[0][i], ",") != strings.Join(rows[1][i], ",") {
+				t.Errorf("%s: --start both and uninformed differ:\n%v\n%v", c.channel[1], rows[0][i], rows[1][i])
+			}
+			alpha, _ := strconv.ParseFloat(rows[0][i][4], 64)
+			p, err := se.Solve(ch, 0.5, alpha, se.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := se.FreeEntropy(ch, p)
+			got, _ := strconv.ParseFloat(rows[0][i][len(h)-2], 64)
+			if math.Abs(got-want) > 1e-9*math.Abs(want) || rows[0][i][len(h)-1] != "false" {
+				t.Errorf("%s alpha=%g: free_entropy %s (want %.12g), coexist %s", c.channel[1], alpha, rows[0][i][len(h)-2], want, rows[0][i][len(h)-1])
+			}
+		}
+	}
+	out := filepath.Join(dir, "paper.csv")
+	if code, _, stderr := runArgs(t, "se", "--quiet", "--channel", "hardmax", "--paper-compat", "--rho", "0.5", "--alpha", "0.5", "--gen-samples", "0", "--out", out, "--plot", ""); code != 0 {
+		t.Fatalf("paper-compat: status %d: %s", code, stderr)
+	}
+	if r := readCSV(t, out); len(r) != 2 || r[1][len(r[1])-2] != "" {
+		t.Errorf("paper-compat: %v; want an empty free_entropy", r)
+	}
+	code, stdout, stderr := runArgs(t, "se", "--threshold", "--rho", "0.5", "--alpha", "0.01:0.25:16")
+	if code != 0 || !strings.Contains(stdout, "rho = 0.5    first-order transition: none") {
+		t.Errorf("--threshold (status %d, %s):\n%s", code, stderr, stdout)
 	}
 }

@@ -23,3 +23,16 @@ type Channel interface {
 	// q-hat = 2 alpha FisherSum(q, V) with V = Q0 - q (docs/AIM.md 2.1).
 	FisherSum(q, V float64) (float64, error)
 }
+
+// Entropic is a Channel whose output free entropy the state evolution can compute.
+type Entropic interface {
+	Channel
+	// OutputEntropy returns psi_out(q, V) = E log Z_out(y; omega, V) (u-coordinates), with
+	// omega_ab ~ N(0, q) iid, u = omega + sqrt(V) xi, y = g(h(u)) and
+	// Z_out(y; omega, V) = E_xi P(y | u = omega + sqrt(V) xi), up to a constant independent of
+	// q and V that the channel documents (it cancels between fixed points at one alpha and in
+	// the envelope identity dPhi/dalpha = psi_out). Its q-derivative along V = Q0 - q is
+	// FisherSum(q, V)/2, which makes q-hat = 2 alpha FisherSum the stationarity condition of
+	// the free entropy (engine/aim/se).
+	OutputEntropy(q, V float64) (float64, error)
+}

@@ -152,32 +152,9 @@ func newHQuad(paper bool) *hQuad {
 // panel edges on [0, box] (tests use it to check convergence).
 func newHQuadWith(paper bool, ghN, glN int, edges []float64) *hQuad {
 	hq := &hQuad{paper: paper}
-	hq.ghx = make([]float64, ghN)
-	hq.ghw = make([]float64, ghN)
-	quad.Hermite{}.FixedLocations(hq.ghx, hq.ghw, math.Inf(-1), math.Inf(1))
-	for i := range hq.ghx { // weight exp(-x^2) -> standard normal
-		hq.ghx[i] *= math.Sqrt2
-		hq.ghw[i] /= math.SqrtPi
-	}
-
-	glx, glw := kernels.GaussLegendre(glN)
-	var half []float64
-	var halfW []float64
-	for p := len(edges) - 1; p > 0; p-- { // nodes on [-box, 0], increasing
-		a, b := -edges[p], -edges[p-1]
-		for i := range glx {
-			half = append(half, (a+b)/2+(b-a)/2*glx[i])
-			halfW = append(halfW, (b-a)/2*glw[i])
-		}
-	}
-	sort.Sort(sortPair{half, halfW})
-	n := 2 * len(half)
-	hq.bx = make([]float64, n)
-	hq.bw = make([]float64, n)
-	for i := range half {
-		hq.bx[i], hq.bw[i] = half[i], halfW[i]
-		hq.bx[n-1-i], hq.bw[n-1-i] = -half[i], halfW[i]
-	}
+	hq.ghx, hq.ghw = hermiteNormal(ghN)
+	hq.bx, hq.bw = gridNodes(glN, edges)
+	n := len(hq.bx)
 	hq.band = make([]float64, n)
 	if !paper {
 		for i, b := range hq.bx {
@@ -213,6 +190,41 @@ func newHQuadWith(paper bool, ghN, glN int, edges []float64) *hQuad {
 	return hq
 }
 
+// hermiteNormal returns the n-point Gauss-Hermite rule for a standard normal variable: nodes
+// and probability weights.
+func hermiteNormal(n int) (x, w []float64) {
+	x, w = make([]float64, n), make([]float64, n)
+	quad.Hermite{}.FixedLocations(x, w, math.Inf(-1), math.Inf(1))
+	for i := range x { // weight exp(-x^2) -> standard normal
+		x[i] *= math.Sqrt2
+		w[i] /= math.SqrtPi
+	}
+	return x, w
+}
+
+// gridNodes returns the symmetric tensor-grid axis on [-box, box]: glN Gauss-Legendre points
+// per panel, the panel edges on [0, box] mirrored (x[n-1-i] = -x[i]), increasing.
+func gridNodes(glN int, edges []float64) (x, w []float64) {
+	glx, glw := kernels.GaussLegendre(glN)
+	var half []float64
+	var halfW []float64
+	for p := len(edges) - 1; p > 0; p-- { // nodes on [-box, 0], increasing
+		a, b := -edges[p], -edges[p-1]
+		for i := range glx {
+			half = append(half, (a+b)/2+(b-a)/2*glx[i])
+			halfW = append(halfW, (b-a)/2*glw[i])
+		}
+	}
+	sort.Sort(sortPair{half, halfW})
+	n := 2 * len(half)
+	x, w = make([]float64, n), make([]float64, n)
+	for i := range half {
+		x[i], w[i] = half[i], halfW[i]
+		x[n-1-i], w[n-1-i] = -half[i], halfW[i]
+	}
+	return x, w
+}
+
 type sortPair struct{ x, w []float64 }
 
 func (s sortPair) Len() int           { return len(s.x) }
@@ -236,20 +248,27 @@ func (hq *hQuad) direct(lambda float64) float64 {
 // gaussHermite integrates the full integrand over z ~ N(0, I_2), b = sqrt(lambda) L z,
 // L = [[1, 0], [1/3, sqrt(8)/3]], using the evenness of the integrand (z -> -z).
 func (hq *hQuad) gaussHermite(lambda float64) float64 {
+	return gaussHermiteEven(hq.ghx, hq.ghw, lambda, func(b1, b2 float64) float64 { return hIntegrand(b1, b2, hq.paper) })
+}
+
+// gaussHermiteEven returns E f(b) for b ~ N(0, lambda C), C = [[1, 1/3], [1/3, 1]], and f even
+// (f(-b) = f(b)), by the tensor Gauss-Hermite rule (ghx, ghw: nodes and probability weights of
+// N(0, 1)) in the whitened coordinates b = sqrt(lambda) L z, L = [[1, 0], [1/3, sqrt(8)/3]].
+func gaussHermiteEven(ghx, ghw []float64, lambda float64, f func(b1, b2 float64) float64) float64 {
 	sl := math.Sqrt(lambda)
 	l21, l22 := 1.0/3, math.Sqrt(8)/3
-	n := len(hq.ghx)
+	n := len(ghx)
 	sum := 0.0
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
 			// Pair (i, j) with (n-1-i, n-1-j): take the half with i < n/2 twice.
-			if i >= n/2 || hq.ghw[i]*hq.ghw[j] < 1e-18 {
+			if i >= n/2 || ghw[i]*ghw[j] < 1e-18 {
 				continue
 			}
-			z1, z2 := hq.ghx[i], hq.ghx[j]
+			z1, z2 := ghx[i], ghx[j]
 			b1 := sl * z1
 			b2 := sl * (l21*z1 + l22*z2)
-			sum += 2 * hq.ghw[i] * hq.ghw[j] * hIntegrand(b1, b2, hq.paper)
+			sum += 2 * ghw[i] * ghw[j] * f(b1, b2)
 		}
 	}
 	return sum
@@ -257,32 +276,40 @@ func (hq *hQuad) gaussHermite(lambda float64) float64 {
 
 // grid evaluates 2 E_{N(0,lambda)} hBand + int p_lambda g on the fixed grid.
 func (hq *hQuad) grid(lambda float64) float64 {
-	n := len(hq.bx)
-	band := 0.0
-	if !hq.paper {
+	return gridGauss(hq.bx, hq.band, hq.g, lambda, !hq.paper)
+}
+
+// gridGauss returns 2 sum_i band_i N(bx_i; 0, lambda) + sum_ij g_ij p_lambda(bx_i, bx_j) (when
+// withBand; the g term only otherwise): the integral against b ~ N(0, lambda C) of a function
+// split into bands along the axes and a localised part, with the weights already folded into
+// band and g (see the direct quadrature's comment).
+func gridGauss(bx, band, g []float64, lambda float64, withBand bool) float64 {
+	n := len(bx)
+	bsum := 0.0
+	if withBand {
 		c := 1 / math.Sqrt(2*math.Pi*lambda)
-		for i, b := range hq.bx {
-			band += hq.band[i] * c * math.Exp(-b*b/(2*lambda))
+		for i, b := range bx {
+			bsum += band[i] * c * math.Exp(-b*b/(2*lambda))
 		}
 	}
 	// p_lambda(b) = exp(-Q/(2 lambda))/(2 pi lambda sqrt(8/9)), Q = (9/8)(b1^2 - (2/3) b1 b2 + b2^2).
 	a := 9.0 / 16 / lambda
 	cross := 9.0 / 8 / 3 / lambda
 	e := make([]float64, n)
-	for i, b := range hq.bx {
+	for i, b := range bx {
 		e[i] = -a * b * b
 	}
 	sum := 0.0
 	for i := 0; i < n; i++ {
-		row := hq.g[i*n : (i+1)*n]
-		bi := hq.bx[i]
+		row := g[i*n : (i+1)*n]
+		bi := bx[i]
 		part := 0.0
 		for j, v := range row {
-			part += v * math.Exp(e[i]+e[j]+cross*bi*hq.bx[j])
+			part += v * math.Exp(e[i]+e[j]+cross*bi*bx[j])
 		}
 		sum += part
 	}
-	return 2*band + sum/(2*math.Pi*lambda*math.Sqrt(8.0/9))
+	return 2*bsum + sum/(2*math.Pi*lambda*math.Sqrt(8.0/9))
 }
 
 // series is the large-lambda expansion of grid():

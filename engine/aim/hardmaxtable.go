@@ -338,3 +338,33 @@ func (c *HardmaxTChannel) BestRelErr() float64 {
 	}
 	return best
 }
+
+// OutputEntropy returns psi_out(q, V) up to a constant: with lambda = q/V and the table's F
+// (plus the Bound's multiple of its error),
+//
+//	psi_out(q, V) - psi_out(0, V) = ∫_0^lambda F(t) / (2 (1 + t)) dt = ∫_{s(lambda)}^1 F(t(s))/s ds,
+//
+// s = (1 + t)^{-1/2}. Hardmax's Z_out(y; omega, V) depends on omega/sqrt(V) only, so psi_out is
+// a function E(lambda), and d psi_out/dq along V = Q0 - q = FisherSum/2 = F/(2V) gives
+// E'(lambda) = F(lambda)/(2 (1 + lambda)). The dropped constant E(0) = sum_y P0(y) log P0(y)
+// (the patterns' negative entropy at q = 0) depends on T only; it cancels between fixed points
+// at one alpha and from both sides of the envelope identity. F/s = G(s) is the fit's polynomial
+// in s (FisherFit), integrated by 32-point Gauss-Legendre on [s(lambda), 1] (exact for the
+// polynomial; the error term is smooth): the accuracy is the table's, FisherSumErr.
+func (c *HardmaxTChannel) OutputEntropy(q, V float64) (float64, error) {
+	if !(q >= 0) || !(V > 0) || math.IsInf(q, 0) || math.IsInf(V, 0) {
+		return math.NaN(), fmt.Errorf("hardmax T = %d: OutputEntropy(q = %g, V = %g): need q >= 0 and V > 0, finite", c.table.T, q, V)
+	}
+	lo := 1 / math.Sqrt(1+q/V)
+	x, w := kernels.GaussLegendre(32)
+	sum := 0.0
+	for i := range x {
+		s := lo + (1-lo)*(x[i]+1)/2
+		f, e := c.fit.Eval(1/(s*s) - 1)
+		sum += w[i] * (f + c.bound*e) / s
+	}
+	return sum * (1 - lo) / 2, nil
+}
+
+// HardmaxTChannel implements Entropic.
+var _ Entropic = (*HardmaxTChannel)(nil)

@@ -1,7 +1,9 @@
 // Package se solves the state evolution (SE) of Bayes-optimal learning in the single-layer
 // attention-indexed model (docs/AIM.md section 2): the scalar overlap q of the RIE prior side
 // coupled to the output channel through q-hat, the rho -> 0 rescaled SE, the perfect-recovery and
-// weak-recovery thresholds, and the Bayes-optimal generalisation error on the outputs y.
+// weak-recovery thresholds, the Bayes-optimal generalisation error on the outputs y, and the free
+// entropy Phi that selects between fixed points reached from the uninformed and informed starts
+// (freeentropy.go; first-order transitions in transition.go).
 package se
 
 import (
@@ -33,6 +35,9 @@ type Options struct {
 	// Accelerate adds the solver's Aitken jumps, accepted only when they lower the residual; it
 	// matters near alpha_PR, where the map's slope tends to 1 and plain iteration crawls.
 	Accelerate bool
+	// Start is the starting point: Uninformed (the zero value, m = 1), Informed (m =
+	// MInformed) or Both (see SolveBranches; Solve then returns the Bayes-optimal fixed point).
+	Start Start
 }
 
 // DefaultOptions returns damping 0.5, tolerance 1e-12, 20000 iterations, with acceleration.
@@ -113,22 +118,32 @@ func qHat(ch aim.Channel, alpha, Q0, m float64) (float64, error) {
 //
 //	q-hat = 2 alpha FisherSum(q, Q0 - q),   q = Q0 - mmse_S(1/q-hat; rho),   Q0 = 1 + rho,
 //
-// reached from the uninformative start q = rho (m = 1). On ErrNotConverged the Point is still
-// returned, with Converged = false.
+// reached from o.Start: the uninformative start q = rho (m = 1, the zero value), the informed
+// start m = MInformed, or Both, which returns the fixed point of largest free entropy
+// (SolveBranches, Branches.Optimal). On ErrNotConverged the Point is still returned, with
+// Converged = false.
 func Solve(ch aim.Channel, rho, alpha float64, o Options) (Point, error) {
 	if err := checkRhoAlpha(rho, alpha); err != nil {
 		return Point{}, err
 	}
+	if o.Start == Both {
+		return solveBoth(ch, rho, alpha, o)
+	}
 	Q0 := 1 + rho
-	G := func(m float64) (float64, error) {
+	m, n, err := solveScalar(seMap(ch, rho, alpha), o.Start.m0(), o)
+	return finish(ch, rho, alpha, Q0, m, n, err)
+}
+
+// seMap is the single-layer SE map G(m) = mmse_S(1/q-hat(m); rho).
+func seMap(ch aim.Channel, rho, alpha float64) func(m float64) (float64, error) {
+	Q0 := 1 + rho
+	return func(m float64) (float64, error) {
 		qh, err := qHat(ch, alpha, Q0, m)
 		if err != nil {
 			return math.NaN(), err
 		}
 		return priorMMSE(1/qh, rho)
 	}
-	m, n, err := solveScalar(G, 1, o)
-	return finish(ch, rho, alpha, Q0, m, n, err)
 }
 
 // SolveRescaled returns the fixed point of the rho -> 0 rescaled SE at alpha-bar_r = N/(D R)
@@ -152,7 +167,7 @@ func SolveRescaled(ch aim.Channel, alphaR float64, o Options) (Point, error) {
 		}
 		return t * (2 - t), nil
 	}
-	m, n, err := solveScalar(G, 1, o)
+	m, n, err := solveScalar(G, o.Start.m0(), o)
 	return finish(ch, 0, alphaR, 1, m, n, err)
 }
 

@@ -57,7 +57,17 @@ type VLine struct {
 	X     float64
 	Group int
 	Label string
+	Style VStyle // the dash pattern; the zero value is the short dashes of alpha_PR
 }
+
+// VStyle is the dash pattern of a vertical line: one per kind of threshold.
+type VStyle int
+
+const (
+	VDashed  VStyle = iota // short dashes (alpha_PR, alpha-bar_c)
+	VDotted                // dots (alpha_IT)
+	VDashDot               // long dash and dot (alpha_alg)
+)
 
 // Figure is one panel. Its text (title, labels, legend) may hold the symbols of symbols.go
 // and braced scripts: "α_{PR}", "D^{2}".
@@ -348,7 +358,14 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 		}
 		l.LineStyle.Color = colour(v.Group)
 		l.LineStyle.Width = 0.8 * s
-		l.LineStyle.Dashes = []vg.Length{2 * s, 2 * s}
+		switch v.Style {
+		case VDotted:
+			l.LineStyle.Dashes = []vg.Length{0.8 * s, 1.6 * s}
+		case VDashDot:
+			l.LineStyle.Dashes = []vg.Length{5 * s, 1.5 * s, 0.8 * s, 1.5 * s}
+		default:
+			l.LineStyle.Dashes = []vg.Length{2 * s, 2 * s}
+		}
 		p.Add(tracked{l})
 		entries.add(v.Label, "vline", v.Group, l)
 	}

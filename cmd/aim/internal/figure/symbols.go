@@ -11,6 +11,8 @@ const (
 	AlphaBarR = "ᾱ_{r}"                   // N/(D R) = α/ρ, the ρ → 0 rescaled axis
 	AlphaPR   = "α_{PR}"                  // perfect-recovery threshold
 	AlphaBarC = "ᾱ_{c}"                   // ρ → 0 weak-recovery threshold, in ᾱ_r
+	AlphaIT   = "α_{IT}"                  // information-theoretic threshold (free entropies cross)
+	AlphaAlg  = "α_{alg}"                 // algorithmic threshold (the uninformed branch jumps)
 	Rho       = "ρ"                       // rank ratio R/D
 	Beta      = "β"                       // softmax inverse temperature
 	Minus     = "−"                       // U+2212, the minus sign of labels and ticks

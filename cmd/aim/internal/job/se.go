@@ -31,13 +31,21 @@ type SEConfig struct {
 	// (hardmax T > 2, a tabulated integral); 0 accepts any. A point beyond it is reported like
 	// an unconverged one.
 	IntTol float64
+	// Start is the SE start (--start): uninformed, informed or both (se.Start). Both, the
+	// default, solves from both ends and reports the fixed point of largest free entropy; for
+	// a channel without a free entropy (hardmax paper-compat, hardmax at a T without a table)
+	// the default falls back to uninformed, and an explicit both (StartGiven) is bad input.
+	Start      string
+	StartGiven bool
+
+	start se.Start
 }
 
 // NewSEConfig returns the configuration of `aim se` with no flag set.
 func NewSEConfig() *SEConfig {
 	o := se.DefaultOptions()
 	return &SEConfig{Model: defaultModel("se"), GenSamples: 20000, GenInner: 8, Seed: 1,
-		Tol: o.Tol, MaxIter: o.MaxIter, Damping: o.Damping, Accelerate: o.Accelerate, Workers: runtime.GOMAXPROCS(0)}
+		Tol: o.Tol, MaxIter: o.MaxIter, Damping: o.Damping, Accelerate: o.Accelerate, Workers: runtime.GOMAXPROCS(0), Start: se.Both.String()}
 }
 
 // Validate checks the configuration and parses its grids; every problem is bad input.
@@ -88,11 +96,51 @@ func (c *SEConfig) Validate() error {
 	case c.Workers < 1:
 		return Inputf("--workers %d: need at least 1", c.Workers)
 	}
+	return c.validateStart()
+}
+
+// validateStart parses --start; both needs a channel with a free entropy (see Start).
+func (c *SEConfig) validateStart() error {
+	st, err := se.ParseStart(c.Start)
+	if err != nil {
+		return Inputf("--start: %v", err)
+	}
+	c.start = st
+	if st != se.Both || c.Channel == "hardmax" && c.T > 2 && !aim.HardmaxTTabulated(c.T) {
+		if st == se.Both && c.StartGiven {
+			return Inputf("--start both: hardmax at T = %d has no free entropy to choose between fixed points", c.T)
+		}
+		if st == se.Both {
+			c.start = se.Uninformed
+		}
+		return nil
+	}
+	ch, err := c.theoryChannel()
+	if err != nil {
+		return InputError{err}
+	}
+	if !hasEntropy(ch) {
+		if c.StartGiven {
+			return Inputf("--start both: the %s channel has no free entropy to choose between fixed points; use --start uninformed or informed", c.csvChannel())
+		}
+		c.start = se.Uninformed
+	}
 	return nil
 }
 
+// hasEntropy reports whether the channel computes an output free entropy (aim.Entropic, not
+// refused).
+func hasEntropy(ch aim.Channel) bool {
+	e, ok := ch.(aim.Entropic)
+	if !ok {
+		return false
+	}
+	_, err := e.OutputEntropy(0.5, 0.5)
+	return !errors.Is(err, aim.ErrNoEntropy)
+}
+
 func (c *SEConfig) options() se.Options {
-	return se.Options{Damping: c.Damping, Tol: c.Tol, MaxIter: c.MaxIter, Accelerate: c.Accelerate}
+	return se.Options{Damping: c.Damping, Tol: c.Tol, MaxIter: c.MaxIter, Accelerate: c.Accelerate, Start: c.start}
 }
 
 // SERow is one point of an `aim se` curve: a row of its CSV.
@@ -110,6 +158,13 @@ type SERow struct {
 	GenErrorStderr float64
 	Iterations     int
 	Converged      bool
+	// FreeEntropy is Phi of the reported fixed point (se.FreeEntropy, up to alpha times the
+	// channel's q-independent constant); NaN without a free entropy, unconverged, or in the
+	// rescaled limit; +Inf at perfect recovery (softmax).
+	FreeEntropy float64
+	// Coexist is true where the uninformed and informed starts reach two stable fixed points
+	// (--start both only; false otherwise): the row reports the one of larger FreeEntropy.
+	Coexist bool
 }
 
 // SESchema is the one definition of an `aim se` row.
@@ -129,6 +184,8 @@ var SESchema = &table.Schema[SERow]{Kind: table.SE, Columns: []table.Column[SERo
 	table.Float("gen_error_stderr", func(r *SERow) float64 { return r.GenErrorStderr }),
 	table.Int("iterations", func(r *SERow) int { return r.Iterations }),
 	table.Bool("converged", func(r *SERow) bool { return r.Converged }),
+	table.Float("free_entropy", func(r *SERow) float64 { return r.FreeEntropy }),
+	table.Bool("coexist", func(r *SERow) bool { return r.Coexist }),
 }}
 
 // seRow is the row of a solved point of model m.
@@ -139,7 +196,8 @@ func seRow(m *Model, rho, alphaR float64, p se.Point) SERow {
 		alphaBar = alpha * m.directions()
 	}
 	return SERow{Channel: m.csvChannel(), T: m.T, Rho: rho, Beta: m.csvBeta(), Alpha: alpha, AlphaBar: alphaBar, AlphaR: alphaR,
-		MMSE: p.MMSE, MMSEErr: math.NaN(), Q: p.Q, QHat: p.QHat, GenError: math.NaN(), GenErrorStderr: math.NaN(), Iterations: p.Iterations, Converged: p.Converged}
+		MMSE: p.MMSE, MMSEErr: math.NaN(), Q: p.Q, QHat: p.QHat, GenError: math.NaN(), GenErrorStderr: math.NaN(), Iterations: p.Iterations, Converged: p.Converged,
+		FreeEntropy: math.NaN()}
 }
 
 // SEThresholds are the thresholds of `aim se`, drawn on its figure and written to its manifest.
@@ -148,6 +206,11 @@ type SEThresholds struct {
 	AlphaPRCounting map[string]float64 // per rho, the counting formula (softmax)
 	AlphaBarC       float64            // rho -> 0 weak recovery, in N/(D R)
 	AlphaBarCErr    float64            // its standard error (hardmax T > 2, a polytope integral); 0 when exact
+	// FirstOrder holds, per rho, the first-order transition on the alpha grid
+	// (se.FirstOrder: spinodal, alpha_IT, alpha_alg), for the channels with a free entropy: in
+	// --threshold mode at every rho, in a run only at the rho where coexisting fixed points were
+	// found. Absent: not searched (no free entropy).
+	FirstOrder map[string]se.Transition
 }
 
 // SEThresholdsOf computes the thresholds of every rho of a validated configuration. For hardmax
@@ -187,6 +250,11 @@ func seThresholds(c *SEConfig, ch aim.Channel) (SEThresholds, error) {
 		if err != nil {
 			return th, err
 		}
+		if c.Threshold && hasEntropy(ch) && !c.Rescaled {
+			if err := c.firstOrder(ch, r, &th); err != nil {
+				return th, err
+			}
+		}
 		th.AlphaPR[table.RhoKey(r)] = a
 		if sm, ok := ch.(*aim.Softmax); ok {
 			th.AlphaPRCounting[table.RhoKey(r)] = se.AlphaPRCounting(r, sm.Directions())
@@ -195,11 +263,36 @@ func seThresholds(c *SEConfig, ch aim.Channel) (SEThresholds, error) {
 	return th, nil
 }
 
+// firstOrder searches the first-order transition at rho on the configuration's alpha grid.
+func (c *SEConfig) firstOrder(ch aim.Channel, rho float64, th *SEThresholds) error {
+	if th.FirstOrder == nil {
+		th.FirstOrder = map[string]se.Transition{}
+	}
+	tr, err := se.FirstOrder(ch, rho, c.alphas, 1e-8, c.options())
+	if err != nil {
+		return err
+	}
+	th.FirstOrder[table.RhoKey(rho)] = tr
+	return nil
+}
+
 // SEResult is what RunSE computed.
 type SEResult struct {
 	Rows       []SERow // in grid order: per curve (the rescaled limit first), per alpha
 	Thresholds SEThresholds
 	Failed     []string // the points that did not converge (their rows have no values)
+	// Coexisting lists the points where two fixed points coexist (--start both), each with
+	// both branches and their free entropies; the row reports the larger.
+	Coexisting []Coexisting
+}
+
+// Coexisting is a point of two stable fixed points: both branches and their free entropies.
+// The manifest lists them under "coexisting".
+type Coexisting struct {
+	Rho, Alpha                   float64
+	MMSEUninformed, MMSEInformed float64
+	PhiUninformed, PhiInformed   float64
+	Optimal                      string // the branch of larger free entropy: "uninformed" or "informed"
 }
 
 // Err is the error of the result when points did not converge (their rows written without
@@ -240,12 +333,13 @@ func runSE(c *SEConfig, ch aim.Channel, env Env) (*SEResult, error) {
 	}
 	res := &SEResult{Rows: make([]SERow, len(points)), Thresholds: th}
 	errs := make([]error, len(points))
+	coex := make([]*Coexisting, len(points))
 	bar := env.progress(len(points), "se "+ch.Name())
 	// Points run in parallel on c.Workers goroutines; each point's Monte Carlo takes an equal
 	// share of the cores, and its draws depend on the point, not on the grid or the schedule.
 	genWorkers := max(1, par.Workers(0)/max(1, min(c.Workers, len(points))))
 	if err := par.For(c.Workers, len(points), par.NoState, func(_ struct{}, i int) error {
-		res.Rows[i], errs[i] = solvePoint(c, ch, points[i].rho, points[i].alphaR, genWorkers)
+		res.Rows[i], coex[i], errs[i] = solvePoint(c, ch, points[i].rho, points[i].alphaR, genWorkers)
 		bar.Add(1)
 		return nil
 	}); err != nil {
@@ -260,20 +354,57 @@ func runSE(c *SEConfig, ch aim.Channel, env Env) (*SEResult, error) {
 			res.Failed = append(res.Failed, err.Error())
 		}
 	}
+	// The first-order transitions, at the rho where the grid found coexisting fixed points.
+	searched := map[float64]bool{}
+	for _, x := range coex {
+		if x == nil {
+			continue
+		}
+		res.Coexisting = append(res.Coexisting, *x)
+		if !searched[x.Rho] {
+			searched[x.Rho] = true
+			if err := c.firstOrder(ch, x.Rho, &res.Thresholds); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return res, nil
 }
 
-// solvePoint solves one point (rho = 0: the rescaled limit at alpha-bar_r) and estimates its
-// generalisation error.
-func solvePoint(c *SEConfig, ch aim.Channel, rho, alphaR float64, genWorkers int) (SERow, error) {
+// solvePoint solves one point (rho = 0: the rescaled limit at alpha-bar_r), its free entropy
+// and its generalisation error; with --start both it also returns the two branches where they
+// coexist.
+func solvePoint(c *SEConfig, ch aim.Channel, rho, alphaR float64, genWorkers int) (SERow, *Coexisting, error) {
 	var p se.Point
 	var err error
-	if rho == 0 {
+	var coex *Coexisting
+	phi := math.NaN()
+	switch {
+	case rho == 0:
 		p, err = se.SolveRescaled(ch, alphaR, c.options())
-	} else {
+	case c.start == se.Both:
+		var b se.Branches
+		b, err = se.SolveBranches(ch, rho, alphaR*rho, c.options())
+		if err == nil {
+			p, phi = b.Optimal()
+			if b.Coexist {
+				coex = &Coexisting{Rho: rho, Alpha: alphaR * rho, MMSEUninformed: b.Uninformed.MMSE, MMSEInformed: b.Informed.MMSE,
+					PhiUninformed: b.PhiUninformed, PhiInformed: b.PhiInformed, Optimal: "uninformed"}
+				if p.MMSE == b.Informed.MMSE {
+					coex.Optimal = "informed"
+				}
+			}
+		} else {
+			p = b.Uninformed
+		}
+	default:
 		p, err = se.Solve(ch, rho, alphaR*rho, c.options())
+		if err == nil && hasEntropy(ch) {
+			phi, err = se.FreeEntropy(ch, p)
+		}
 	}
 	row := seRow(&c.Model, rho, alphaR, p)
+	row.FreeEntropy, row.Coexist = phi, coex != nil
 	if err == nil {
 		row.MMSEErr, err = mmseErr(c, ch, rho, alphaR, p)
 	}
@@ -287,11 +418,11 @@ func solvePoint(c *SEConfig, ch aim.Channel, rho, alphaR float64, genWorkers int
 		}
 	}
 	if err != nil || c.GenSamples == 0 {
-		return row, err
+		return row, coex, err
 	}
 	o := se.GenErrorOptions{Samples: c.GenSamples, Inner: c.GenInner, Seed: PointSeed(c.Seed, rho, alphaR), Workers: genWorkers}
 	row.GenError, row.GenErrorStderr, err = se.GenError(ch, p.Q, p.MMSE, o)
-	return row, err
+	return row, coex, err
 }
 
 // mmseErr is the error of a solved point's MMSE that the channel's integration error causes:
@@ -358,22 +489,42 @@ func ExecuteSE(c *SEConfig, env Env) (string, error) {
 	}
 	params := c.params()
 	for k, v := range map[string]any{"rescaled": c.Rescaled, "damping": c.Damping, "tol": c.Tol, "max_iter": c.MaxIter,
-		"accelerate": c.Accelerate, "gen_samples": c.GenSamples, "gen_inner": c.GenInner, "seed": c.Seed} {
+		"accelerate": c.Accelerate, "gen_samples": c.GenSamples, "gen_inner": c.GenInner, "seed": c.Seed, "start": c.start.String()} {
 		params[k] = v
 	}
 	man := env.manifest("se", "cpu (theory: scalar state evolution)", params, start)
 	man["thresholds"] = jsonThresholds(res.Thresholds)
 	man["points"] = len(res.Rows)
 	man["unconverged"] = len(res.Failed)
+	coex := []map[string]any{}
+	for _, x := range res.Coexisting {
+		num := func(v float64) any { // JSON holds no NaN or infinity
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil
+			}
+			return v
+		}
+		coex = append(coex, map[string]any{"rho": x.Rho, "alpha": x.Alpha, "mmse_uninformed": num(x.MMSEUninformed), "mmse_informed": num(x.MMSEInformed),
+			"free_entropy_uninformed": num(x.PhiUninformed), "free_entropy_informed": num(x.PhiInformed), "optimal": x.Optimal})
+	}
+	man["coexisting"] = coex
 	return out.complete(fig, man, len(res.Rows), start, res.Err())
 }
 
 // figureThresholds keeps the thresholds the manifest records as numbers (no infinities).
 func figureThresholds(th SEThresholds) *table.Thresholds {
-	out := &table.Thresholds{AlphaPR: map[string]float64{}, AlphaBarC: th.AlphaBarC}
+	out := &table.Thresholds{AlphaPR: map[string]float64{}, AlphaBarC: th.AlphaBarC, AlphaIT: map[string]float64{}, AlphaAlg: map[string]float64{}}
 	for k, v := range th.AlphaPR {
 		if !math.IsInf(v, 0) && !math.IsNaN(v) {
 			out.AlphaPR[k] = v
+		}
+	}
+	for k, tr := range th.FirstOrder {
+		if !math.IsNaN(tr.AlphaIT) {
+			out.AlphaIT[k] = tr.AlphaIT
+		}
+		if !math.IsNaN(tr.AlphaAlg) {
+			out.AlphaAlg[k] = tr.AlphaAlg
 		}
 	}
 	return out
@@ -392,7 +543,15 @@ func jsonThresholds(th SEThresholds) map[string]any {
 		}
 		return out
 	}
-	return map[string]any{"alpha_PR": clean(th.AlphaPR), "alpha_PR_counting": clean(th.AlphaPRCounting), "alpha_bar_c": th.AlphaBarC, "alpha_bar_c_err": th.AlphaBarCErr}
+	out := map[string]any{"alpha_PR": clean(th.AlphaPR), "alpha_PR_counting": clean(th.AlphaPRCounting), "alpha_bar_c": th.AlphaBarC, "alpha_bar_c_err": th.AlphaBarCErr}
+	if th.FirstOrder != nil {
+		it, alg, sp := map[string]float64{}, map[string]float64{}, map[string]float64{}
+		for k, tr := range th.FirstOrder {
+			it[k], alg[k], sp[k] = tr.AlphaIT, tr.AlphaAlg, tr.AlphaSpinodal
+		}
+		out["alpha_IT"], out["alpha_alg"], out["alpha_spinodal"] = clean(it), clean(alg), clean(sp)
+	}
+	return out
 }
 
 // denseSE solves the SE on a dense grid for the lines of a simulation's figure, at every rho

@@ -41,7 +41,7 @@ func TestReadTable(t *testing.T) {
 	if !math.IsInf(tab.V(0, "alpha_stability_1"), 1) || tab.V(0, "alpha_stability_2") != 0.25 || !math.IsNaN(tab.V(0, "alpha_conditional_1")) || tab.V(0, "c") != 0.5 {
 		t.Errorf("values %v", tab.Values(0))
 	}
-	tab, err = readTable(strings.NewReader(strings.Join(SESchema.Header(0), ",")+"\nhardmax-paper,2,0.5,,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true\n"), "se.csv")
+	tab, err = readTable(strings.NewReader(strings.Join(SESchema.Header(0), ",")+"\nhardmax-paper,2,0.5,,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\n"), "se.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,11 +100,11 @@ func FuzzReadTable(f *testing.F) {
 }
 
 // TestWordColumns checks that the columns a reader keeps as words are exactly those the old
-// reader listed by name (channel, converged, device, optimizer, finished), and aim bench's
-// algorithm and tokens, in every kind.
+// reader listed by name (channel, converged, device, optimizer, finished), aim bench's
+// algorithm and tokens, and aim se's coexist, in every kind.
 func TestWordColumns(t *testing.T) {
 	want := map[string]bool{"channel": true, "converged": true, "device": true, "optimizer": true, "finished": true,
-		"algorithm": true, "tokens": true}
+		"algorithm": true, "tokens": true, "coexist": true}
 	for _, d := range Kinds() {
 		h := d.Header(2)
 		tab, err := table.Read(strings.NewReader(strings.Join(h, ",")+"\n"), "x.csv", []table.Def{d})

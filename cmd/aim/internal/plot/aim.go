@@ -202,6 +202,27 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 			}
 			f.VLines = append(f.VLines, figure.VLine{X: x, Group: gi, Label: figure.AlphaPR + " (dashed, per " + figure.Rho + ")"})
 		}
+		// A first-order transition's thresholds (aim se: se.FirstOrder), where one was found.
+		for _, th := range []struct {
+			m     map[string]float64
+			label string
+			style figure.VStyle
+		}{{t.Th.AlphaIT, figure.AlphaIT, figure.VDotted}, {t.Th.AlphaAlg, figure.AlphaAlg, figure.VDashDot}} {
+			for gi, r := range rhos {
+				a, ok := th.m[table.RhoKey(r)]
+				if !ok || math.IsInf(a, 0) || math.IsNaN(a) {
+					continue
+				}
+				x := a
+				switch mode {
+				case "alpha-bar":
+					x = a * (T*T + T - 2)
+				case "alpha-rho":
+					x = a / r
+				}
+				f.VLines = append(f.VLines, figure.VLine{X: x, Group: gi, Label: th.label + " (per " + figure.Rho + ")", Style: th.style})
+			}
+		}
 	}
 	return f
 }

@@ -35,6 +35,8 @@ type Table struct {
 type Thresholds struct {
 	AlphaPR   map[string]float64 // aim se: alpha_PR per rho (RhoKey), finite values only
 	AlphaBarC float64            // aim se: the rho -> 0 weak-recovery threshold; NaN for none
+	AlphaIT   map[string]float64 // aim se: information-theoretic threshold of a first-order transition per rho (finite only)
+	AlphaAlg  map[string]float64 // aim se: algorithmic threshold (the uninformed branch's jump) per rho (finite only)
 	Stability []float64          // aim smi se: alpha_l = 1/F_l per layer; NaN or Inf for none
 	Fallback  []float64          // aim smi se: where stability is out of range: the onset (or the conditional threshold)
 	FromCSV   bool               // Fallback holds conditional thresholds (from an `aim smi thresholds` CSV)
@@ -186,11 +188,13 @@ func ReadFile(path string, defs []Def) (*Table, error) {
 	switch t.Kind {
 	case SE:
 		if th != nil {
-			t.Th = &Thresholds{AlphaPR: map[string]float64{}, AlphaBarC: math.NaN()}
-			if m, ok := th["alpha_PR"].(map[string]any); ok {
-				for k, v := range m {
-					if x, ok := v.(float64); ok {
-						t.Th.AlphaPR[k] = x
+			t.Th = &Thresholds{AlphaPR: map[string]float64{}, AlphaBarC: math.NaN(), AlphaIT: map[string]float64{}, AlphaAlg: map[string]float64{}}
+			for key, dst := range map[string]map[string]float64{"alpha_PR": t.Th.AlphaPR, "alpha_IT": t.Th.AlphaIT, "alpha_alg": t.Th.AlphaAlg} {
+				if m, ok := th[key].(map[string]any); ok {
+					for k, v := range m {
+						if x, ok := v.(float64); ok {
+							dst[k] = x
+						}
 					}
 				}
 			}
