@@ -177,15 +177,15 @@ var SESchema = &table.Schema[SERow]{Kind: table.SE, Columns: []table.Column[SERo
 	table.Float("alpha_bar", func(r *SERow) float64 { return r.AlphaBar }),
 	table.Float("alpha_r", func(r *SERow) float64 { return r.AlphaR }),
 	table.Float("mmse", func(r *SERow) float64 { return r.MMSE }),
-	table.Float("mmse_err", func(r *SERow) float64 { return r.MMSEErr }),
+	table.Added(table.Float("mmse_err", func(r *SERow) float64 { return r.MMSEErr })),
 	table.Float("q", func(r *SERow) float64 { return r.Q }),
 	table.Float("qhat", func(r *SERow) float64 { return r.QHat }),
 	table.Float("gen_error", func(r *SERow) float64 { return r.GenError }),
 	table.Float("gen_error_stderr", func(r *SERow) float64 { return r.GenErrorStderr }),
 	table.Int("iterations", func(r *SERow) int { return r.Iterations }),
 	table.Bool("converged", func(r *SERow) bool { return r.Converged }),
-	table.Float("free_entropy", func(r *SERow) float64 { return r.FreeEntropy }),
-	table.Bool("coexist", func(r *SERow) bool { return r.Coexist }),
+	table.Added(table.Float("free_entropy", func(r *SERow) float64 { return r.FreeEntropy })),
+	table.Added(table.Bool("coexist", func(r *SERow) bool { return r.Coexist })),
 }}
 
 // seRow is the row of a solved point of model m.

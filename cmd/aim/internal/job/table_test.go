@@ -45,6 +45,14 @@ func TestReadTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An SE CSV from before mmse_err, free_entropy and coexist (table.Added) still plots.
+	old := "channel,T,rho,beta,alpha,alpha_bar,alpha_r,mmse,q,qhat,gen_error,gen_error_stderr,iterations,converged\n" +
+		"softmax,2,0.5,1,0.1,0.4,0.2,0.5,1,2,,,10,true\n"
+	if ot, err := readTable(strings.NewReader(old), "old.csv"); err != nil || ot.Kind != table.SE || ot.V(0, "mmse") != 0.5 || !math.IsNaN(ot.V(0, "free_entropy")) {
+		t.Errorf("old SE CSV: %+v, %v", ot, err)
+	} else if _, err := plot.Build([]*table.Table{ot}, plot.Options{}); err != nil {
+		t.Errorf("old SE CSV: plot: %v", err)
+	}
 	// The channel as the figure reads it: hardmax in the paper-compat form, T = 2, no beta.
 	f, err := plot.Build([]*table.Table{tab}, plot.Options{})
 	if err != nil || f.Title != "State evolution: hardmax, paper-compat, T = 2" || tab.V(0, "T") != 2 || !math.IsNaN(tab.V(0, "beta")) ||

@@ -72,6 +72,15 @@ type Column[R any] struct {
 	diag   bool                // per-layer: the names of LayerName
 	less   int                 // per-layer: L - less layers
 	layers func(r *R) []string // per-layer: one cell per layer
+	added  bool                // added after CSVs of the kind were first written (Added)
+}
+
+// Added marks a column added to a kind after CSVs of that kind were first written: a reader
+// still recognises the kind from a header that lacks it (and its value then reads as absent,
+// Table.V returns NaN), so files written before the column existed still plot.
+func Added[R any](c Column[R]) Column[R] {
+	c.added = true
+	return c
 }
 
 // Word is a column of text written as it is.
@@ -132,10 +141,27 @@ func (s *Schema[R]) Layered() bool {
 func (s *Schema[R]) Header(L int) []string {
 	var out []string
 	for _, c := range s.Columns {
-		if c.layers == nil {
-			out = append(out, c.name)
-		} else {
-			out = append(out, LayerNames(c.name, max(0, L-c.less), c.diag)...)
+		out = append(out, c.names(L)...)
+	}
+	return out
+}
+
+// names returns the header names of column c for L layers.
+func (c Column[R]) names(L int) []string {
+	if c.layers == nil {
+		return []string{c.name}
+	}
+	return LayerNames(c.name, max(0, L-c.less), c.diag)
+}
+
+// added returns the header names, for L layers, of the columns marked Added.
+func (s *Schema[R]) added(L int) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range s.Columns {
+		if c.added {
+			for _, n := range c.names(L) {
+				out[n] = true
+			}
 		}
 	}
 	return out
@@ -181,7 +207,7 @@ func (s *Schema[R]) Write(w io.Writer, L int, rows []R) error {
 
 // Def returns what a reader needs to recognise the kind from a header.
 func (s *Schema[R]) Def() Def {
-	return Def{Kind: s.Kind, Layered: s.Layered(), Header: s.Header, words: s.words()}
+	return Def{Kind: s.Kind, Layered: s.Layered(), Header: s.Header, words: s.words(), added: s.added}
 }
 
 // Table returns the table that reading the CSV of rows would give (named path), so that a
@@ -200,6 +226,27 @@ type Def struct {
 	Layered bool                 // the header depends on L (SMI kinds)
 	Header  func(L int) []string // the columns for L layers
 	words   map[string]bool      // the columns that hold words
+	added   func(L int) map[string]bool
+}
+
+// matches reports whether header is the kind's header for L layers, less any of the columns
+// marked Added (in the same order).
+func (d Def) matches(header []string, L int) bool {
+	full := d.Header(L)
+	var optional map[string]bool
+	if d.added != nil {
+		optional = d.added(L)
+	}
+	k := 0
+	for _, name := range full {
+		switch {
+		case k < len(header) && header[k] == name:
+			k++
+		case !optional[name]:
+			return false
+		}
+	}
+	return k == len(header)
 }
 
 // Detect recognises a header among defs and returns its kind with the number of layers L of a
@@ -207,13 +254,13 @@ type Def struct {
 func Detect(header []string, defs []Def) (Def, int, error) {
 	for _, d := range defs {
 		if !d.Layered {
-			if slices.Equal(header, d.Header(0)) {
+			if d.matches(header, 0) {
 				return d, 0, nil
 			}
 			continue
 		}
 		for L := 1; L <= len(header); L++ {
-			if slices.Equal(header, d.Header(L)) {
+			if d.matches(header, L) {
 				return d, L, nil
 			}
 		}

@@ -78,6 +78,46 @@ func TestDetect(t *testing.T) {
 	}
 }
 
+// TestDetectAdded checks that a header lacking columns marked Added (files written before they
+// existed) is still recognised, at any number of layers, with the missing values NaN, and that
+// a header lacking any other column, or holding the added ones out of order, is not.
+func TestDetectAdded(t *testing.T) {
+	grown := &Schema[row]{Kind: "grown", Columns: []Column[row]{
+		Word("name", func(r *row) string { return r.name }),
+		Added(Layers("Q", true, 0, func(r *row) []float64 { return r.q })),
+		Float("x", func(r *row) float64 { return r.amount }),
+		Added(Bool("ok", func(r *row) bool { return r.ok })),
+	}}
+	defs := []Def{grown.Def()}
+	for _, c := range []struct {
+		header string
+		L      int // 0: refused
+	}{
+		{"name,Q11,Q22,x,ok", 2},
+		{"name,Q11,x", 1},
+		{"name,x,ok", 1}, // no layer column left: the first L tried
+		{"name,x", 1},
+		{"name,Q11,Q22,ok", 0}, // x is not added
+		{"name,x,Q11,ok", 0},   // out of order
+		{"name,x,ok,extra", 0},
+	} {
+		d, L, err := Detect(strings.Split(c.header, ","), defs)
+		if c.L == 0 {
+			if err == nil {
+				t.Errorf("%s: recognised as %s with L = %d, want refused", c.header, d.Kind, L)
+			}
+			continue
+		}
+		if err != nil || d.Kind != "grown" || L != c.L {
+			t.Errorf("%s: %s with L = %d (%v), want grown with L = %d", c.header, d.Kind, L, err, c.L)
+		}
+	}
+	tab, err := Read(strings.NewReader("name,x\na,2.5\n"), "old.csv", defs)
+	if err != nil || tab.V(0, "x") != 2.5 || !math.IsNaN(tab.V(0, "Q11")) || tab.S(0, "ok") != "" {
+		t.Errorf("old file: %+v, %v", tab, err)
+	}
+}
+
 // TestAlphaPRAt checks the thresholds' lookup by rho, also for a rho the CSV rounded.
 func TestAlphaPRAt(t *testing.T) {
 	th := &Thresholds{AlphaPR: map[string]float64{RhoKey(0.5): 0.1875, RhoKey(1.0 / 3): 0.2}}
