@@ -188,28 +188,22 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 			continue
 		}
 		_, _, T, _ := channelInfo(t)
-		for gi, r := range rhos {
-			a, ok := t.Th.AlphaPRAt(r)
-			if !ok || math.IsInf(a, 0) || math.IsNaN(a) {
-				continue
-			}
-			x := a
-			switch mode {
-			case "alpha-bar":
-				x = a * (T*T + T - 2)
-			case "alpha-rho":
-				x = a / r
-			}
-			f.VLines = append(f.VLines, figure.VLine{X: x, Group: gi, Label: figure.AlphaPR + " (dashed, per " + figure.Rho + ")"})
+		// alpha_PR per rho, and a first-order transition's thresholds (aim se: se.FirstOrder)
+		// where one was found.
+		lookup := func(m map[string]float64) func(r float64) (float64, bool) {
+			return func(r float64) (float64, bool) { a, ok := m[table.RhoKey(r)]; return a, ok }
 		}
-		// A first-order transition's thresholds (aim se: se.FirstOrder), where one was found.
 		for _, th := range []struct {
-			m     map[string]float64
+			at    func(r float64) (float64, bool)
 			label string
 			style figure.VStyle
-		}{{t.Th.AlphaIT, figure.AlphaIT, figure.VDotted}, {t.Th.AlphaAlg, figure.AlphaAlg, figure.VDashDot}} {
+		}{
+			{t.Th.AlphaPRAt, figure.AlphaPR + " (dashed, per " + figure.Rho + ")", figure.VDashed},
+			{lookup(t.Th.AlphaIT), figure.AlphaIT + " (per " + figure.Rho + ")", figure.VDotted},
+			{lookup(t.Th.AlphaAlg), figure.AlphaAlg + " (per " + figure.Rho + ")", figure.VDashDot},
+		} {
 			for gi, r := range rhos {
-				a, ok := th.m[table.RhoKey(r)]
+				a, ok := th.at(r)
 				if !ok || math.IsInf(a, 0) || math.IsNaN(a) {
 					continue
 				}
@@ -220,7 +214,7 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 				case "alpha-rho":
 					x = a / r
 				}
-				f.VLines = append(f.VLines, figure.VLine{X: x, Group: gi, Label: th.label + " (per " + figure.Rho + ")", Style: th.style})
+				f.VLines = append(f.VLines, figure.VLine{X: x, Group: gi, Label: th.label, Style: th.style})
 			}
 		}
 	}
