@@ -99,8 +99,8 @@ func (n *NoisySoftmax) Reduced(y []float64) (y1, y2 float64) {
 	return (y[0] - y[1] + 1) / 2, (y[3] - y[2] + 1) / 2
 }
 
-// logistic is sigma(x) = 1/(1 + e^-x).
-func logistic(x float64) float64 {
+// Logistic is sigma(x) = 1/(1 + e^-x).
+func Logistic(x float64) float64 {
 	if x >= 0 {
 		return 1 / (1 + math.Exp(-x))
 	}
@@ -118,7 +118,7 @@ func (n *NoisySoftmax) RowLog(y, mu, v float64) (logK, dmu float64) {
 	d2 := n.delta / 2
 	sd, sv := math.Sqrt(d2), math.Sqrt(v)
 	pl, ph := mu-noisyWindow*sv, mu+noisyWindow*sv
-	sa, sb := logistic(n.beta*pl), logistic(n.beta*ph) // the prior window in s
+	sa, sb := Logistic(n.beta*pl), Logistic(n.beta*ph) // the prior window in s
 	lo, hi := math.Max(sa, y-noisyWindow*sd), math.Min(sb, y+noisyWindow*sd)
 	inS := 2*noisyWindow*sd < sb-sa && lo < hi
 	if inS {
@@ -141,7 +141,7 @@ func (n *NoisySoftmax) RowLog(y, mu, v float64) (logK, dmu float64) {
 		c, h := (pl+ph)/2, (ph-pl)/2
 		for i, t := range n.glx {
 			x := c + h*t
-			e := y - logistic(n.beta*x)
+			e := y - Logistic(n.beta*x)
 			ls[i] = -e*e/(2*d2) - (x-mu)*(x-mu)/(2*v) + math.Log(h*n.glw[i])
 			xs[i] = x
 			lmax = math.Max(lmax, ls[i])

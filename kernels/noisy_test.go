@@ -26,7 +26,7 @@ func TestNoisyLogZMonteCarlo(t *testing.T) {
 		lz, g1, g2 := ch.LogZ(c.y1, c.y2, c.m1, c.m2, c.V)
 		d2 := c.delta / 2
 		lik := func(y, d float64) float64 {
-			e := y - logistic(c.beta*d)
+			e := y - Logistic(c.beta*d)
 			return math.Exp(-e*e/(2*d2)) / math.Sqrt(2*math.Pi*d2)
 		}
 		var z, z2, n1, n2 float64
@@ -75,7 +75,7 @@ func TestNoisyRowRule(t *testing.T) {
 			h := (b - a) / panels / 2
 			for i, u := range glx {
 				x := lo + h + h*u
-				e := c.y - logistic(x)
+				e := c.y - Logistic(x)
 				f := math.Exp(-e*e/(2*d2)-(x-c.mu)*(x-c.mu)/(2*c.v)) / (2 * math.Pi * math.Sqrt(d2*c.v))
 				s += h * glw[i] * f
 				m += h * glw[i] * f * (x - c.mu) / c.v
