@@ -149,6 +149,7 @@ type SERow struct {
 	T              int     // tokens
 	Rho            float64 // 0: the rescaled rho -> 0 limit
 	Beta           float64 // NaN (empty) for hardmax
+	Noise          float64 // label noise Delta (0: noiseless)
 	Alpha          float64 // N/D^2; NaN in the rescaled limit
 	AlphaBar       float64 // alpha (T^2 + T - 2); NaN in the rescaled limit
 	AlphaR         float64 // alpha/rho = N/(D R)
@@ -173,6 +174,7 @@ var SESchema = &table.Schema[SERow]{Kind: table.SE, Columns: []table.Column[SERo
 	table.Int("T", func(r *SERow) int { return r.T }),
 	table.Float("rho", func(r *SERow) float64 { return r.Rho }),
 	table.Float("beta", func(r *SERow) float64 { return r.Beta }),
+	table.Added(table.Float("noise", func(r *SERow) float64 { return r.Noise })),
 	table.Float("alpha", func(r *SERow) float64 { return r.Alpha }),
 	table.Float("alpha_bar", func(r *SERow) float64 { return r.AlphaBar }),
 	table.Float("alpha_r", func(r *SERow) float64 { return r.AlphaR }),
@@ -195,7 +197,7 @@ func seRow(m *Model, rho, alphaR float64, p se.Point) SERow {
 		alpha = alphaR * rho // the rescaled grid's alpha
 		alphaBar = alpha * m.directions()
 	}
-	return SERow{Channel: m.csvChannel(), T: m.T, Rho: rho, Beta: m.csvBeta(), Alpha: alpha, AlphaBar: alphaBar, AlphaR: alphaR,
+	return SERow{Channel: m.csvChannel(), T: m.T, Rho: rho, Beta: m.csvBeta(), Noise: m.csvNoise(), Alpha: alpha, AlphaBar: alphaBar, AlphaR: alphaR,
 		MMSE: p.MMSE, MMSEErr: math.NaN(), Q: p.Q, QHat: p.QHat, GenError: math.NaN(), GenErrorStderr: math.NaN(), Iterations: p.Iterations, Converged: p.Converged,
 		FreeEntropy: math.NaN()}
 }
