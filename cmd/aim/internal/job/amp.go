@@ -57,6 +57,9 @@ func (c *AMPConfig) Validate() error {
 	if err := c.validateSim(); err != nil {
 		return err
 	}
+	if c.Noise > 0 && strings.HasPrefix(c.Device, "cuda") {
+		return Inputf("--noise %g with --device %s: the softmax channel with label noise has no CUDA kernel; use --device cpu", c.Noise, c.Device)
+	}
 	c.seTable = nil
 	if c.SE != "" {
 		var err error
