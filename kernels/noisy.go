@@ -52,6 +52,7 @@ type NoisySoftmax struct {
 	beta, delta float64
 	ghx, ghw    []float64 // Gauss-Hermite rule of g_0 (probability weights)
 	glx, glw    []float64 // Gauss-Legendre rule on [-1, 1] of K
+	lglw        []float64 // log glw
 	lw          []float64 // log ghw
 }
 
@@ -70,6 +71,10 @@ func NewNoisySoftmax(T int, beta, delta float64) (*NoisySoftmax, error) {
 	n := &NoisySoftmax{beta: beta, delta: delta}
 	n.ghx, n.ghw = HermiteNormal(NoisyHermitePoints)
 	n.glx, n.glw = GaussLegendre(NoisyRowPoints)
+	n.lglw = make([]float64, len(n.glw))
+	for i, w := range n.glw {
+		n.lglw[i] = math.Log(w)
+	}
 	n.lw = make([]float64, len(n.ghw))
 	for i, w := range n.ghw {
 		n.lw[i] = math.Log(w)
@@ -129,20 +134,23 @@ func (n *NoisySoftmax) RowLog(y, mu, v float64) (logK, dmu float64) {
 	var ls, xs [NoisyRowPoints]float64
 	if inS {
 		c, h := (sa+sb)/2, (sb-sa)/2
+		lh := math.Log(h) - math.Log(n.beta)
 		for i, t := range n.glx {
 			s := c + h*t
-			x := (math.Log(s) - math.Log1p(-s)) / n.beta
+			l0, l1 := math.Log(s), math.Log1p(-s)
+			x := (l0 - l1) / n.beta
 			e := y - s
-			ls[i] = -e*e/(2*d2) - (x-mu)*(x-mu)/(2*v) - math.Log(n.beta*s*(1-s)) + math.Log(h*n.glw[i])
+			ls[i] = -e*e/(2*d2) - (x-mu)*(x-mu)/(2*v) - l0 - l1 + lh + n.lglw[i]
 			xs[i] = x
 			lmax = math.Max(lmax, ls[i])
 		}
 	} else {
 		c, h := (pl+ph)/2, (ph-pl)/2
+		lh := math.Log(h)
 		for i, t := range n.glx {
 			x := c + h*t
 			e := y - Logistic(n.beta*x)
-			ls[i] = -e*e/(2*d2) - (x-mu)*(x-mu)/(2*v) + math.Log(h*n.glw[i])
+			ls[i] = -e*e/(2*d2) - (x-mu)*(x-mu)/(2*v) + lh + n.lglw[i]
 			xs[i] = x
 			lmax = math.Max(lmax, ls[i])
 		}

@@ -64,12 +64,10 @@ func newNoisySoftmax(T int, beta, delta float64, mPoints, yPoints int) (*NoisySo
 // Name returns "softmax".
 func (n *NoisySoftmax) Name() string { return "softmax" }
 
-// Directions returns K = T^2 + T - 2 = 4, as for the noiseless softmax.
-func (n *NoisySoftmax) Directions() int { return 4 }
-
 // FisherSum returns E[sum_{a<=b} g_out,ab^2] = E[G^T C3 G] (see the type's comment): q-hat =
 // 2 alpha FisherSum(q, V). It is below the noiseless K/(2V) = 2/V and tends to it as
-// Delta -> 0.
+// Delta -> 0; it stays bounded as V -> 0, so there is no perfect recovery at finite alpha (the
+// channel does not count directions: se.AlphaPR is +Inf for it).
 func (n *NoisySoftmax) FisherSum(q, V float64) (float64, error) {
 	_, f, err := n.integrals("FisherSum", q, V)
 	return f, err
