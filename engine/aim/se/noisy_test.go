@@ -9,8 +9,8 @@ import (
 
 // TestNoisyEnvelope: the envelope identity dPhi/dalpha = psi_out(q, V) along the noisy
 // softmax's fixed points (central difference of Phi with the SE re-solved at alpha +- h,
-// h = 1e-3 alpha), to 2e-3 absolute on an O(1) psi_out: the rule's accuracy (aim.NoisySoftmax),
-// not the solver's, bounds it.
+// h = 1e-3 alpha), to 1e-4 absolute on an O(1) psi_out (measured: 2.1e-5 at Delta = 0.01,
+// 3.8e-6 at Delta = 0.1; the rule's error is smooth in alpha and mostly cancels).
 func TestNoisyEnvelope(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about a minute: six noisy SE solves")
@@ -38,7 +38,7 @@ func TestNoisyEnvelope(t *testing.T) {
 		fd := (fp - fm) / (2 * h)
 		want, _ := ch.OutputEntropy(p.Q, p.MMSE)
 		t.Logf("Delta = %g rho = %g alpha = %g (mmse %.5f): dPhi/dalpha = %.6f, psi_out = %.6f, difference %.1e", c.delta, c.rho, c.alpha, p.MMSE, fd, want, fd-want)
-		if math.Abs(fd-want) > 2e-3*math.Max(1, math.Abs(want)) {
+		if math.Abs(fd-want) > 1e-4*math.Max(1, math.Abs(want)) {
 			t.Errorf("Delta = %g rho = %g alpha = %g: dPhi/dalpha = %.6f, psi_out = %.6f", c.delta, c.rho, c.alpha, fd, want)
 		}
 	}
