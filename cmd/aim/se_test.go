@@ -340,3 +340,54 @@ func TestSEFreeEntropy(t *testing.T) {
 		t.Errorf("--threshold (status %d, %s):\n%s", code, stderr, stdout)
 	}
 }
+
+// TestSENoiseCSV runs `aim se --noise 0.1` at one point: the CSV has the noise column after
+// beta, holding Delta, and the mmse of the noisy softmax's SE (se.Solve, to 1e-11); the
+// manifest records the noise.
+func TestSENoiseCSV(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 10 s: one noisy SE point")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "se.csv")
+	code, stdout, stderr := runArgs(t, "se", "--quiet", "--noise", "0.1", "--rho", "0.5", "--alpha", "0.2", "--start", "uninformed",
+		"--gen-samples", "0", "--out", out, "--plot", "")
+	if code != 0 {
+		t.Fatalf("status %d: %s %s", code, stdout, stderr)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("CSV %v, %v", rows, err)
+	}
+	if strings.Join(rows[0], ",") != strings.Join(job.SESchema.Header(0), ",") || rows[0][4] != "noise" || rows[0][3] != "beta" {
+		t.Fatalf("CSV header %v", rows[0])
+	}
+	col := map[string]int{}
+	for i, c := range rows[0] {
+		col[c] = i
+	}
+	ch, _ := aim.NewNoisySoftmax(2, 1, 0.1)
+	o := se.DefaultOptions()
+	o.Start = se.Uninformed
+	p, err := se.Solve(ch, 0.5, 0.2, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mmse, _ := strconv.ParseFloat(rows[1][col["mmse"]], 64)
+	if rows[1][col["noise"]] != "0.1" || math.Abs(mmse-p.MMSE) > 1e-11 {
+		t.Errorf("row %v: noise %q, mmse %g; want 0.1, %g", rows[1], rows[1][col["noise"]], mmse, p.MMSE)
+	}
+	var man map[string]any
+	b, _ := os.ReadFile(filepath.Join(dir, "se.json"))
+	if err := json.Unmarshal(b, &man); err != nil {
+		t.Fatal(err)
+	}
+	if n := man["parameters"].(map[string]any)["noise"]; n != 0.1 {
+		t.Errorf("manifest noise %v, want 0.1", n)
+	}
+}
