@@ -75,9 +75,9 @@ func (n *NoisySoftmax) FisherSum(q, V float64) (float64, error) {
 
 // OutputEntropy returns psi_out(q, V) = E log Z_out(y~; m, V), Z_out the density of the
 // sufficient statistics y~ (kernels.NoisySoftmax). The dropped constant is E log of the density
-// of the uninformative combinations y_aa + y_ab and the Jacobian of y -> (y~, y_aa + y_ab),
-// -log(4 pi Delta) - 1 + 2 log 2 per sample, independent of q and V (it cancels between fixed
-// points and in the envelope identity). Its q-derivative along V = Q0 - q is FisherSum/2.
+// of the uninformative combinations w_a = y_aa + y_ab ~ N(1, 2 Delta), independent of y~ (the
+// map (y_aa, y_ab) -> (y~_a, w_a) has Jacobian 1): -log(4 pi Delta) - 1 per sample, independent
+// of q and V (it cancels between fixed points and in the envelope identity). Its q-derivative along V = Q0 - q is FisherSum/2.
 func (n *NoisySoftmax) OutputEntropy(q, V float64) (float64, error) {
 	psi, _, err := n.integrals("OutputEntropy", q, V)
 	return psi, err
