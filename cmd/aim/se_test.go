@@ -259,7 +259,7 @@ func TestSEIntTol(t *testing.T) {
 		}
 	}
 	for i := 1; i < len(all); i++ {
-		m, _ := strconv.ParseFloat(all[i][7], 64)
+		m, _ := strconv.ParseFloat(all[i][column(t, all[0], "mmse")], 64)
 		f, _ := ch.FisherSum(1.5-m, m)
 		over := ch.FisherSumErr(1.5-m, m) > 0.005*f
 		if over != (cut[i][conv] == "false") || !over && strings.Join(cut[i], ",") != strings.Join(all[i], ",") {
@@ -316,7 +316,7 @@ func TestSEFreeEntropy(t *testing.T) {
 			if strings.Join(rows[0][i], ",") != strings.Join(rows[1][i], ",") {
 				t.Errorf("%s: --start both and uninformed differ:\n%v\n%v", c.channel[1], rows[0][i], rows[1][i])
 			}
-			alpha, _ := strconv.ParseFloat(rows[0][i][4], 64)
+			alpha, _ := strconv.ParseFloat(rows[0][i][column(t, h, "alpha")], 64)
 			p, err := se.Solve(ch, 0.5, alpha, se.DefaultOptions())
 			if err != nil {
 				t.Fatal(err)
@@ -390,4 +390,16 @@ func TestSENoiseCSV(t *testing.T) {
 	if n := man["parameters"].(map[string]any)["noise"]; n != 0.1 {
 		t.Errorf("manifest noise %v, want 0.1", n)
 	}
+}
+
+// column returns the index of the column name in header (a test failure when absent).
+func column(t *testing.T, header []string, name string) int {
+	t.Helper()
+	for j, h := range header {
+		if h == name {
+			return j
+		}
+	}
+	t.Fatalf("no column %q in %v", name, header)
+	return -1
 }
