@@ -60,6 +60,9 @@ func (c *SEConfig) Validate() error {
 		defaultAlpha = "0.1:20:128:log"
 	case c.Channel == "hardmax":
 		defaultAlpha = "0.01:10:128:log"
+	case c.Noise > 0:
+		// No perfect recovery with label noise; a noisy SE point costs about 10 s.
+		defaultAlpha = "0.02:0.5:25"
 	}
 	c.hardmaxAnyT = true
 	if err := c.validate(defaultRho, defaultAlpha); err != nil {
