@@ -15,7 +15,7 @@ import (
 // and clearly above the noiseless SE where the two differ by more than 0.1.
 func TestAMPNoisyFollowsSE(t *testing.T) {
 	if testing.Short() {
-		t.Skip("about 5 minutes")
+		t.Skip("5 to 10 minutes")
 	}
 	dev := cpu.New(0)
 	const delta = 0.01
