@@ -81,6 +81,7 @@ func TestNoisyRowRule(t *testing.T) {
 				m += h * glw[i] * f * (x - c.mu) / c.v
 			}
 		}
+		t.Logf("%+v: relative error of K %.1e, of dlog K %.1e", c, math.Abs(math.Exp(lk)-s)/s, math.Abs(dk-m/s)/(1+math.Abs(m/s)))
 		if math.Abs(math.Exp(lk)-s) > 1e-5*s || math.Abs(dk-m/s) > 1e-5*(1+math.Abs(m/s)) {
 			t.Errorf("%+v: K = %.12g, dlogK = %.10g; fine rule %.12g, %.10g", c, math.Exp(lk), dk, s, m/s)
 		}
