@@ -105,8 +105,8 @@ func (n *NoisySoftmax) integrals(op string, q, V float64) (psi, fisher float64, 
 	return psi, fisher, nil
 }
 
-// pair is one (psi, fisher) contribution.
-type pair struct{ psi, fisher float64 }
+// noisyPair is one (psi, fisher) contribution.
+type noisyPair struct{ psi, fisher float64 }
 
 // integrate runs the m rule (rows of the tensor Gauss-Hermite grid in whitened coordinates,
 // m = sqrt(3q) L z, L = [[1, 0], [1/3, sqrt(8)/3]], half the grid by m -> -m), one chunk per
@@ -120,12 +120,12 @@ func (n *NoisySoftmax) integrate(q, V float64) (psi, fisher float64, err error) 
 		rows = 1 // m = 0 at every node
 	}
 	r, err := par.MapReduce(n.Workers, rows, func() (*noisyScratch, error) { return n.scratch(), nil },
-		func(s *noisyScratch, i int) (pair, error) {
+		func(s *noisyScratch, i int) (noisyPair, error) {
 			if q == 0 {
 				p, f := n.atM(s, 0, 0, V)
-				return pair{p, f}, nil
+				return noisyPair{p, f}, nil
 			}
-			var acc pair
+			var acc noisyPair
 			for j := 0; j < nm; j++ {
 				w := 2 * n.mw[i] * n.mw[j]
 				if w < 1e-18 {
@@ -137,7 +137,7 @@ func (n *NoisySoftmax) integrate(q, V float64) (psi, fisher float64, err error) 
 				acc.fisher += w * f
 			}
 			return acc, nil
-		}, pair{}, func(a, b pair) pair { return pair{a.psi + b.psi, a.fisher + b.fisher} })
+		}, noisyPair{}, func(a, b noisyPair) noisyPair { return noisyPair{a.psi + b.psi, a.fisher + b.fisher} })
 	return r.psi, r.fisher, err
 }
 
