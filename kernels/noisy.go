@@ -31,9 +31,11 @@ import (
 // K is a Gauss-Legendre rule on the window where the integrand is not negligible. When the
 // likelihood window |s - y| <= 7 sqrt(Delta/2), s = sigma(beta x), is narrower than the prior
 // window x in mu +- 7 sqrt(v) mapped to s, the rule is in s on their intersection: there the
-// likelihood is an exact Gaussian of width sqrt(Delta/2), so Delta -> 0 is resolved. Otherwise
-// it is in x on the prior window, where the prior is an exact Gaussian and the likelihood
-// varies on a scale at least comparable. Everything is in logarithms, so K and Z_out may
+// likelihood is an exact Gaussian of width sqrt(Delta/2), so Delta -> 0 is resolved. Within
+// sqrt(Delta/2) of s = 0 and 1 that piece is in x instead (the prior's density in s varies on a
+// logarithmic scale there, the likelihood hardly at all). Otherwise the rule is in x on the
+// prior window, where the prior is an exact Gaussian and the likelihood varies on a scale at
+// least comparable. Each piece has NoisyRowPoints nodes. Everything is in logarithms, so K and Z_out may
 // underflow without harm. Rows with y > 1/2 use the mirror sigma(-x) = 1 - sigma(x).
 
 const (
@@ -125,41 +127,69 @@ func (n *NoisySoftmax) RowLog(y, mu, v float64) (logK, dmu float64) {
 	pl, ph := mu-noisyWindow*sv, mu+noisyWindow*sv
 	sa, sb := Logistic(n.beta*pl), Logistic(n.beta*ph) // the prior window in s
 	lo, hi := math.Max(sa, y-noisyWindow*sd), math.Min(sb, y+noisyWindow*sd)
-	inS := 2*noisyWindow*sd < sb-sa && lo < hi
-	if inS {
-		sa, sb = lo, hi
-	}
 	norm := -0.5*math.Log(2*math.Pi*d2) - 0.5*math.Log(2*math.Pi*v)
-	var lmax float64 = math.Inf(-1)
-	var ls, xs [NoisyRowPoints]float64
-	if inS {
-		c, h := (sa+sb)/2, (sb-sa)/2
+	var ls, xs [3 * NoisyRowPoints]float64
+	k := 0
+	inX := func(a, b float64) { // Gauss-Legendre in x on [a, b]
+		c, h := (a+b)/2, (b-a)/2
+		lh := math.Log(h)
+		for i, t := range n.glx {
+			x := c + h*t
+			e := y - Logistic(n.beta*x)
+			ls[k] = -e*e/(2*d2) - (x-mu)*(x-mu)/(2*v) + lh + n.lglw[i]
+			xs[k] = x
+			k++
+		}
+	}
+	inS := func(a, b float64) { // Gauss-Legendre in s = sigma(beta x) on [a, b]
+		c, h := (a+b)/2, (b-a)/2
 		lh := math.Log(h) - math.Log(n.beta)
 		for i, t := range n.glx {
 			s := c + h*t
 			l0, l1 := math.Log(s), math.Log1p(-s)
 			x := (l0 - l1) / n.beta
 			e := y - s
-			ls[i] = -e*e/(2*d2) - (x-mu)*(x-mu)/(2*v) - l0 - l1 + lh + n.lglw[i]
-			xs[i] = x
-			lmax = math.Max(lmax, ls[i])
+			ls[k] = -e*e/(2*d2) - (x-mu)*(x-mu)/(2*v) - l0 - l1 + lh + n.lglw[i]
+			xs[k] = x
+			k++
+		}
+	}
+	logit := func(s float64) float64 { return (math.Log(s) - math.Log1p(-s)) / n.beta }
+	if 2*noisyWindow*sd < sb-sa && lo < hi {
+		// The likelihood binds: s-space on [lo, hi], except within sd of 0 and 1, where the
+		// prior's density in s varies on a logarithmic scale and the likelihood hardly
+		// varies: there x-space.
+		a := math.Min(math.Max(sd, lo), hi)
+		b := math.Min(math.Max(1-sd, a), hi)
+		if a > lo {
+			xl := pl
+			if lo > sa {
+				xl = logit(lo)
+			}
+			inX(xl, logit(a))
+		}
+		if b > a {
+			inS(a, b)
+		}
+		if hi > b {
+			xh := ph
+			if hi < sb {
+				xh = logit(hi)
+			}
+			inX(logit(b), xh)
 		}
 	} else {
-		c, h := (pl+ph)/2, (ph-pl)/2
-		lh := math.Log(h)
-		for i, t := range n.glx {
-			x := c + h*t
-			e := y - Logistic(n.beta*x)
-			ls[i] = -e*e/(2*d2) - (x-mu)*(x-mu)/(2*v) + lh + n.lglw[i]
-			xs[i] = x
-			lmax = math.Max(lmax, ls[i])
-		}
+		inX(pl, ph)
+	}
+	lmax := math.Inf(-1)
+	for _, l := range ls[:k] {
+		lmax = math.Max(lmax, l)
 	}
 	if math.IsInf(lmax, -1) {
 		return math.Inf(-1), 0
 	}
 	var sum, mom float64
-	for i := range ls {
+	for i := range ls[:k] {
 		w := math.Exp(ls[i] - lmax)
 		sum += w
 		mom += w * (xs[i] - mu)

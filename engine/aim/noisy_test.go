@@ -107,3 +107,29 @@ func TestNoisyZeroNoiseLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestNoisyNormalised: Z_out(y~; m, V) is a density of y~ given m, so the y~ rule of the SE
+// integrals integrates it to 1 (to 1e-4; measured 1e-5 at worst), including saturated outputs
+// (beta = 2, V = 1.5, where much of the mass of sigma(beta d) lies within 1e-3 of 0 and 1).
+func TestNoisyNormalised(t *testing.T) {
+	for _, c := range []struct{ beta, delta, m1, m2, V float64 }{
+		{2, 0.001, 0, 0, 1.5}, {2, 0.01, 1, -2, 1.5}, {1, 1e-4, 0.5, 0.3, 0.2}, {1, 0.1, 3, 0, 0.01}, {3, 0.001, -1, 1, 0.5},
+	} {
+		ch, _ := NewNoisySoftmax(2, c.beta, c.delta)
+		s := ch.scratch()
+		ch.atM(s, c.m1, c.m2, c.V)
+		var tot float64
+		for i := 0; i < s.ny; i++ {
+			for j := 0; j < s.ny; j++ {
+				var z float64
+				for k := 0; k < s.ng; k++ {
+					z += s.k[0][k][i] * s.k[1][k][j]
+				}
+				tot += s.w[0][i] * s.w[1][j] * z
+			}
+		}
+		if math.Abs(tot-1) > 1e-4 {
+			t.Errorf("%+v: int Z dy~ = %.7f, want 1", c, tot)
+		}
+	}
+}
