@@ -9,8 +9,8 @@ import (
 
 // TestNoisyEnvelope: the envelope identity dPhi/dalpha = psi_out(q, V) along the noisy
 // softmax's fixed points (central difference of Phi with the SE re-solved at alpha +- h,
-// h = 1e-3 alpha), to 1e-4 absolute on an O(1) psi_out (measured: 2.1e-5 at Delta = 0.01,
-// 3.8e-6 at Delta = 0.1; the rule's error is smooth in alpha and mostly cancels).
+// h = 1e-3 alpha), to 1e-4 absolute on an O(1) psi_out (measured: 1.3e-6 at Delta = 0.01,
+// 3.8e-6 at Delta = 0.1).
 func TestNoisyEnvelope(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about a minute: six noisy SE solves")
