@@ -9,7 +9,7 @@ import (
 )
 
 // scalarChannel is what the channel operations need from the scalar channels of
-// package kernels (*kernels.Softmax, *kernels.Hardmax and, through hardmaxT, *kernels.HardmaxT),
+// package kernels (*kernels.Softmax, *kernels.NoisySoftmax, *kernels.Hardmax and, through hardmaxT, *kernels.HardmaxT),
 // the Go twins of channel.cu and hardmaxt.cu.
 type scalarChannel interface {
 	Output(y, h []float64)
@@ -32,6 +32,12 @@ func (h hardmaxT) GOut(g, y, omega []float64, V float64) { h.k.GOut(g, y, omega,
 // parallel loops: fewer for the polytope estimates, which cost about a millisecond a sample.
 func channelMaker(op string, ch device.Channel) (func() scalarChannel, int, error) {
 	switch {
+	case ch.Kind == device.Softmax && ch.Noise > 0:
+		s, err := kernels.NewNoisySoftmax(ch.T, ch.Beta, ch.Noise)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", op, err)
+		}
+		return func() scalarChannel { return s }, chunkNoisy, nil
 	case ch.Kind == device.Softmax:
 		s, err := kernels.NewSoftmax(ch.T, ch.Beta)
 		if err != nil {

@@ -47,6 +47,7 @@ const (
 	chunkElems    = 4096 // element-wise operations and vector reductions
 	chunkSamples  = 256  // ChannelOutput, ChannelGOut, AddDiag, SumDiag (samples per chunk)
 	chunkPolytope = 16   // ChannelOutput, ChannelGOut of hardmax at T > 2 (about 1 ms a sample)
+	chunkNoisy    = 64   // ChannelOutput, ChannelGOut of the noisy softmax (about 30 us a sample)
 	tokenWork     = 1 << 16
 )
 

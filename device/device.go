@@ -84,6 +84,11 @@ type Channel struct {
 	PaperCompat bool    // hardmax at T = 2: the published g_out formula instead of the exact one
 	Points      int     // hardmax T > 2: lattice points per shift at most; 0: kernels.HardmaxTPoints
 	Tol         float64 // hardmax T > 2: target error of each estimate; 0: DefaultHardmaxTol; < 0: every point
+	// Noise is Delta >= 0, the variance of the Gaussian label noise of the softmax channel,
+	// y = softmax_row(beta h) + sqrt(Delta) xi (kernels.NoisySoftmax; T = 2 only). The channel
+	// operations' outputs stay noiseless (engine/aim adds the noise to the data from its own
+	// stream); ChannelGOut is the noisy channel's g_out.
+	Noise float64
 }
 
 // maxHardmaxPoints bounds Channel.Points (per shift; 8 shifts): beyond it a sample costs
@@ -108,14 +113,24 @@ func (c Channel) Lattice() (points int, tol float64) {
 }
 
 // Validate checks the channel by the rules of its Go twins in package kernels: softmax T >= 2
-// and 0 < beta < inf; hardmax 2 <= T <= 6, PaperCompat at T = 2 only, and at T > 2
+// and 0 < beta < inf, with noise 0 <= Delta < inf (Delta > 0 at T = 2 only); hardmax 2 <= T <= 6, PaperCompat at T = 2 only, and at T > 2
 // 0 <= Points <= 2^20 and a finite Tol.
 func (c Channel) Validate() error {
+	if math.IsNaN(c.Noise) || c.Noise < 0 || math.IsInf(c.Noise, 0) {
+		return fmt.Errorf("label noise Delta = %g: need a finite Delta >= 0", c.Noise)
+	}
 	switch c.Kind {
 	case Softmax:
+		if c.Noise > 0 {
+			_, err := kernels.NewNoisySoftmax(c.T, c.Beta, c.Noise)
+			return err
+		}
 		_, err := kernels.NewSoftmax(c.T, c.Beta)
 		return err
 	case Hardmax:
+		if c.Noise != 0 {
+			return fmt.Errorf("hardmax channel: label noise (Delta = %g) is implemented for softmax only", c.Noise)
+		}
 		if c.T == 2 {
 			_, err := kernels.NewHardmax(c.T, c.PaperCompat)
 			return err
@@ -135,10 +150,14 @@ func (c Channel) Validate() error {
 	return fmt.Errorf("unknown channel %v", c)
 }
 
-// String returns "softmax" or "hardmax" (with "-paper" for the published formula).
+// String returns "softmax" (with "-noise" and Delta for label noise) or "hardmax" (with
+// "-paper" for the published formula).
 func (c Channel) String() string {
 	switch c.Kind {
 	case Softmax:
+		if c.Noise > 0 {
+			return fmt.Sprintf("softmax-noise%g", c.Noise)
+		}
 		return "softmax"
 	case Hardmax:
 		if c.PaperCompat {

@@ -72,6 +72,11 @@
 //	                             along V = Q0 - q (softmax: up to a q-independent constant)
 //	Phi        FreeEntropy       psi_in(q-hat) - q q-hat/4 + alpha psi_out(q, Q0 - q) per D^2; issue 17
 //	                             stationary at the SE fixed points; Bayes-optimal: the largest
+//	Delta      Noise, --noise    label noise variance of the noisy softmax (T = 2):            issue 17
+//	                             y = softmax_row(beta h) + sqrt(Delta) xi, xi_ab iid N(0, 1)
+//	                             (kernels.NoisySoftmax, aim.NoisySoftmax, device.Channel.Noise)
+//	y~         Reduced           (y_aa - y_ab + 1)/2 = sigma(beta d_a) + sqrt(Delta/2) eta_a: the issue 17
+//	                             noisy softmax's sufficient statistics, d = (h11 - h12, h22 - h12)
 //	m_0        MInformed         the informed start m = 1e-6 (uninformed: m = 1)              issue 17
 //	alpha_IT   AlphaIT           first-order transition: the free entropies of the branches  issue 17
 //	                             cross (information-theoretic threshold)
@@ -135,6 +140,8 @@
 //   - M is the AIM's number of fields T(T+1)/2 (code Fields(T), a variable nf; engine/aim has
 //     no variable M), the SMI's tokens per sequence (code M, smi.Params.M), and the SMI overlap
 //     M_ll (the fields M of the SMI amp.Iteration and sgd.Point, with Q and Cos beside it).
+//   - Delta is the denoising problem's noise variance 1/q-hat (code delta, AIM 2.1) and the
+//     label noise variance of the noisy softmax (code Noise, the CLI's --noise, issue 17).
 //   - T is the AIM's tokens per sequence (code T); the SMI authors' iteration cap T is MaxIter
 //     in the code, and a test-set size is n_test.
 //   - rho is the AIM's rank ratio R/D (code rho, Rho); the SMI authors' damping rho is the

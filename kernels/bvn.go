@@ -41,6 +41,19 @@ func GaussLegendre(n int) (x, w []float64) {
 	return x, w
 }
 
+// HermiteNormal returns the n-point Gauss-Hermite rule for a standard normal variable: nodes
+// x and probability weights w, sum_i w_i f(x_i) = E f(Z), Z ~ N(0, 1), exact for polynomials
+// of degree 2n - 1 (gonum's quad.Hermite, rescaled from the weight exp(-x^2)).
+func HermiteNormal(n int) (x, w []float64) {
+	x, w = make([]float64, n), make([]float64, n)
+	quad.Hermite{}.FixedLocations(x, w, math.Inf(-1), math.Inf(1))
+	for i := range x {
+		x[i] *= math.Sqrt2
+		w[i] /= math.SqrtPi
+	}
+	return x, w
+}
+
 const (
 	lnSqrt2Pi = 0.91893853320467274178032973640561763986139747363778 // log(sqrt(2 pi))
 	ln2Pi     = 2 * lnSqrt2Pi

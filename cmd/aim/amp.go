@@ -25,6 +25,7 @@ Flags:
 // ampFlags registers the flags of `aim amp` into c.
 func ampFlags(fs *flag.FlagSet, c *job.AMPConfig, quiet *bool) {
 	simFlags(fs, &c.Sim, quiet)
+	noiseFlag(fs, &c.Sim.Model)
 	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexity alpha = N/D^2: a list or range")
 	fs.StringVar(&c.Trace, "trace", c.Trace, "also write every iteration of every run to this CSV")
 	fs.IntVar(&c.MaxIter, "max-iter", c.MaxIter, "iteration cap (default 100 for softmax, 500 for hardmax, as in the paper)")

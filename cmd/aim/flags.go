@@ -100,6 +100,11 @@ func modelFlags(fs *flag.FlagSet, m *job.Model, quiet *bool) {
 	fs.BoolVar(quiet, "quiet", false, "no progress bar")
 }
 
+// noiseFlag registers --noise, the softmax channel's label noise (aim se, aim amp), into m.
+func noiseFlag(fs *flag.FlagSet, m *job.Model) {
+	fs.Float64Var(&m.Noise, "noise", m.Noise, "softmax label noise Delta >= 0: y = softmax(beta h) + sqrt(Delta) xi per output entry (T = 2; CPU only for amp)")
+}
+
 // simFlags registers the flags the simulations (amp, gd) share beside modelFlags, into s.
 func simFlags(fs *flag.FlagSet, s *job.Sim, quiet *bool) {
 	modelFlags(fs, &s.Model, quiet)

@@ -36,6 +36,7 @@ Flags:
 // seFlags registers the flags of `aim se` into c.
 func seFlags(fs *flag.FlagSet, c *job.SEConfig, quiet *bool) {
 	modelFlags(fs, &c.Model, quiet)
+	noiseFlag(fs, &c.Model)
 	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexity grid alpha = N/D^2 (alpha-bar_r = N/(D R) with --rescaled); default 0.001:0.25:128 for softmax, 0.01:10:128:log for hardmax, 0.1:20:128:log rescaled")
 	fs.BoolVar(&c.Rescaled, "rescaled", c.Rescaled, "add the rho -> 0 limit and put every curve against alpha-bar_r = alpha/rho (no default rho)")
 	fs.BoolVar(&c.Threshold, "threshold", c.Threshold, "print alpha_PR per rho and alpha-bar_c, write no file")

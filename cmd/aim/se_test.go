@@ -51,6 +51,10 @@ func TestSEBadInput(t *testing.T) {
 		{[]string{"--channel", "relu"}, "unknown channel"},
 		{[]string{"--channel", "hardmax", "--T", "5"}, "no state-evolution table for T = 5"},
 		{[]string{"--paper-compat"}, "hardmax channel only"},
+		{[]string{"--noise", "-1"}, "--noise -1"},
+		{[]string{"--noise", "+Inf"}, "must be finite"},
+		{[]string{"--noise", "0.01", "--T", "3"}, "T = 2 only"},
+		{[]string{"--noise", "0.01", "--channel", "hardmax"}, "softmax channel only"},
 		{[]string{"--out", filepath.Join(blocker, "se.csv"), "--alpha", "0.1"}, "cannot"},
 		{[]string{"--out", filepath.Join(dir, "se.txt")}, ".csv"},
 		{[]string{"--plot", filepath.Join(dir, "se.gif")}, "format"},
@@ -255,7 +259,7 @@ func TestSEIntTol(t *testing.T) {
 		}
 	}
 	for i := 1; i < len(all); i++ {
-		m, _ := strconv.ParseFloat(all[i][7], 64)
+		m, _ := strconv.ParseFloat(all[i][column(t, all[0], "mmse")], 64)
 		f, _ := ch.FisherSum(1.5-m, m)
 		over := ch.FisherSumErr(1.5-m, m) > 0.005*f
 		if over != (cut[i][conv] == "false") || !over && strings.Join(cut[i], ",") != strings.Join(all[i], ",") {
@@ -312,7 +316,7 @@ func TestSEFreeEntropy(t *testing.T) {
 			if strings.Join(rows[0][i], ",") != strings.Join(rows[1][i], ",") {
 				t.Errorf("%s: --start both and uninformed differ:\n%v\n%v", c.channel[1], rows[0][i], rows[1][i])
 			}
-			alpha, _ := strconv.ParseFloat(rows[0][i][4], 64)
+			alpha, _ := strconv.ParseFloat(rows[0][i][column(t, h, "alpha")], 64)
 			p, err := se.Solve(ch, 0.5, alpha, se.DefaultOptions())
 			if err != nil {
 				t.Fatal(err)
@@ -335,4 +339,67 @@ func TestSEFreeEntropy(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "rho = 0.5    first-order transition: none") {
 		t.Errorf("--threshold (status %d, %s):\n%s", code, stderr, stdout)
 	}
+}
+
+// TestSENoiseCSV runs `aim se --noise 0.1` at one point: the CSV has the noise column after
+// beta, holding Delta, and the mmse of the noisy softmax's SE (se.Solve, to 1e-11); the
+// manifest records the noise.
+func TestSENoiseCSV(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 10 s: one noisy SE point")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "se.csv")
+	code, stdout, stderr := runArgs(t, "se", "--quiet", "--noise", "0.1", "--rho", "0.5", "--alpha", "0.2", "--start", "uninformed",
+		"--gen-samples", "0", "--out", out, "--plot", "")
+	if code != 0 {
+		t.Fatalf("status %d: %s %s", code, stdout, stderr)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("CSV %v, %v", rows, err)
+	}
+	if strings.Join(rows[0], ",") != strings.Join(job.SESchema.Header(0), ",") || rows[0][4] != "noise" || rows[0][3] != "beta" {
+		t.Fatalf("CSV header %v", rows[0])
+	}
+	col := map[string]int{}
+	for i, c := range rows[0] {
+		col[c] = i
+	}
+	ch, _ := aim.NewNoisySoftmax(2, 1, 0.1)
+	o := se.DefaultOptions()
+	o.Start = se.Uninformed
+	p, err := se.Solve(ch, 0.5, 0.2, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mmse, _ := strconv.ParseFloat(rows[1][col["mmse"]], 64)
+	if rows[1][col["noise"]] != "0.1" || math.Abs(mmse-p.MMSE) > 1e-11 {
+		t.Errorf("row %v: noise %q, mmse %g; want 0.1, %g", rows[1], rows[1][col["noise"]], mmse, p.MMSE)
+	}
+	var man map[string]any
+	b, _ := os.ReadFile(filepath.Join(dir, "se.json"))
+	if err := json.Unmarshal(b, &man); err != nil {
+		t.Fatal(err)
+	}
+	if n := man["parameters"].(map[string]any)["noise"]; n != 0.1 {
+		t.Errorf("manifest noise %v, want 0.1", n)
+	}
+}
+
+// column returns the index of the column name in header (a test failure when absent).
+func column(t *testing.T, header []string, name string) int {
+	t.Helper()
+	for j, h := range header {
+		if h == name {
+			return j
+		}
+	}
+	t.Fatalf("no column %q in %v", name, header)
+	return -1
 }

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/aimtheory/aim/device"
 )
 
 // Tests of this file need no GPU: they run everywhere and assert values.
@@ -359,6 +361,20 @@ func TestProbe(t *testing.T) {
 		}
 		if d.Name == "" || d.TotalBytes == 0 || d.FreeBytes == 0 || d.FreeBytes > d.TotalBytes || d.CCMajor < 3 || d.SMs < 1 {
 			t.Errorf("device %d: implausible report %+v", d.Ordinal, d)
+		}
+	}
+}
+
+// TestNoiseRefused: the noisy softmax has no CUDA kernel; the channel operations refuse it
+// before touching the device (so this needs no GPU) with an error that says so.
+func TestNoiseRefused(t *testing.T) {
+	ch := device.Channel{Kind: device.Softmax, T: 2, Beta: 1, Noise: 0.01}
+	b := &backend{}
+	_, err1 := b.ChannelGOut(ch, nil, nil, nil, 1, 1)
+	err2 := b.ChannelOutput(ch, nil, nil, 1)
+	for _, err := range []error{err1, err2} {
+		if err == nil || !strings.Contains(err.Error(), "no CUDA kernel") {
+			t.Errorf("noisy softmax on cuda: error %v, want one saying it has no CUDA kernel", err)
 		}
 	}
 }

@@ -338,8 +338,13 @@ func (d *backend) TokenMix(z, c, x device.Buffer, n, t, dd int) error {
 // Channels.
 
 // checkChannel checks what only the kernels need of ch: T fits the kernels' int (the front has
-// checked the channel's parameters by the rules of its Go twin in package kernels).
+// checked the channel's parameters by the rules of its Go twin in package kernels), and no
+// label noise: the noisy softmax (kernels.NoisySoftmax) has no CUDA kernel, so the backend
+// refuses it (use the CPU backend).
 func checkChannel(op string, ch device.Channel) error {
+	if ch.Noise != 0 {
+		return fmt.Errorf("%s: the softmax channel with label noise (Delta = %g) has no CUDA kernel; use --device cpu", op, ch.Noise)
+	}
 	return fitsInt32(op, "t", ch.T)
 }
 

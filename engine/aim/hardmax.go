@@ -6,8 +6,6 @@ import (
 	"sort"
 	"sync"
 
-	"gonum.org/v1/gonum/integrate/quad"
-
 	"github.com/aimtheory/aim/kernels"
 )
 
@@ -152,7 +150,7 @@ func newHQuad(paper bool) *hQuad {
 // panel edges on [0, box] (tests use it to check convergence).
 func newHQuadWith(paper bool, ghN, glN int, edges []float64) *hQuad {
 	hq := &hQuad{paper: paper}
-	hq.ghx, hq.ghw = hermiteNormal(ghN)
+	hq.ghx, hq.ghw = kernels.HermiteNormal(ghN)
 	hq.bx, hq.bw = gridNodes(glN, edges)
 	n := len(hq.bx)
 	hq.band = make([]float64, n)
@@ -188,18 +186,6 @@ func newHQuadWith(paper bool, ghN, glN int, edges []float64) *hQuad {
 		}
 	}
 	return hq
-}
-
-// hermiteNormal returns the n-point Gauss-Hermite rule for a standard normal variable: nodes
-// and probability weights.
-func hermiteNormal(n int) (x, w []float64) {
-	x, w = make([]float64, n), make([]float64, n)
-	quad.Hermite{}.FixedLocations(x, w, math.Inf(-1), math.Inf(1))
-	for i := range x { // weight exp(-x^2) -> standard normal
-		x[i] *= math.Sqrt2
-		w[i] /= math.SqrtPi
-	}
-	return x, w
 }
 
 // gridNodes returns the symmetric tensor-grid axis on [-box, box]: glN Gauss-Legendre points

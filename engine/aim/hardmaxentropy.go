@@ -78,7 +78,7 @@ func eQuadRule() *eQuad {
 
 func newEQuad(ghN, glN int, edges []float64) *eQuad {
 	e := &eQuad{}
-	e.ghx, e.ghw = hermiteNormal(ghN)
+	e.ghx, e.ghw = kernels.HermiteNormal(ghN)
 	var bw []float64
 	e.bx, bw = gridNodes(glN, edges) // the nodes of FisherH's grid
 	n := len(e.bx)

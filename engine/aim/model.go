@@ -88,7 +88,8 @@ func (d *Data) Samples() int { return d.Hi - d.Lo }
 
 // Generate draws W (D x R) and X (N x T x D) from the seed's Gaussian stream and computes
 // S = W W^T / sqrt(R D), the trace-centred indices h_mu = (X_mu S X_mu^T - Tr S I)/sqrt(D)
-// (Gemm then TokenDots) and the outputs y_mu = g(h_mu). Memory stays O(N T D + D^2): no
+// (Gemm then TokenDots) and the outputs y_mu = g(h_mu), plus sqrt(Delta) xi_mu when the channel
+// has label noise Delta (xi_mu from stream.AIMNoise). Memory stays O(N T D + D^2): no
 // N x D x D tensor is formed.
 func Generate(dev device.Device, p Params) (*Data, error) { return generate(dev, p, 0, p.N(), 0) }
 
@@ -199,15 +200,38 @@ func generate(dev device.Device, p Params, lo, hi, chunk int) (*Data, error) {
 		return fail(err)
 	}
 	err = d.EachChunk(dev, xc, func(lo, n int, x device.Buffer) error {
+		y := device.MustView(d.Y, lo*T*T, n*T*T)
 		return device.Seq(
 			func() error { return Indices(dev, h, xs, x, d.S, tr, n, T, D) },
-			func() error { return dev.ChannelOutput(p.Channel, device.MustView(d.Y, lo*T*T, n*T*T), h, n) },
+			func() error { return dev.ChannelOutput(p.Channel, y, h, n) },
+			func() error { return addNoise(dev, p, y, h, d.Lo+lo, n) },
 		)
 	})
 	if err != nil {
 		return fail(err)
 	}
 	return d, nil
+}
+
+// addNoise adds the label noise sqrt(Delta) xi (Delta = p.Channel.Noise; nothing when 0) to the
+// outputs y of the samples [lo, lo + n) of the data set, xi drawn at stream.AIMNoise + lo T T
+// of the seed's stream (so the noise of a sample does not depend on the chunks or the shards,
+// and the noiseless draws of the seed are unchanged), with scratch (at least n T T) for xi.
+func addNoise(dev device.Device, p Params, y, scratch device.Buffer, lo, n int) error {
+	if p.Channel.Noise == 0 {
+		return nil
+	}
+	tt := p.T() * p.T()
+	xi, err := device.View(scratch, 0, n*tt)
+	if err != nil {
+		return err
+	}
+	return device.Seq(
+		func() error {
+			return dev.GaussianFill(xi, p.Seed, stream.AIMNoise+uint64(lo)*uint64(tt), math.Sqrt(p.Channel.Noise))
+		},
+		func() error { return dev.Axpby(y, 1, xi, 1) },
+	)
 }
 
 // EachChunk calls f(lo, n, x) for the chunks of the held samples [lo, lo + n) in order (lo

@@ -254,3 +254,49 @@ func same(t *testing.T, what string, got, want []float64) {
 		}
 	}
 }
+
+// TestGenerateNoise: with label noise Delta the teacher and the noiseless outputs of a seed are
+// unchanged (the noise has its own stream, stream.AIMNoise), y - y_clean has mean 0 and
+// variance Delta per entry (within 4 standard errors), and streamed chunks give the same values
+// (to 1e-14: the same noise, the clean part up to the BLAS's rounding of another shape).
+func TestGenerateNoise(t *testing.T) {
+	dev := cpu.New(0)
+	const delta = 0.04
+	p := Params{D: 30, Alpha: 2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 5}
+	clean, err := Generate(dev, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clean.Free(dev)
+	p.Channel.Noise = delta
+	noisy, err := Generate(dev, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noisy.Free(dev)
+	streamed, err := GenerateStreamed(dev, p, 77)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer streamed.Free(dev)
+	sc, sn := download(t, dev, clean.S), download(t, dev, noisy.S)
+	for i := range sc {
+		if sc[i] != sn[i] {
+			t.Fatalf("S differs with noise at %d", i)
+		}
+	}
+	yc, yn, ys := download(t, dev, clean.Y), download(t, dev, noisy.Y), download(t, dev, streamed.Y)
+	var s, s2 float64
+	for i := range yc {
+		if math.Abs(yn[i]-ys[i]) > 1e-14 { // the chunks' products may round differently (1 ulp)
+			t.Fatalf("streamed noisy y differs at %d: %v vs %v", i, ys[i], yn[i])
+		}
+		e := yn[i] - yc[i]
+		s, s2 = s+e, s2+e*e
+	}
+	n := float64(len(yc))
+	mean, v := s/n, s2/n
+	if math.Abs(mean) > 4*math.Sqrt(delta/n) || math.Abs(v-delta) > 4*delta*math.Sqrt(2/n) {
+		t.Errorf("noise: mean %.3g, variance %.5g over %d entries; want 0 and %g", mean, v, len(yc), delta)
+	}
+}

@@ -18,6 +18,8 @@
 //	[2^60, 2^60 + 2^20)            SMISEShift: the Cranley-Patterson shift of the SMI SE's
 //	                               quasi-Monte Carlo points
 //	[2^61, 2^62)                   SMINoise: the SMI data's pre-activation noise (N x P x M)
+//	[2^62, 2^62 + 2^61)            AIMNoise: the AIM data's label noise (N x T x T), so that the
+//	                               noiseless data of a seed are the same with and without it
 //
 // The SMI state evolution's plain Monte Carlo draws (SMISESample) start at 0 of the SE's own
 // seed, which is not the teacher's: the SE has no teacher.
@@ -32,6 +34,7 @@ const (
 	Init       uint64 = 1 << 53              // an algorithm's random start
 	SMISEShift uint64 = 1 << 60              // SMI SE: the quasi-Monte Carlo shift
 	SMINoise   uint64 = 1 << 61              // SMI data: the noise on the pre-activations
+	AIMNoise   uint64 = 1 << 62              // AIM data: the label noise on the outputs y
 	restart    uint64 = 1 << 40              // the stride between GD restarts' starts
 )
 

@@ -17,6 +17,7 @@ func TestLayout(t *testing.T) {
 		{"Init/Restart", Init, Restart(1<<19) - Init},
 		{"SMISEShift", SMISEShift, 1 << 20},
 		{"SMINoise", SMINoise, 1 << 61},
+		{"AIMNoise", AIMNoise, 1 << 61},
 	}
 	for i := 1; i < len(ranges); i++ {
 		prev, r := ranges[i-1], ranges[i]

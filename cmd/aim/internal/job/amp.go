@@ -3,6 +3,7 @@ package job
 import (
 	"errors"
 	"math"
+	"strings"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
@@ -56,6 +57,9 @@ func (c *AMPConfig) Validate() error {
 	if err := c.validateSim(); err != nil {
 		return err
 	}
+	if c.Noise > 0 && strings.HasPrefix(c.Device, "cuda") {
+		return Inputf("--noise %g with --device %s: the softmax channel with label noise has no CUDA kernel; use --device cpu", c.Noise, c.Device)
+	}
 	c.seTable = nil
 	if c.SE != "" {
 		var err error
@@ -89,6 +93,7 @@ type AMPRow struct {
 	Channel         string
 	T               int
 	Rho, Beta       float64 // Beta NaN (empty) for hardmax
+	Noise           float64 // label noise Delta (0: noiseless)
 	D, N, R         int
 	Alpha, AlphaBar float64
 	Seed            uint64
@@ -106,6 +111,7 @@ var AMPSchema = &table.Schema[AMPRow]{Kind: table.AMP, Columns: []table.Column[A
 	table.Int("T", func(r *AMPRow) int { return r.T }),
 	table.Float("rho", func(r *AMPRow) float64 { return r.Rho }),
 	table.Float("beta", func(r *AMPRow) float64 { return r.Beta }),
+	table.Added(table.Float("noise", func(r *AMPRow) float64 { return r.Noise })),
 	table.Int("D", func(r *AMPRow) int { return r.D }),
 	table.Int("N", func(r *AMPRow) int { return r.N }),
 	table.Int("R", func(r *AMPRow) int { return r.R }),
@@ -163,7 +169,14 @@ type ampJob struct {
 
 // RunAMP runs every (rho, alpha, seed) of a validated configuration on its device.
 func RunAMP(c *AMPConfig, env Env) (*AMPResult, error) {
-	open := func() (*Device, error) { return OpenDevice(c.Device, c.Workers, c.Threads) }
+	open := func() (*Device, error) {
+		d, err := OpenDevice(c.Device, c.Workers, c.Threads)
+		if err == nil && c.Noise > 0 && strings.HasPrefix(d.Name(), "cuda") {
+			d.Close()
+			return nil, Inputf("--noise %g on %s: the softmax channel with label noise has no CUDA kernel; use --device cpu", c.Noise, d.Name())
+		}
+		return d, err
+	}
 	return runSimJob(&c.Sim, env, open, c.planTokens, func(j simJob) (*AMPResult, error) {
 		return (&ampJob{simJob: j, c: c}).run(env)
 	})
@@ -185,7 +198,7 @@ func (j *ampJob) run(env Env) (*AMPResult, error) {
 		for _, it := range out.Trace {
 			res.Trace = append(res.Trace, AMPTraceRow{Rho: r.rho, Alpha: r.alpha, Seed: r.seed, Iter: it.Iter, Error: it.Error, Step: it.Step, Delta: it.Delta, Seconds: it.Seconds})
 		}
-		row := AMPRow{Channel: c.csvChannel(), T: c.T, Rho: r.rho, Beta: c.csvBeta(), D: c.D, N: r.p.N(), R: r.p.R(), Alpha: r.alpha,
+		row := AMPRow{Channel: c.csvChannel(), T: c.T, Rho: r.rho, Beta: c.csvBeta(), Noise: c.csvNoise(), D: c.D, N: r.p.N(), R: r.p.R(), Alpha: r.alpha,
 			AlphaBar: r.alpha * c.directions(), Seed: r.seed, Error: out.Error, SEMMSE: r.mmse, Iterations: out.Iterations,
 			Converged: err == nil && out.Converged, Seconds: out.Seconds, Device: j.dev.Name()}
 		if err != nil {

@@ -18,6 +18,7 @@ type Model struct {
 	PaperCompat bool     // hardmax: the published channel formula
 	T           int      // tokens per sequence
 	Beta        float64  // softmax inverse temperature
+	Noise       float64  // softmax label noise Delta >= 0 (se, amp; T = 2): y = softmax(beta h) + sqrt(Delta) xi
 	Rho         []string // rank ratios, each a value, list or range; none: the job's default
 	Alpha       string   // the sample-complexity grid; "": the job's default (unless AlphaGiven)
 	AlphaGiven  bool     // Alpha was given explicitly: an empty one is an error, not the default
@@ -71,6 +72,14 @@ func (m *Model) validate(defaultRho []string, defaultAlpha string) error {
 	}
 	if !(m.Beta > 0) || math.IsInf(m.Beta, 0) {
 		return Inputf("--beta %g: need 0 < beta < inf", m.Beta)
+	}
+	switch {
+	case !(m.Noise >= 0) || math.IsInf(m.Noise, 0):
+		return Inputf("--noise %g: the label noise variance Delta must be finite and >= 0", m.Noise)
+	case m.Noise > 0 && m.Channel != "softmax":
+		return Inputf("--noise %g: label noise is implemented for the softmax channel only", m.Noise)
+	case m.Noise > 0 && m.T != 2:
+		return Inputf("--noise %g with --T %d: the noisy softmax is implemented for T = 2 only", m.Noise, m.T)
 	}
 	specs := m.Rho
 	if len(specs) == 0 {
@@ -150,6 +159,9 @@ func (m *Model) theoryChannel() (aim.Channel, error) {
 	if m.Channel == "hardmax" {
 		return aim.NewHardmax(m.T, m.PaperCompat)
 	}
+	if m.Noise > 0 {
+		return aim.NewNoisySoftmax(m.T, m.Beta, m.Noise)
+	}
 	return aim.NewSoftmax(m.T, m.Beta)
 }
 
@@ -159,7 +171,7 @@ func (m *Model) deviceChannel() device.Channel {
 	if m.Channel == "hardmax" {
 		kind = device.Hardmax
 	}
-	return device.Channel{Kind: kind, T: m.T, Beta: m.Beta, PaperCompat: m.PaperCompat}
+	return device.Channel{Kind: kind, T: m.T, Beta: m.Beta, PaperCompat: m.PaperCompat, Noise: m.Noise}
 }
 
 // csvChannel is the channel column of the CSVs.
@@ -186,12 +198,16 @@ func (m *Model) params() map[string]any {
 	p := map[string]any{"channel": m.Channel, "paper_compat": m.PaperCompat, "T": m.T, "rho": m.rhos, "alpha": m.Alpha}
 	if m.Channel == "softmax" {
 		p["beta"] = m.Beta
+		p["noise"] = m.Noise
 	}
 	return p
 }
 
-// readSETable reads the `aim se` CSV of a simulation's --se: it must have the job's channel, T
-// and beta, and a curve at each of its rho.
+// csvNoise is the noise column: Delta (0 when noiseless).
+func (m *Model) csvNoise() float64 { return m.Noise }
+
+// readSETable reads the `aim se` CSV of a simulation's --se: it must have the job's channel, T,
+// beta and noise (a CSV without the noise column is noiseless), and a curve at each of its rho.
 func (m *Model) readSETable(path string) (*table.Table, error) {
 	t, err := ReadTable(path)
 	if err != nil {
@@ -206,6 +222,13 @@ func (m *Model) readSETable(path string) (*table.Table, error) {
 		if t.S(i, "channel") != m.csvChannel() || t.S(i, "T") != itoa(m.T) || t.S(i, "beta") != beta {
 			return nil, Inputf("--se %s line %d: channel %s, T = %s, beta = %s; the command has %s, %d, %s",
 				path, i+2, t.S(i, "channel"), t.S(i, "T"), t.S(i, "beta"), m.csvChannel(), m.T, beta)
+		}
+		noise := t.S(i, "noise")
+		if noise == "" {
+			noise = table.FormatFloat(0)
+		}
+		if noise != table.FormatFloat(m.csvNoise()) {
+			return nil, Inputf("--se %s line %d: noise %s; the command has --noise %g", path, i+2, noise, m.Noise)
 		}
 		have[t.S(i, "rho")] = true
 	}

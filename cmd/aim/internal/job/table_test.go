@@ -41,14 +41,15 @@ func TestReadTable(t *testing.T) {
 	if !math.IsInf(tab.V(0, "alpha_stability_1"), 1) || tab.V(0, "alpha_stability_2") != 0.25 || !math.IsNaN(tab.V(0, "alpha_conditional_1")) || tab.V(0, "c") != 0.5 {
 		t.Errorf("values %v", tab.Values(0))
 	}
-	tab, err = readTable(strings.NewReader(strings.Join(SESchema.Header(0), ",")+"\nhardmax-paper,2,0.5,,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\n"), "se.csv")
+	tab, err = readTable(strings.NewReader(strings.Join(SESchema.Header(0), ",")+"\nhardmax-paper,2,0.5,,0,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\n"), "se.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// An SE CSV from before mmse_err, free_entropy and coexist (table.Added) still plots.
+	// An SE CSV from before noise, mmse_err, free_entropy and coexist (table.Added) still plots,
+	// and reads as noiseless.
 	old := "channel,T,rho,beta,alpha,alpha_bar,alpha_r,mmse,q,qhat,gen_error,gen_error_stderr,iterations,converged\n" +
 		"softmax,2,0.5,1,0.1,0.4,0.2,0.5,1,2,,,10,true\n"
-	if ot, err := readTable(strings.NewReader(old), "old.csv"); err != nil || ot.Kind != table.SE || ot.V(0, "mmse") != 0.5 || !math.IsNaN(ot.V(0, "free_entropy")) {
+	if ot, err := readTable(strings.NewReader(old), "old.csv"); err != nil || ot.Kind != table.SE || ot.V(0, "mmse") != 0.5 || !math.IsNaN(ot.V(0, "free_entropy")) || ot.S(0, "noise") != "" {
 		t.Errorf("old SE CSV: %+v, %v", ot, err)
 	} else if _, err := plot.Build([]*table.Table{ot}, plot.Options{}); err != nil {
 		t.Errorf("old SE CSV: plot: %v", err)
@@ -64,7 +65,7 @@ func TestReadTable(t *testing.T) {
 // FuzzReadTable checks that the reader never panics and either fails or returns a table whose
 // every numeric cell is the number written (NaN for an empty cell), of a recognised kind.
 func FuzzReadTable(f *testing.F) {
-	f.Add([]byte(strings.Join(SESchema.Header(0), ",") + "\nsoftmax,2,0.5,1,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true\n"))
+	f.Add([]byte(strings.Join(SESchema.Header(0), ",") + "\nsoftmax,2,0.5,1,0,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true\n"))
 	f.Add([]byte(strings.Join(SMIAMPSchema.Header(2), ",") + "\n2,2,1,1,60,60,1,5,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,3,false,0.1\n"))
 	f.Add([]byte("a,b\n1,2\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -1,0 +1,80 @@
+package se
+
+import (
+	"math"
+	"testing"
+
+	"github.com/aimtheory/aim/engine/aim"
+)
+
+// TestNoisyEnvelope: the envelope identity dPhi/dalpha = psi_out(q, V) along the noisy
+// softmax's fixed points (central difference of Phi with the SE re-solved at alpha +- h,
+// h = 1e-3 alpha), to 1e-4 absolute on an O(1) psi_out (measured: 1.3e-6 at Delta = 0.01,
+// 3.8e-6 at Delta = 0.1).
+func TestNoisyEnvelope(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about a minute: six noisy SE solves")
+	}
+	for _, c := range []struct{ delta, rho, alpha float64 }{{0.01, 0.5, 0.1}, {0.1, 1, 0.2}} {
+		ch, err := aim.NewNoisySoftmax(2, 1, c.delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		phi := func(a float64) (float64, Point) {
+			p, err := Solve(ch, c.rho, a, DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := FreeEntropy(ch, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v, p
+		}
+		h := 1e-3 * c.alpha
+		fp, _ := phi(c.alpha + h)
+		fm, _ := phi(c.alpha - h)
+		_, p := phi(c.alpha)
+		fd := (fp - fm) / (2 * h)
+		want, _ := ch.OutputEntropy(p.Q, p.MMSE)
+		t.Logf("Delta = %g rho = %g alpha = %g (mmse %.5f): dPhi/dalpha = %.6f, psi_out = %.6f, difference %.1e", c.delta, c.rho, c.alpha, p.MMSE, fd, want, fd-want)
+		if math.Abs(fd-want) > 1e-4*math.Max(1, math.Abs(want)) {
+			t.Errorf("Delta = %g rho = %g alpha = %g: dPhi/dalpha = %.6f, psi_out = %.6f", c.delta, c.rho, c.alpha, fd, want)
+		}
+	}
+}
+
+// TestNoisyZeroNoiseSE: the noisy SE's mmse approaches the noiseless softmax's as Delta -> 0 at
+// rho = 0.5, alpha = 0.1, the gap shrinking like a power of Delta (exponent logged, asserted
+// in [0.3, 1]); at Delta = 1e-4 it is within 0.02.
+func TestNoisyZeroNoiseSE(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 40 s: three noisy SE solves")
+	}
+	sm, _ := aim.NewSoftmax(2, 1)
+	p0, err := Solve(sm, 0.5, 0.1, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deltas := []float64{1e-2, 1e-3, 1e-4}
+	var gaps []float64
+	for _, d := range deltas {
+		ch, _ := aim.NewNoisySoftmax(2, 1, d)
+		p, err := Solve(ch, 0.5, 0.1, DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		gaps = append(gaps, p.MMSE-p0.MMSE)
+		t.Logf("Delta = %g: mmse %.5f, noiseless %.5f, gap %.4g", d, p.MMSE, p0.MMSE, p.MMSE-p0.MMSE)
+	}
+	for i := 1; i < len(gaps); i++ {
+		rate := math.Log(gaps[i-1]/gaps[i]) / math.Log(deltas[i-1]/deltas[i])
+		t.Logf("gap ~ Delta^%.3f between Delta = %g and %g", rate, deltas[i-1], deltas[i])
+		if !(gaps[i] > 0) || rate < 0.3 || rate > 1 {
+			t.Errorf("gaps %v: rate %.3f", gaps, rate)
+		}
+	}
+	if gaps[len(gaps)-1] > 0.02 {
+		t.Errorf("Delta = 1e-4: mmse gap %.4f to the noiseless SE", gaps[len(gaps)-1])
+	}
+}

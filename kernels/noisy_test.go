@@ -1,0 +1,102 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestNoisyLogZMonteCarlo compares Z_out and G = d log Z_out/d m of the noisy softmax (the
+// factorised quadrature) with a plain Monte Carlo over d ~ N(m, V C3), C3 = [[3, 1], [1, 3]]:
+// Z = E prod_a N(y~_a; sigma(beta d_a), Delta/2), dZ/dm = E[(V C3)^-1 (d - m) prod_a N(..)].
+func TestNoisyLogZMonteCarlo(t *testing.T) {
+	cases := []struct{ beta, delta, y1, y2, m1, m2, V float64 }{
+		{1, 0.05, 0.6, 0.3, 0.5, -0.4, 1.0},
+		{1, 0.01, 0.8, 0.45, 1.2, 0.1, 0.3},
+		{2, 0.1, 0.1, 0.95, -1, 1.5, 0.5},
+		{1, 0.02, 0.5, 0.5, 0, 0, 0.05},
+	}
+	r := rand.New(rand.NewPCG(17, 2))
+	const n = 400000
+	for _, c := range cases {
+		ch, err := NewNoisySoftmax(2, c.beta, c.delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lz, g1, g2 := ch.LogZ(c.y1, c.y2, c.m1, c.m2, c.V)
+		d2 := c.delta / 2
+		lik := func(y, d float64) float64 {
+			e := y - Logistic(c.beta*d)
+			return math.Exp(-e*e/(2*d2)) / math.Sqrt(2*math.Pi*d2)
+		}
+		var z, z2, n1, n2 float64
+		sv := math.Sqrt(c.V)
+		for i := 0; i < n; i++ {
+			g0, a1, a2 := r.NormFloat64(), r.NormFloat64(), r.NormFloat64()
+			e1 := sv * (g0 + math.Sqrt2*a1) // d - m, covariance V C3
+			e2 := sv * (g0 + math.Sqrt2*a2)
+			w := lik(c.y1, c.m1+e1) * lik(c.y2, c.m2+e2)
+			z += w
+			z2 += w * w
+			// (V C3)^-1 = [[3, -1], [-1, 3]]/(8 V)
+			n1 += w * (3*e1 - e2) / (8 * c.V)
+			n2 += w * (3*e2 - e1) / (8 * c.V)
+		}
+		z /= n
+		se := math.Sqrt((z2/n - z*z) / n)
+		if got := math.Exp(lz); math.Abs(got-z) > 4*se+1e-9 {
+			t.Errorf("%+v: Z = %.6g, Monte Carlo %.6g +- %.2g", c, got, z, se)
+		}
+		mg1, mg2 := n1/n/z, n2/n/z
+		tol := 0.02 * (1 + math.Abs(mg1) + math.Abs(mg2))
+		if math.Abs(g1-mg1) > tol || math.Abs(g2-mg2) > tol {
+			t.Errorf("%+v: G = (%.5g, %.5g), Monte Carlo (%.5g, %.5g)", c, g1, g2, mg1, mg2)
+		}
+	}
+}
+
+// TestNoisyRowRule checks the window rule of K and dlog K/dmu against a fine composite
+// Gauss-Legendre rule over x in [mu - 12 sqrt(v), mu + 12 sqrt(v)] (4000 panels of 8 points),
+// down to Delta = 1e-5: 1e-5 relative (measured: 3.4e-6 for an output within sqrt(Delta) of
+// 0 or 1, 1e-9 or better elsewhere).
+func TestNoisyRowRule(t *testing.T) {
+	glx, glw := GaussLegendre(8)
+	for _, c := range []struct{ delta, y, mu, v float64 }{
+		{1e-2, 0.3, 0.2, 2}, {1e-3, 0.7, 0.5, 1}, {1e-5, 0.55, -0.3, 3}, {1e-3, 0.02, -2, 0.5},
+		{1e-2, -0.05, 0.5, 1}, {1e-3, 0.5, 4, 1e-3}, {1e-1, 1.2, 1, 0.2}, {1e-4, 0.999, 3, 2},
+	} {
+		ch, _ := NewNoisySoftmax(2, 1, c.delta)
+		lk, dk := ch.RowLog(c.y, c.mu, c.v)
+		d2 := c.delta / 2
+		a, b := c.mu-12*math.Sqrt(c.v), c.mu+12*math.Sqrt(c.v)
+		const panels = 4000
+		var s, m float64
+		for p := 0; p < panels; p++ {
+			lo := a + (b-a)*float64(p)/panels
+			h := (b - a) / panels / 2
+			for i, u := range glx {
+				x := lo + h + h*u
+				e := c.y - Logistic(x)
+				f := math.Exp(-e*e/(2*d2)-(x-c.mu)*(x-c.mu)/(2*c.v)) / (2 * math.Pi * math.Sqrt(d2*c.v))
+				s += h * glw[i] * f
+				m += h * glw[i] * f * (x - c.mu) / c.v
+			}
+		}
+		t.Logf("%+v: relative error of K %.1e, of dlog K %.1e", c, math.Abs(math.Exp(lk)-s)/s, math.Abs(dk-m/s)/(1+math.Abs(m/s)))
+		if math.Abs(math.Exp(lk)-s) > 1e-5*s || math.Abs(dk-m/s) > 1e-5*(1+math.Abs(m/s)) {
+			t.Errorf("%+v: K = %.12g, dlogK = %.10g; fine rule %.12g, %.10g", c, math.Exp(lk), dk, s, m/s)
+		}
+	}
+}
+
+// TestNoisySoftmaxArgs: T != 2, beta <= 0 and Delta <= 0 are refused.
+func TestNoisySoftmaxArgs(t *testing.T) {
+	for _, c := range []struct {
+		T           int
+		beta, delta float64
+	}{{3, 1, 0.1}, {2, 0, 0.1}, {2, 1, 0}, {2, 1, -1}, {2, 1, math.NaN()}, {2, 1, math.Inf(1)}} {
+		if _, err := NewNoisySoftmax(c.T, c.beta, c.delta); err == nil {
+			t.Errorf("NewNoisySoftmax(%d, %g, %g): no error", c.T, c.beta, c.delta)
+		}
+	}
+}
