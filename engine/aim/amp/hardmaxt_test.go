@@ -60,7 +60,7 @@ func TestAMPHardmaxT3(t *testing.T) {
 // TestAMPHardmaxT3FollowsSE checks that GAMP-RIE with the hardmax channel at T = 3 lands on
 // the T = 3 state evolution (the shipped table, aim.HardmaxTChannel), as TestAMPHardmaxExact
 // does at T = 2: at D = 60, alpha = 0.2, rho = 0.5 within 0.04 (the T = 2 test's tolerance at
-// this D; measured 0.255 against 0.2385). With AIM_LONG=1 it runs the check, D = 150
+// this D; measured 0.255 against 0.2385). With AIM_LONG_TESTS=1 it runs the check, D = 150
 // at alpha = 0.05, 0.1, 0.2 and two seeds each, the mean within 0.03 (about 15 minutes on two
 // cores; the measured values are in the README). The channel's rule is 64 fixed points per
 // shift (about 0.3 ms a sample).
@@ -76,7 +76,7 @@ func TestAMPHardmaxT3FollowsSE(t *testing.T) {
 	o := DefaultOptions()
 	o.MaxIter = 150
 	D, alphas, seeds, tol := 60, []float64{0.2}, []uint64{1}, 0.04
-	if os.Getenv("AIM_LONG") == "1" {
+	if os.Getenv("AIM_LONG_TESTS") == "1" {
 		D, alphas, seeds, tol = 150, []float64{0.05, 0.1, 0.2}, []uint64{1, 2}, 0.03
 	}
 	for _, alpha := range alphas {

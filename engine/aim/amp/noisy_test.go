@@ -2,6 +2,7 @@ package amp
 
 import (
 	"math"
+	"os"
 	"testing"
 
 	"github.com/aimtheory/aim/cpu"
@@ -10,12 +11,15 @@ import (
 )
 
 // TestAMPNoisyFollowsSE: GAMP-RIE with the noisy softmax's g_out (CPU backend) at D = 150,
-// rho = 0.5, Delta = 0.01 reaches the noisy state evolution's error at three alphas: the mean
-// of three seeds within 0.04 (the finite-size spread of one run at D = 100-150 is about 0.03),
-// and clearly above the noiseless SE where the two differ by more than 0.1.
+// rho = 0.5, Delta = 0.01 reaches the noisy state evolution's error, and stays clearly above
+// the noiseless SE where the two differ by more than 0.1. By default one seed at alpha = 0.1
+// and 0.2 (where noisy and noiseless SE differ by 0.15 and 0.23), within 0.05 (the finite-size
+// spread of one run at D = 150 is about 0.025, measured); with AIM_LONG_TESTS=1 the issue's
+// check, three seeds at alpha = 0.05, 0.1, 0.2, the mean within 0.04 (5 to 10 minutes on two
+// cores; the measured values are in the README).
 func TestAMPNoisyFollowsSE(t *testing.T) {
 	if testing.Short() {
-		t.Skip("5 to 10 minutes")
+		t.Skip("about a minute")
 	}
 	dev := cpu.New(0)
 	const delta = 0.01
@@ -24,22 +28,17 @@ func TestAMPNoisyFollowsSE(t *testing.T) {
 		t.Fatal(err)
 	}
 	clean, _ := aim.NewSoftmax(2, 1)
-	for _, alpha := range []float64{0.05, 0.1, 0.2} {
+	alphas, seeds, tol := []float64{0.1, 0.2}, []uint64{1}, 0.05
+	if os.Getenv("AIM_LONG_TESTS") == "1" {
+		alphas, seeds, tol = []float64{0.05, 0.1, 0.2}, []uint64{1, 2, 3}, 0.04
+	}
+	for _, alpha := range alphas {
 		want, noiseless := seMMSE(t, noisy, 0.5, alpha), seMMSE(t, clean, 0.5, alpha)
 		p := aim.Params{D: 150, Alpha: alpha, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1, Noise: delta}}
-		seeds := []uint64{1, 2, 3}
-		var s, s2 float64
-		for _, seed := range seeds {
-			p.Seed = seed
-			e := runOnce(t, dev, p, DefaultOptions()).Error
-			s, s2 = s+e, s2+e*e
-		}
-		n := float64(len(seeds))
-		got := s / n
-		sd := math.Sqrt(math.Max(0, s2/n-got*got) / (n - 1))
-		t.Logf("noisy softmax Delta = %g, alpha = %g, D = 150: AMP %.4f +- %.4f (3 seeds), noisy SE %.4f, noiseless SE %.4f", delta, alpha, got, sd, want, noiseless)
-		if math.Abs(got-want) > 0.04 {
-			t.Errorf("alpha = %g: AMP %.4f, noisy SE %.4f", alpha, got, want)
+		got := meanError(t, dev, p, seeds, DefaultOptions())
+		t.Logf("noisy softmax Delta = %g, alpha = %g, D = 150: AMP %.4f (%d seeds), noisy SE %.4f, noiseless SE %.4f", delta, alpha, got, len(seeds), want, noiseless)
+		if math.Abs(got-want) > tol {
+			t.Errorf("alpha = %g: AMP %.4f, noisy SE %.4f (tolerance %g)", alpha, got, want, tol)
 		}
 		if want-noiseless > 0.1 && got-noiseless < 0.05 {
 			t.Errorf("alpha = %g: AMP %.4f is at the noiseless SE %.4f, not the noisy %.4f", alpha, got, noiseless, want)
