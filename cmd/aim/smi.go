@@ -104,6 +104,7 @@ func smiSECommandFlags(fs *flag.FlagSet, c *job.SMISEConfig, quiet *bool) {
 	fs.IntVar(&c.MaxSamples, "max-samples", c.MaxSamples, "cap on the draws per SE iteration with --mc-error")
 	fs.IntVar(&c.GenSamples, "gen-samples", c.GenSamples, "Monte Carlo samples of e_gen and e_BO per point (the same draws at every point); 0 skips them")
 	fs.IntVar(&c.GenInner, "gen-inner", c.GenInner, "inner draws of Z given omega per sample of the Bayes-optimal e_BO")
+	fs.StringVar(&c.Start, "start", c.Start, "SE start: uninformed (Q = 0.05 I, the authors'), informed (Q = (1 - 1e-4) I) or both (twice the cost: report the fixed point of larger free entropy, flag where two coexist)")
 }
 
 // parseSMISE fills the configuration of `aim smi se` from its flags and validates it.

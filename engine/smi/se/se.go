@@ -100,6 +100,9 @@ const (
 	Both       = fixedpoint.Both       // both; the fixed point of larger free entropy
 )
 
+// ParseStart parses "uninformed", "informed" or "both" (fixedpoint.ParseStart).
+func ParseStart(s string) (Start, error) { return fixedpoint.ParseStart(s) }
+
 // QInformed is the overlap of every free layer at the informed start, Q = (1 - 1e-4) Q0 with
 // Q0 = E[w*_l^2] = 1 the prior's second moment: inside the basin of a fixed point of nearly
 // perfect recovery, and far enough from 1 that V = 1 - Q + epsilon stays well resolved by the
