@@ -126,7 +126,7 @@
 //	psi_in     PsiIn             sum_l (q-hat_l - log(1 + q-hat_l))/2, Gaussian prior: d/dq-hat SMI 2.1
 //	                             = Q/2 (docs/SMI.md's tr[q-hat(I+q-hat)^-1]/2 - log det/2 is wrong)
 //	psi_out    PsiOut            E_{xi,eta} log Z_out(y; omega, V), Z_out the density of +-u SMI 2.1
-//	                             (smi.DeepMoments.LogZ); d/dQ_ll = F-bar_l/2 = q-hat_l/(2 alpha)
+//	                             (smi.DeepMoments.LogZ); d/dQ_ll = E[sum_tokens g_out,l^2]/2
 //	Phi        FreeEntropy       psi_in(q-hat) - tr(Q q-hat)/2 + alpha psi_out(Q), per D;    SMI 2.1
 //	                             dPhi/dalpha = psi_out at a fixed point; Bayes-optimal: largest
 //	Q_inf      QInformed         the informed start Q = (1 - 1e-4) I (uninformed: Init I)    issue 17
