@@ -425,7 +425,8 @@ func TestSMIAMP(t *testing.T) {
 	dir := t.TempDir()
 	seCSV := filepath.Join(dir, "se.csv")
 	os.WriteFile(seCSV, []byte(strings.Join(job.SMISESchema.Header(2), ",")+"\n"+
-		"2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0\n2,2,1,1,0.5,,,,,,,,,,,,,4000,200,false,0\n2,2,1,1,0.3,0,0.1,,,,,,,,,,,4000,10,true,0\n"), 0o644)
+		"2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0,uninformed,false,-1.6,0.04\n2,2,1,1,0.5,,,,,,,,,,,,,4000,200,false,0,uninformed,false,,\n"+
+		"2,2,1,1,0.3,0,0.1,,,,,,,,,,,4000,10,true,0,uninformed,false,-0.9,0.01\n"), 0o644)
 	out, trace := filepath.Join(dir, "amp.csv"), filepath.Join(dir, "trace.csv")
 	code, _, stderr := runArgs(t, "smi", "amp", "--quiet", "--D", "60", "--alpha", "1", "--seeds", "1", "--seed", "5", "--iters", "3",
 		"--test-samples", "300", "--out", out, "--plot", filepath.Join(dir, "amp.png"), "--trace", trace, "--se", seCSV)
