@@ -19,14 +19,15 @@ import (
 // -Q_l / (2 (1 + q-hat_l)) < 0, while the stationarity of Phi in q-hat must give the SE's prior
 // update, d psi_in/d q-hat_l = Q_l/2 <=> Q_l = q-hat_l/(1 + q-hat_l) (TestPsiInStationarity,
 // and the envelope identity TestSMIEnvelope, which the docs' form fails). The
-// channel's stationarity d psi_out/dQ_l = E[sum_tokens g_out,l^2]/2 = F_l/2 gives
-// q-hat = alpha F: the fixed points of the SE are the stationary points of Phi, and by the
+// channel's stationarity d psi_out/dQ_l = E[sum_tokens g_out,l^2]/2 (half the average that
+// Fisher returns) gives q-hat = alpha E[sum_tokens g_out,l^2]: the fixed points of the SE are the stationary points of Phi, and by the
 // envelope theorem dPhi/dalpha along a branch of fixed points is psi_out (TestSMIEnvelope).
 //
 // Z_out is the density of the pair +-u of pre-activations that the output y fixes
-// (smi.DeepMoments.LogZ), not a density of y: the Jacobian of u -> y and the Gaussian
-// normalisations depend on y alone, whose law does not depend on Q, so they add alpha times
-// a Q-independent constant to Phi, the same at every fixed point of one alpha. The
+// (smi.DeepMoments.LogZ, Gaussian normalisations included), not a density of y: the Jacobian
+// of u -> y depends on y alone, whose law (that of the teacher's outputs) does not depend on
+// Q, so it adds alpha times a Q-independent constant to Phi, the same at every fixed point of
+// one alpha. The
 // Bayes-optimal fixed point is the one of largest Phi.
 
 // PsiIn returns the prior part of the free entropy for the Gaussian prior,

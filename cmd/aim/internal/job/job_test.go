@@ -341,7 +341,7 @@ func TestReadSMISECurve(t *testing.T) {
 	}
 	if _, err := readSMISECurve(path, &SMI{L: 2, M: 2, C: 0.5, Beta: 1}); err == nil || !strings.Contains(err.Error(), "c = 1, the command has c = 0.5") {
 		t.Errorf("another c: %v", err)
-	}	// A CSV from before the start, coexist and free-entropy columns is still an SE curve.
+	} // A CSV from before the start, coexist and free-entropy columns is still an SE curve.
 	old := "L,M,c,beta,alpha,Q11,Q22,Qerr11,Qerr22,qhat11,qhat22,gen_error,gen_error_stderr,gen_error_bo,gen_error_bo_stderr," +
 		"gen_error_last_layer,gen_error_last_layer_stderr,samples,iterations,converged,inexact\n2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0\n"
 	os.WriteFile(path, []byte(old), 0o644)
