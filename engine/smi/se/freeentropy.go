@@ -89,10 +89,17 @@ type Branches struct {
 
 // Optimal returns the Bayes-optimal fixed point, the one of larger free entropy, with Start,
 // Coexist and Other set (Point). Where the branches do not coexist it is the uninformed one
-// with Start = Both, so the published curves are reproduced unchanged. Its Iterations are
-// those of both solves.
+// with Start = Both, so the published curves are reproduced unchanged. It is converged only
+// if both solves converged: where one did not, nothing is known of a second branch, and the
+// uninformed point is returned unconverged. Its Iterations are those of both solves.
 func (b Branches) Optimal() Point {
 	n := b.Uninformed.Iterations + b.Informed.Iterations
+	if !b.Uninformed.Converged || !b.Informed.Converged {
+		p := b.Uninformed
+		p.Start, p.Iterations, p.Converged = Both, n, false
+		p.FreeEntropy, p.FreeEntropyErr = math.NaN(), math.NaN()
+		return p
+	}
 	if !b.Coexist {
 		p := b.Uninformed
 		p.Start, p.Iterations = Both, n

@@ -337,4 +337,8 @@ func TestSMICoexist(t *testing.T) {
 	if o.Coexist(u, i) {
 		t.Error("Coexist with an unconverged point")
 	}
+	// One start unconverged: nothing is known of a second branch, so the point is unconverged.
+	if p := (Branches{Uninformed: u, Informed: i}).Optimal(); p.Converged || p.Start != Both || p.Q[0] != 0 || !math.IsNaN(p.FreeEntropy) {
+		t.Errorf("Optimal with the informed start unconverged: %+v", p)
+	}
 }

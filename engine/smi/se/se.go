@@ -193,7 +193,8 @@ type Point struct {
 	FreeEntropy, FreeEntropyErr float64
 	// Start is where the reported fixed point's iteration started (Uninformed or Informed);
 	// with Options.Start = Both it is Both where the two starts reached one fixed point
-	// (Coexist false: the point is the uninformed one).
+	// (Coexist false: the point is the uninformed one), or where one of them did not converge
+	// (Converged false).
 	Start Start
 	// Coexist is set (Options.Start = Both) where the two starts reached two distinct fixed
 	// points (Options.Coexist); Other is then the one not reported, of smaller free entropy.

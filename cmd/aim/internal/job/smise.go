@@ -93,7 +93,8 @@ type SMISERow struct {
 	Converged           bool
 	Inexact             int // channel integrals that stopped at their budget, last iteration
 	// Start is where the reported fixed point was reached from: uninformed or informed, or
-	// both where --start both reached one fixed point from both ends (smise.Point.Start).
+	// both where --start both reached one fixed point from both ends, or where one of the two
+	// did not converge (the row is then unconverged; smise.Point.Start).
 	Start string
 	// Coexist is true where --start both reached two distinct fixed points; the row is the one
 	// of larger FreeEntropy (the other is in the manifest's "coexisting").
