@@ -128,6 +128,13 @@
 //	epsilon    Epsilon           1e-3 regularisation of V (the authors' code)                SMI 2.2
 //	F_l        SMIStability      E||Cov(z_l | y) V^{-1} - I_M||_F^2 / V^2: q-hat ~ alpha F Q SMI 2.3
 //	alpha_l    Stability         1/F_l at Q = 0: layer l's weak-recovery threshold           SMI 2.3
+//	psi_in     PsiIn             sum_l (q-hat_l - log(1 + q-hat_l))/2, Gaussian prior: d/dq-hat SMI 2.1
+//	                             = Q/2 (docs/SMI.md's tr[q-hat(I+q-hat)^-1]/2 - log det/2 is wrong)
+//	psi_out    PsiOut            E_{xi,eta} log Z_out(y; omega, V), Z_out the density of +-u SMI 2.1
+//	                             (smi.DeepMoments.LogZ); d/dQ_ll = E[sum_tokens g_out,l^2]/2
+//	Phi        FreeEntropy       psi_in(q-hat) - tr(Q q-hat)/2 + alpha psi_out(Q), per D;    SMI 2.1
+//	                             dPhi/dalpha = psi_out at a fixed point; Bayes-optimal: largest
+//	Q_inf      QInformed         the informed start Q = (1 - 1e-4) I (uninformed: Init I)    issue 17
 //	C-hat      Chat              GAMP's posterior covariance of W, P x P                     SMI 3
 //	M_ll, C_l  M, Cos            overlap |w-hat_l . w*_l| / D and its cosine (smi.Data.Overlaps) SMI 3, 4
 //	rho_SMI    --damping         the authors' damping, the weight on the NEW iterate:        SMI 2.2, 3

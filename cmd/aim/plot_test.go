@@ -173,7 +173,7 @@ func TestPlotBadInput(t *testing.T) {
 	malformed := write("bad.csv", header+"\nsoftmax,2,0.5,1,0,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\nsoftmax,2,0.5,1,0,0.2,0.8,0.4,zero,0,0.3,1.5,,,10,true,,false\n")
 	ragged := write("ragged.csv", header+"\nsoftmax,2,0.5\n")
 	empty := write("empty.csv", "")
-	smi := write("smi.csv", strings.Join(job.SMISESchema.Header(2), ",")+"\n2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0\n")
+	smi := write("smi.csv", strings.Join(job.SMISESchema.Header(2), ",")+"\n2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0,uninformed,false,-1.6,0.04\n")
 	badManifest := write("man.csv", header+"\n")
 	write("man.json", "{not json")
 	for _, tc := range []struct {

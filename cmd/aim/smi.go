@@ -85,7 +85,15 @@ gives Qerr_ll, propagated through the fixed point. --samples is a fixed count un
 Qerr_ll <= E, up to --max-samples; a point that misses E there is written with the error it
 reached and a warning.
 
+--start uninformed (the default, Q = 0.05 I), informed (Q = (1 - 1e-4) I) or both (twice the
+cost) picks where each point's iteration starts. Every row carries the free entropy
+free_entropy = psi_in(q-hat) - tr(Q q-hat)/2 + alpha psi_out(Q) of its fixed point, with its
+Monte Carlo error free_entropy_stderr; with both, a row is the fixed point of larger free
+entropy, start says which start reached it (both: the two reached one), and coexist is true
+where the two starts found two fixed points (both listed in the manifest).
+
   aim smi se --L 2 --alpha 0.05:1.6:32
+  aim smi se --L 2 --alpha 0.3,1.2 --samples 400 --start both
   aim smi se --L 2 --alpha 0.3,0.5 --mc-error 5e-3
   aim smi se --L 3 --alpha 0.1:3:30 --samples 8000
 
@@ -104,6 +112,7 @@ func smiSECommandFlags(fs *flag.FlagSet, c *job.SMISEConfig, quiet *bool) {
 	fs.IntVar(&c.MaxSamples, "max-samples", c.MaxSamples, "cap on the draws per SE iteration with --mc-error")
 	fs.IntVar(&c.GenSamples, "gen-samples", c.GenSamples, "Monte Carlo samples of e_gen and e_BO per point (the same draws at every point); 0 skips them")
 	fs.IntVar(&c.GenInner, "gen-inner", c.GenInner, "inner draws of Z given omega per sample of the Bayes-optimal e_BO")
+	fs.StringVar(&c.Start, "start", c.Start, "SE start: uninformed (Q = 0.05 I, the authors'), informed (Q = (1 - 1e-4) I) or both (twice the cost: report the fixed point of larger free entropy, flag where two coexist)")
 }
 
 // parseSMISE fills the configuration of `aim smi se` from its flags and validates it.

@@ -99,6 +99,7 @@ func TestSMIBadInput(t *testing.T) {
 		{[]string{"se", "--mc-error", "1e-3", "--replicates", "1"}, "needs --replicates >= 2"},
 		{[]string{"se", "--mc-error", "1e-3", "--samples", "8000", "--max-samples", "4000"}, "max-samples 4000 is below --samples 8000"},
 		{[]string{"se", "--workers", "-1"}, "workers"},
+		{[]string{"se", "--start", "foo"}, `start "foo": want uninformed, informed or both`},
 		{[]string{"se", "--out", filepath.Join(res, "se.txt")}, ".csv"},
 		{[]string{"se", "--plot", filepath.Join(res, "se.gif")}, "format"},
 		{[]string{"se", "--alpha", "0.1", "--out", filepath.Join(blocker, "se.csv")}, "cannot"},
@@ -189,7 +190,7 @@ func TestSMISE(t *testing.T) {
 		t.Fatalf("CSV header %v with %d rows", rows[0], len(rows))
 	}
 	want := "L,M,c,beta,alpha,Q11,Q22,Qerr11,Qerr22,qhat11,qhat22,gen_error,gen_error_stderr,gen_error_bo,gen_error_bo_stderr," +
-		"gen_error_last_layer,gen_error_last_layer_stderr,samples,iterations,converged,inexact"
+		"gen_error_last_layer,gen_error_last_layer_stderr,samples,iterations,converged,inexact,start,coexist,free_entropy,free_entropy_stderr"
 	if strings.Join(rows[0], ",") != want {
 		t.Errorf("columns %v, want %s", rows[0], want)
 	}
@@ -226,6 +227,11 @@ func TestSMISE(t *testing.T) {
 			if e := parseCell(t, r[col[name]]); math.Abs(e-p.QErr[l]) > 1e-12*math.Max(1, p.QErr[l]) {
 				t.Errorf("row %d: %s = %.15g, engine %.15g", i, name, e, p.QErr[l])
 			}
+		}
+		if r[col["start"]] != "uninformed" || r[col["coexist"]] != "false" || r[col["free_entropy"]] != table.FormatFloat(p.FreeEntropy) ||
+			r[col["free_entropy_stderr"]] != table.FormatFloat(p.FreeEntropyErr) || math.IsNaN(p.FreeEntropy) {
+			t.Errorf("row %d: start %s, coexist %s, free entropy %s ± %s; engine uninformed, false, %s ± %s", i, r[col["start"]], r[col["coexist"]],
+				r[col["free_entropy"]], r[col["free_entropy_stderr"]], table.FormatFloat(p.FreeEntropy), table.FormatFloat(p.FreeEntropyErr))
 		}
 		if r[col["samples"]] != strconv.Itoa(p.Samples) || p.Samples != 64 {
 			t.Errorf("row %d: samples %s, engine %d (want --samples 64)", i, r[col["samples"]], p.Samples)
@@ -271,6 +277,42 @@ func TestSMISE(t *testing.T) {
 		t.Errorf("manifest at L = 2, c = 1 lacks the published thresholds: %v", th)
 	}
 	checkPNG(t, plot)
+}
+
+// TestSMISEStartBoth: --start both solves from both ends; where they reach one fixed point the
+// row is the uninformed one (Q and Phi as the engine's uninformed solve) marked start = both,
+// with the iterations of both solves, and the manifest lists no coexisting points.
+func TestSMISEStartBoth(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "se.csv")
+	code, stdout, stderr := runArgs(t, "smi", "se", "--quiet", "--alpha", "0.3", "--samples", "64", "--max-iter", "60",
+		"--tol", "1e-4", "--gen-samples", "0", "--start", "both", "--out", out, "--plot", "")
+	if code != 0 {
+		t.Fatalf("status %d: %s %s", code, stdout, stderr)
+	}
+	rows := readCSV(t, out)
+	col := csvColumns(rows[0])
+	ch, _ := smi.NewDeep(2, 2, 1, 1)
+	o := smise.DefaultOptions(2)
+	o.Samples, o.MaxIter, o.Tol = 64, 60, 1e-4
+	u, err := smise.Solve(ch, 0.3, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Start = smise.Informed
+	i, err := smise.Solve(ch, 0.3, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rows[1]
+	if r[col["start"]] != "both" || r[col["coexist"]] != "false" || r[col["Q22"]] != table.FormatFloat(u.Q[1]) ||
+		r[col["free_entropy"]] != table.FormatFloat(u.FreeEntropy) || r[col["iterations"]] != strconv.Itoa(u.Iterations+i.Iterations) {
+		t.Errorf("row %v; want start both, coexist false, Q22 %s, Phi %s, %d iterations", r, table.FormatFloat(u.Q[1]), table.FormatFloat(u.FreeEntropy), u.Iterations+i.Iterations)
+	}
+	man := readManifest(t, filepath.Join(dir, "se.json"))
+	if c, ok := man["coexisting"].([]any); !ok || len(c) != 0 || man["parameters"].(map[string]any)["start"] != "both" {
+		t.Errorf("manifest coexisting %v, parameters %v", man["coexisting"], man["parameters"])
+	}
 }
 
 // TestSMISENotConverged checks that unconverged points are written with converged=false and
@@ -383,7 +425,8 @@ func TestSMIAMP(t *testing.T) {
 	dir := t.TempDir()
 	seCSV := filepath.Join(dir, "se.csv")
 	os.WriteFile(seCSV, []byte(strings.Join(job.SMISESchema.Header(2), ",")+"\n"+
-		"2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0\n2,2,1,1,0.5,,,,,,,,,,,,,4000,200,false,0\n2,2,1,1,0.3,0,0.1,,,,,,,,,,,4000,10,true,0\n"), 0o644)
+		"2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0,uninformed,false,-1.6,0.04\n2,2,1,1,0.5,,,,,,,,,,,,,4000,200,false,0,uninformed,false,,\n"+
+		"2,2,1,1,0.3,0,0.1,,,,,,,,,,,4000,10,true,0,uninformed,false,-0.9,0.01\n"), 0o644)
 	out, trace := filepath.Join(dir, "amp.csv"), filepath.Join(dir, "trace.csv")
 	code, _, stderr := runArgs(t, "smi", "amp", "--quiet", "--D", "60", "--alpha", "1", "--seeds", "1", "--seed", "5", "--iters", "3",
 		"--test-samples", "300", "--out", out, "--plot", filepath.Join(dir, "amp.png"), "--trace", trace, "--se", seCSV)

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/fixedpoint"
 	"github.com/aimtheory/aim/engine/rie"
 )
 
@@ -38,45 +39,25 @@ import (
 // large enough that the SE map is evaluated accurately there (Delta = 1/q-hat ~ 1e-6).
 const MInformed = 1e-6
 
-// Start is where the SE iteration starts.
-type Start int
+// Start is where the SE iteration starts (engine/fixedpoint.Start, shared with the SMI):
+// Uninformed at m = 1 (q = rho: only the known mean sqrt(rho) I of S), the published curves'
+// start and the zero value; Informed at m = MInformed, next to the planted S; Both solves from
+// both and, where the two fixed points differ (Coexist), reports the Bayes-optimal one, of
+// largest free entropy.
+type Start = fixedpoint.Start
 
+// The starts of the single-layer SE (fixedpoint.Start).
 const (
-	// Uninformed starts at m = 1 (q = rho: only the known mean sqrt(rho) I of S), the published
-	// curves' start. It is the zero value.
-	Uninformed Start = iota
-	// Informed starts at m = MInformed, next to the planted S.
-	Informed
-	// Both solves from both starts; where the two fixed points differ (Coexist) the reported one
-	// is the Bayes-optimal one, of largest free entropy.
-	Both
+	Uninformed = fixedpoint.Uninformed
+	Informed   = fixedpoint.Informed
+	Both       = fixedpoint.Both
 )
 
-// String returns "uninformed", "informed" or "both".
-func (s Start) String() string {
-	switch s {
-	case Uninformed:
-		return "uninformed"
-	case Informed:
-		return "informed"
-	case Both:
-		return "both"
-	}
-	return fmt.Sprintf("Start(%d)", int(s))
-}
+// ParseStart parses "uninformed", "informed" or "both" (fixedpoint.ParseStart).
+func ParseStart(s string) (Start, error) { return fixedpoint.ParseStart(s) }
 
-// ParseStart parses "uninformed", "informed" or "both".
-func ParseStart(s string) (Start, error) {
-	for _, v := range []Start{Uninformed, Informed, Both} {
-		if s == v.String() {
-			return v, nil
-		}
-	}
-	return 0, fmt.Errorf("start %q: want uninformed, informed or both", s)
-}
-
-// m0 is the solver's starting estimation error.
-func (s Start) m0() float64 {
+// m0 is the solver's starting estimation error from start s.
+func m0(s Start) float64 {
 	if s == Informed {
 		return MInformed
 	}

@@ -249,15 +249,8 @@ func TestFirstOrderSynthetic(t *testing.T) {
 	}
 }
 
-func TestStartParse(t *testing.T) {
-	for _, s := range []Start{Uninformed, Informed, Both} {
-		if v, err := ParseStart(s.String()); err != nil || v != s {
-			t.Errorf("ParseStart(%q) = %v, %v", s.String(), v, err)
-		}
-	}
-	if _, err := ParseStart("foo"); err == nil {
-		t.Error("ParseStart(foo): no error")
-	}
+// TestStartBothNeedsEntropy: Start = Both needs a free entropy to choose between fixed points.
+func TestStartBothNeedsEntropy(t *testing.T) {
 	if _, err := Solve(hardmax(t, true), 0.5, 0.5, Options{Damping: 0.5, Tol: 1e-10, MaxIter: 1000, Start: Both}); err == nil {
 		t.Error("Start = Both on paper-compat hardmax: no error")
 	}

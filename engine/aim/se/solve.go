@@ -130,7 +130,7 @@ func Solve(ch aim.Channel, rho, alpha float64, o Options) (Point, error) {
 		return solveBoth(ch, rho, alpha, o)
 	}
 	Q0 := 1 + rho
-	m, n, err := solveScalar(seMap(ch, rho, alpha), o.Start.m0(), o)
+	m, n, err := solveScalar(seMap(ch, rho, alpha), m0(o.Start), o)
 	return finish(ch, rho, alpha, Q0, m, n, err)
 }
 
@@ -167,7 +167,7 @@ func SolveRescaled(ch aim.Channel, alphaR float64, o Options) (Point, error) {
 		}
 		return t * (2 - t), nil
 	}
-	m, n, err := solveScalar(G, o.Start.m0(), o)
+	m, n, err := solveScalar(G, m0(o.Start), o)
 	return finish(ch, 0, alphaR, 1, m, n, err)
 }
 

@@ -52,7 +52,7 @@ func FirstOrder(ch aim.Channel, rho float64, alphas []float64, relTol float64, o
 	var branches []Branches
 	split := func(a float64) (float64, error) {
 		var m [2]float64
-		for i, m0 := range []float64{Uninformed.m0(), Informed.m0()} {
+		for i, m0 := range []float64{m0(Uninformed), m0(Informed)} {
 			v, _, err := solveScalar(seMap(ch, rho, a), m0, o)
 			if err != nil && !errors.Is(err, ErrNotConverged) {
 				return nan, err

@@ -47,7 +47,7 @@ func fixedPointCov(ch *smi.Deep, alpha float64, Q, qhat, Fcov []float64, o Optio
 			return nil, err
 		}
 		g := make([]float64, P)
-		o.update(g, at, f.mean, alpha)
+		o.update(g, at, f.F.mean, alpha)
 		return g, nil
 	}
 	// I - J on the free layers.

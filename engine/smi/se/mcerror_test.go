@@ -38,8 +38,8 @@ func TestSMIAverageErrorMatchesSeeds(t *testing.T) {
 				t.Fatal(err)
 			}
 			for l := range F {
-				F[l] = append(F[l], f.mean[l])
-				v[l] += f.cov[l*2+l] / seeds
+				F[l] = append(F[l], f.F.mean[l])
+				v[l] += f.F.cov[l*2+l] / seeds
 			}
 		}
 		for l := range F {
@@ -83,7 +83,7 @@ func TestSMIQErrMatchesSeeds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			naive = append(naive, alpha*math.Sqrt(f.cov[3])/((1+pt.QHat[1])*(1+pt.QHat[1])))
+			naive = append(naive, alpha*math.Sqrt(f.F.cov[3])/((1+pt.QHat[1])*(1+pt.QHat[1])))
 		}
 	}
 	mean, spread := stat.MeanStdDev(qs, nil)

@@ -56,8 +56,13 @@ type Options struct {
 	Damping float64
 	// Epsilon regularises V = I - Q + Epsilon I, as the authors do (1e-3).
 	Epsilon float64
-	Init    float64 // Q starts at Init I (0.05)
-	MaxIter int     // iteration cap (per solve: with MCError, each sample count has its own)
+	Init    float64 // Q starts at Init I (0.05) from the Uninformed start
+	// Start is where the iteration starts: Uninformed (the zero value) at Init I, the authors'
+	// start; Informed at QInformed I, next to the planted weights; Both solves from both (twice
+	// the cost) and reports the fixed point of larger free entropy where they differ
+	// (Branches).
+	Start   Start
+	MaxIter int // iteration cap (per solve: with MCError, each sample count has its own)
 	// Tol stops the iteration when every layer's estimated distance to the fixed point,
 	// |G(Q) - Q| / (1 - slope) (engine/fixedpoint), is below it.
 	Tol float64
@@ -84,6 +89,25 @@ func DefaultOptions(L int) Options {
 	return Options{Samples: 4000, Seed: 1, Replicates: 8, MaxSamples: 64000, Damping: AuthorsDamping(L),
 		Epsilon: 1e-3, Init: 0.05, MaxIter: 200, Tol: 1e-5}
 }
+
+// Start is where the SE iteration starts (engine/fixedpoint.Start, shared with the AIM's SE).
+type Start = fixedpoint.Start
+
+// The starts of the SMI SE.
+const (
+	Uninformed = fixedpoint.Uninformed // Q = Init I (0.05 I), the authors' start
+	Informed   = fixedpoint.Informed   // Q = QInformed I, next to the teacher
+	Both       = fixedpoint.Both       // both; the fixed point of larger free entropy
+)
+
+// ParseStart parses "uninformed", "informed" or "both" (fixedpoint.ParseStart).
+func ParseStart(s string) (Start, error) { return fixedpoint.ParseStart(s) }
+
+// QInformed is the overlap of every free layer at the informed start, Q = (1 - 1e-4) Q0 with
+// Q0 = E[w*_l^2] = 1 the prior's second moment: inside the basin of a fixed point of nearly
+// perfect recovery, and far enough from 1 that V = 1 - Q + epsilon stays well resolved by the
+// channel quadrature (epsilon = 1e-3 dominates it).
+const QInformed = 1 - 1e-4
 
 // MaxReplicates bounds Options.Replicates: the shifts take 2 P M normals each from the seed's
 // SMISEShift range (engine/stream), which holds 2^20.
@@ -117,6 +141,8 @@ func (o Options) validate(ch *smi.Deep) error {
 		return fmt.Errorf("SMI SE: epsilon = %g: need 0 <= epsilon < 1", o.Epsilon)
 	case !(o.Init > 0 && o.Init < 1):
 		return fmt.Errorf("SMI SE: init = %g: need 0 < init < 1", o.Init)
+	case o.Start < Uninformed || o.Start > Both:
+		return fmt.Errorf("SMI SE: start = %v: want uninformed, informed or both", o.Start)
 	}
 	if err := o.solver().Validate(ch.P()); err != nil {
 		return fmt.Errorf("SMI SE: %w", err)
@@ -152,6 +178,28 @@ type Point struct {
 	Iterations  int // evaluations of the SE map, summed over the sample counts solved at
 	Converged   bool
 	Inexact     int // channel integrals that stopped at their budget or failed (dropped), last iteration
+	// PsiOut is the output part of the free entropy at Q (the channel average of the last
+	// iteration, on the SE's draws),
+	//
+	//	psi_out(Q) = E_{xi, eta} log Z_out(y; omega, V),  omega = Q^{1/2} xi, y = g(omega + V^{1/2} eta),
+	//
+	// with Z_out the density of the output's pre-activation pair +-u (smi.DeepMoments.LogZ), and
+	// PsiOutErr its Monte Carlo standard error over the replicates (NaN with one).
+	PsiOut, PsiOutErr float64
+	// FreeEntropy is Phi(Q, q-hat; alpha) = psi_in(q-hat) - tr(Q q-hat)/2 + alpha psi_out(Q) at
+	// the fixed point (FreeEntropy), NaN when not converged. FreeEntropyErr = alpha PsiOutErr
+	// is its Monte Carlo standard error: Phi is stationary in Q and q-hat, so the draws move it
+	// through psi_out's average alone, to first order.
+	FreeEntropy, FreeEntropyErr float64
+	// Start is where the reported fixed point's iteration started (Uninformed or Informed);
+	// with Options.Start = Both it is Both where the two starts reached one fixed point
+	// (Coexist false: the point is the uninformed one), or where one of them did not converge
+	// (Converged false).
+	Start Start
+	// Coexist is set (Options.Start = Both) where the two starts reached two distinct fixed
+	// points (Options.Coexist); Other is then the one not reported, of smaller free entropy.
+	Coexist bool
+	Other   *Point
 }
 
 // ErrNotBracketed is wrapped by ConditionalThreshold's error when alpha F - 1 has the same
@@ -182,13 +230,24 @@ func Solve(ch *smi.Deep, alpha float64, o Options) (Point, error) {
 	if !(alpha > 0) || math.IsInf(alpha, 0) {
 		return Point{}, fmt.Errorf("SMI SE: alpha = %g: need alpha > 0", alpha)
 	}
+	if o.Start == Both {
+		b, err := SolveBranches(ch, alpha, o)
+		if err != nil {
+			return Point{}, err
+		}
+		return b.Optimal(), nil
+	}
 	P := ch.P()
 	Q := make([]float64, P)
+	init := o.Init
+	if o.Start == Informed {
+		init = QInformed
+	}
 	for l := range Q {
 		if !o.frozen(l) {
-			Q[l] = o.Init
+			Q[l] = init
 			if o.start != nil {
-				Q[l] = math.Max(o.Init, o.start[l])
+				Q[l] = math.Max(init, o.start[l])
 			}
 		}
 	}
@@ -209,6 +268,7 @@ func Solve(ch *smi.Deep, alpha float64, o Options) (Point, error) {
 	}
 	pt.Iterations = iters
 	pt.ErrorMissed = err == nil && o.MCError > 0 && pt.Converged && !(maxOf(pt.QErr) <= o.MCError)
+	pt.Start = o.Start
 	return pt, err
 }
 
@@ -232,11 +292,12 @@ func maxOf(xs []float64) float64 {
 func solveAt(ch *smi.Deep, alpha float64, o Options, n int, Q0 []float64) (Point, error) {
 	P := ch.P()
 	o.Samples = n
-	pt := Point{Alpha: alpha, Samples: n}
-	// The map Q -> Q_new, with its q-hat, the covariance of F and the inexact count kept for
-	// the last two points it was evaluated at (the solver's answer is one of them).
+	pt := Point{Alpha: alpha, Samples: n, PsiOut: math.NaN(), PsiOutErr: math.NaN(), FreeEntropy: math.NaN(), FreeEntropyErr: math.NaN()}
+	// The map Q -> Q_new, with its q-hat, the covariance of F, psi_out and the inexact count
+	// kept for the last two points it was evaluated at (the solver's answer is one of them).
 	type eval struct {
 		q, qh, fcov []float64
+		psi, psiErr float64
 		inexact     int
 	}
 	var last [2]eval
@@ -245,8 +306,8 @@ func solveAt(ch *smi.Deep, alpha float64, o Options, n int, Q0 []float64) (Point
 		if err != nil {
 			return err
 		}
-		qh := o.update(dst, Q, f.mean, alpha)
-		last[0], last[1] = last[1], eval{q: append([]float64(nil), Q...), qh: qh, fcov: f.cov, inexact: f.inexact}
+		qh := o.update(dst, Q, f.F.mean, alpha)
+		last[0], last[1] = last[1], eval{q: append([]float64(nil), Q...), qh: qh, fcov: f.F.cov, psi: f.psi, psiErr: f.psiErr, inexact: f.F.inexact}
 		return nil
 	}
 	r, err := fixedpoint.Solve(G, Q0, o.solver())
@@ -261,7 +322,12 @@ func solveAt(ch *smi.Deep, alpha float64, o Options, n int, Q0 []float64) (Point
 	for _, e := range last {
 		if slices.Equal(e.q, r.X) {
 			pt.QHat, pt.Inexact, fcov = e.qh, e.inexact, e.fcov
+			pt.PsiOut, pt.PsiOutErr = e.psi, e.psiErr
 		}
+	}
+	if pt.Converged && pt.QHat != nil {
+		pt.FreeEntropy = FreeEntropy(alpha, pt.Q, pt.QHat, pt.PsiOut)
+		pt.FreeEntropyErr = alpha * pt.PsiOutErr
 	}
 	pt.QErr = make([]float64, P)
 	for l := range pt.QErr {
@@ -304,17 +370,40 @@ func (o Options) update(dst, Q, F []float64, alpha float64) []float64 {
 // channel integrals that stopped at their evaluation budget.
 func Fisher(ch *smi.Deep, Q []float64, o Options) ([]float64, int, error) {
 	f, err := fisher(ch, Q, o)
-	return f.mean, f.inexact, err
+	return f.F.mean, f.F.inexact, err
 }
 
-// fisher is Fisher with the covariance of the average over the replicates.
-func fisher(ch *smi.Deep, Q []float64, o Options) (average, error) {
+// PsiOut returns the output part of the free entropy at the diagonal overlaps Q,
+// psi_out(Q) = E_{xi, eta} log Z_out(y; omega, V) (Point.PsiOut), over the SE's Monte Carlo
+// draws, with its standard error over the replicates (NaN with one). It is the same average
+// as Fisher's, on the same channel integrals.
+func PsiOut(ch *smi.Deep, Q []float64, o Options) (psi, stderr float64, err error) {
+	if err := o.validate(ch); err != nil {
+		return math.NaN(), math.NaN(), err
+	}
+	f, err := fisher(ch, Q, o)
+	if err != nil {
+		return math.NaN(), math.NaN(), err
+	}
+	return f.psi, f.psiErr, nil
+}
+
+// mapAverage is the SE map's channel average at Q: F (P entries, with the covariance of the
+// average) and psi_out with its standard error.
+type mapAverage struct {
+	F           average
+	psi, psiErr float64
+}
+
+// fisher is Fisher with the covariance of the average over the replicates, and psi_out from
+// the same integrals (smi.DeepMoments.LogZ).
+func fisher(ch *smi.Deep, Q []float64, o Options) (mapAverage, error) {
 	P, M := ch.P(), ch.M
 	V := make([]float64, P*P)
 	for l := 0; l < P; l++ {
 		V[l*P+l] = 1 - Q[l] + o.Epsilon
 	}
-	return smiAverage(ch, o, P, func(acc []float64, w *smiWorker, xi, eta []float64) error {
+	a, err := smiAverage(ch, o, P+1, func(acc []float64, w *smiWorker, xi, eta []float64) error {
 		if err := w.posterior(ch, Q, V, xi, eta); err != nil {
 			return err
 		}
@@ -324,8 +413,19 @@ func fisher(ch *smi.Deep, Q []float64, o Options) (average, error) {
 				acc[k] += g * g
 			}
 		}
+		acc[P] += w.m.LogZ
 		return nil
 	})
+	if err != nil {
+		return mapAverage{}, err
+	}
+	n := P + 1
+	f := mapAverage{F: average{mean: a.mean[:P], cov: make([]float64, P*P), inexact: a.inexact},
+		psi: a.mean[P], psiErr: math.Sqrt(math.Max(a.cov[P*n+P], 0))}
+	for k := 0; k < P; k++ {
+		copy(f.F.cov[k*P:(k+1)*P], a.cov[k*n:k*n+P])
+	}
+	return f, nil
 }
 
 // smiWorker is one goroutine's work space.
@@ -531,7 +631,8 @@ func stability(ch *smi.Deep, Q []float64, o Options) (average, error) {
 // point from the previous fixed point (with every free overlap at least o.Init, so that a
 // layer below its threshold can still turn on): continuation saves most iterations along a
 // curve. The points come back in the order of alphas. With o.MCError every point starts again
-// at o.Samples draws.
+// at o.Samples draws. With o.Start = Informed every point starts at QInformed I (continuation
+// cannot raise it); with Both the uninformed solve is continued along the uninformed branch.
 func SolveCurve(ch *smi.Deep, alphas []float64, o Options, progress func(Point)) ([]Point, error) {
 	order := make([]int, len(alphas))
 	for i := range order {
@@ -548,7 +649,12 @@ func SolveCurve(ch *smi.Deep, alphas []float64, o Options, progress func(Point))
 			return nil, err
 		}
 		out[i] = pt
-		start = append([]float64(nil), pt.Q...)
+		// Continue the uninformed branch (the reported point may be the informed one).
+		cont := pt
+		if pt.Start == Informed && pt.Other != nil {
+			cont = *pt.Other
+		}
+		start = append([]float64(nil), cont.Q...)
 		if progress != nil {
 			progress(pt)
 		}

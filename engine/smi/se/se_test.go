@@ -224,6 +224,8 @@ func TestSMIBadInput(t *testing.T) {
 		func(o *Options) { o.MCError = math.Inf(1) },
 		func(o *Options) { o.MCError, o.Replicates = 1e-3, 1 },
 		func(o *Options) { o.MCError, o.MaxSamples = 1e-3, o.Samples-1 },
+		func(o *Options) { o.Start = Both + 1 },
+		func(o *Options) { o.Start, o.Samples = Both, 0 },
 	}
 	for i, f := range bad {
 		oo := o
@@ -231,6 +233,9 @@ func TestSMIBadInput(t *testing.T) {
 		if _, err := Solve(ch, 0.5, oo); err == nil {
 			t.Errorf("bad option %d: no error", i)
 		}
+	}
+	if _, _, err := PsiOut(ch, []float64{0, 0}, Options{}); err == nil {
+		t.Error("PsiOut with zero options: no error")
 	}
 	if _, err := Solve(ch, -1, o); err == nil {
 		t.Error("alpha = -1: no error")

@@ -50,10 +50,10 @@ func TestRowsFormat(t *testing.T) {
 			"softmax,3,1,2,0,30,90,30,0.1,1,1099511627776,,0.25,12,false,1.235,cpu"},
 		{"smi se L = 3", SMISESchema.Header(3), SMISESchema.Row(&SMISERow{L: 3, M: 2, C: 1, Beta: 1, Alpha: 0.5, Q: []float64{0.1, 0.2, 0.3},
 			QErr: []float64{0, 0.002, nan}, QHat: []float64{1, 2, 3}, GenError: 0.5, GenStderr: 0.01, GenBO: 0.4, BOStderr: 0.005, GenLast: nan, LastStderr: nan,
-			Samples: 8000, Iterations: 4, Converged: true, Inexact: 2}),
+			Samples: 8000, Iterations: 4, Converged: true, Inexact: 2, Start: "informed", Coexist: true, FreeEntropy: -1.25, FreeStderr: nan}),
 			"L,M,c,beta,alpha,Q11,Q22,Q33,Qerr11,Qerr22,Qerr33,qhat11,qhat22,qhat33,gen_error,gen_error_stderr,gen_error_bo,gen_error_bo_stderr," +
-				"gen_error_last_layer,gen_error_last_layer_stderr,samples,iterations,converged,inexact",
-			"3,2,1,1,0.5,0.1,0.2,0.3,0,0.002,,1,2,3,0.5,0.01,0.4,0.005,,,8000,4,true,2"},
+				"gen_error_last_layer,gen_error_last_layer_stderr,samples,iterations,converged,inexact,start,coexist,free_entropy,free_entropy_stderr",
+			"3,2,1,1,0.5,0.1,0.2,0.3,0,0.002,,1,2,3,0.5,0.01,0.4,0.005,,,8000,4,true,2,informed,true,-1.25,"},
 		{"smi thresholds L = 3", SMIThresholdsSchema.Header(3), SMIThresholdsSchema.Row(&SMIThresholdsRow{L: 3, M: 2, Beta: 1, C: 0.5,
 			Stability: []float64{math.Inf(1), 0.25, 0.2}, Conditional: []float64{nan, 0.75}}),
 			"L,M,beta,c,alpha_stability_1,alpha_stability_2,alpha_stability_3,alpha_conditional_1,alpha_conditional_2",
@@ -333,13 +333,20 @@ func TestSMISGDDiverged(t *testing.T) {
 func TestReadSMISECurve(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "se.csv")
 	os.WriteFile(path, []byte(strings.Join(SMISESchema.Header(2), ",")+"\n"+
-		"2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0\n2,2,1,1,0.5,,,,,,,,,,,,,4000,200,false,0\n2,2,1,1,0.3,0,0.1,,,,,,,,,,,4000,10,true,0\n"), 0o644)
+		"2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0,uninformed,false,-1.6,0.04\n2,2,1,1,0.5,,,,,,,,,,,,,4000,200,false,0,uninformed,false,,\n"+
+		"2,2,1,1,0.3,0,0.1,,,,,,,,,,,4000,10,true,0,both,false,-0.9,0.01\n"), 0o644)
 	cv, err := readSMISECurve(path, &SMI{L: 2, M: 2, C: 1, Beta: 1})
 	if err != nil || len(cv.alpha) != 2 || cv.alpha[0] != 0.3 || cv.q[1][1] != 0.99 {
 		t.Errorf("SE curve %+v, %v", cv, err)
 	}
 	if _, err := readSMISECurve(path, &SMI{L: 2, M: 2, C: 0.5, Beta: 1}); err == nil || !strings.Contains(err.Error(), "c = 1, the command has c = 0.5") {
 		t.Errorf("another c: %v", err)
+	} // A CSV from before the start, coexist and free-entropy columns is still an SE curve.
+	old := "L,M,c,beta,alpha,Q11,Q22,Qerr11,Qerr22,qhat11,qhat22,gen_error,gen_error_stderr,gen_error_bo,gen_error_bo_stderr," +
+		"gen_error_last_layer,gen_error_last_layer_stderr,samples,iterations,converged,inexact\n2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0\n"
+	os.WriteFile(path, []byte(old), 0o644)
+	if cv, err := readSMISECurve(path, &SMI{L: 2, M: 2, C: 1, Beta: 1}); err != nil || len(cv.alpha) != 1 || cv.q[1][0] != 0.99 {
+		t.Errorf("old SE curve %+v, %v", cv, err)
 	}
 }
 

@@ -25,7 +25,11 @@ type SMISEConfig struct {
 	// Q_ll is below it, up to MaxSamples (smise.Options.MCError); 0 keeps Samples fixed.
 	MCError    float64
 	MaxSamples int
+	// Start is the SE start (--start): uninformed (the default: the SMI SE is a Monte Carlo and
+	// both doubles its cost), informed or both (smise.Start).
+	Start string
 
+	start  smise.Start
 	alphas []float64
 	ch     *smi.Deep
 }
@@ -34,7 +38,7 @@ type SMISEConfig struct {
 func NewSMISEConfig() *SMISEConfig {
 	e, g := smise.DefaultOptions(2), smise.DefaultGenErrorOptions()
 	return &SMISEConfig{SMI: defaultSMI("se"), Alpha: "0.05:1.6:32", GenSamples: g.Samples, GenInner: g.Inner, SMISEOptions: defaultSMISEOptions(),
-		Replicates: e.Replicates, MCError: e.MCError, MaxSamples: e.MaxSamples}
+		Replicates: e.Replicates, MCError: e.MCError, MaxSamples: e.MaxSamples, Start: smise.Uninformed.String()}
 }
 
 // Validate checks the configuration and parses its grid; every problem is bad input.
@@ -60,13 +64,16 @@ func (c *SMISEConfig) Validate() error {
 	case c.MCError > 0 && c.MaxSamples < c.Samples:
 		return Inputf("--max-samples %d is below --samples %d (the first count of --mc-error)", c.MaxSamples, c.Samples)
 	}
+	if c.start, err = smise.ParseStart(c.Start); err != nil {
+		return Inputf("--start: %v", err)
+	}
 	return nil
 }
 
 // options returns the engine's options of the state evolution.
 func (c *SMISEConfig) options() smise.Options {
 	o := c.engine(c.L, c.Workers)
-	o.Replicates, o.MCError, o.MaxSamples = c.Replicates, c.MCError, c.MaxSamples
+	o.Replicates, o.MCError, o.MaxSamples, o.Start = c.Replicates, c.MCError, c.MaxSamples, c.start
 	return o
 }
 
@@ -85,6 +92,18 @@ type SMISERow struct {
 	Iterations          int
 	Converged           bool
 	Inexact             int // channel integrals that stopped at their budget, last iteration
+	// Start is where the reported fixed point was reached from: uninformed or informed, or
+	// both where --start both reached one fixed point from both ends, or where one of the two
+	// did not converge (the row is then unconverged; smise.Point.Start).
+	Start string
+	// Coexist is true where --start both reached two distinct fixed points; the row is the one
+	// of larger FreeEntropy (the other is in the manifest's "coexisting").
+	Coexist bool
+	// FreeEntropy is Phi = psi_in(q-hat) - tr(Q q-hat)/2 + alpha psi_out(Q) at the fixed point
+	// (smise.FreeEntropy, up to alpha times a Q-independent constant), FreeStderr its Monte Carlo
+	// standard error alpha stderr(psi_out); NaN where the point did not converge, the error NaN
+	// with one replicate.
+	FreeEntropy, FreeStderr float64
 }
 
 // SMISESchema is the one definition of an `aim smi se` row.
@@ -107,6 +126,10 @@ var SMISESchema = &table.Schema[SMISERow]{Kind: table.SMISE, Columns: []table.Co
 	table.Int("iterations", func(r *SMISERow) int { return r.Iterations }),
 	table.Bool("converged", func(r *SMISERow) bool { return r.Converged }),
 	table.Int("inexact", func(r *SMISERow) int { return r.Inexact }),
+	table.Added(table.Word("start", func(r *SMISERow) string { return r.Start })),
+	table.Added(table.Bool("coexist", func(r *SMISERow) bool { return r.Coexist })),
+	table.Added(table.Float("free_entropy", func(r *SMISERow) float64 { return r.FreeEntropy })),
+	table.Added(table.Float("free_entropy_stderr", func(r *SMISERow) float64 { return r.FreeStderr })),
 }}
 
 // SMISEResult is what RunSMISE computed.
@@ -119,6 +142,17 @@ type SMISEResult struct {
 	// Missed are the points whose standard error of Q stayed above --mc-error at
 	// --max-samples draws (written with the error they reached).
 	Missed []string
+	// Coexisting are the points where --start both found two fixed points: both branches.
+	Coexisting []SMICoexisting
+}
+
+// SMICoexisting is an alpha with two stable fixed points of the SMI SE (--start both).
+type SMICoexisting struct {
+	Alpha                      float64
+	QUninformed, QInformed     []float64
+	PhiUninformed, PhiInformed float64
+	PhiStderr                  float64 // the Monte Carlo error of the reported Phi
+	Optimal                    string  // the start of the larger free entropy
 }
 
 // Err is the error of the result when points did not converge (their rows written without
@@ -154,7 +188,16 @@ func RunSMISE(c *SMISEConfig, env Env) (*SMISEResult, error) {
 		}
 		res.Rows[i] = SMISERow{L: c.L, M: c.M, C: c.C, Beta: c.Beta, Alpha: p.Alpha, Q: q, QHat: qh, QErr: qe,
 			GenError: math.NaN(), GenStderr: math.NaN(), GenBO: math.NaN(), BOStderr: math.NaN(), GenLast: math.NaN(), LastStderr: math.NaN(),
-			Samples: p.Samples, Iterations: p.Iterations, Converged: p.Converged, Inexact: p.Inexact}
+			Samples: p.Samples, Iterations: p.Iterations, Converged: p.Converged, Inexact: p.Inexact,
+			Start: p.Start.String(), Coexist: p.Coexist, FreeEntropy: p.FreeEntropy, FreeStderr: p.FreeEntropyErr}
+		if p.Coexist && p.Other != nil {
+			u, i := p, *p.Other
+			if p.Start == smise.Informed {
+				u, i = i, u
+			}
+			res.Coexisting = append(res.Coexisting, SMICoexisting{Alpha: p.Alpha, QUninformed: u.Q, QInformed: i.Q,
+				PhiUninformed: u.FreeEntropy, PhiInformed: i.FreeEntropy, PhiStderr: p.FreeEntropyErr, Optimal: p.Start.String()})
+		}
 		if p.ErrorMissed {
 			m := fmt.Sprintf("alpha %g: the standard error of Q (%s) is above --mc-error %g at --max-samples %d draws",
 				p.Alpha, formatErrs(p.QErr), c.MCError, p.Samples)
@@ -250,7 +293,7 @@ func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
 	params := c.params()
 	c.addParams(params)
 	for k, v := range map[string]any{"c": c.C, "alpha": c.Alpha, "alphas": c.alphas, "gen_samples": c.GenSamples, "gen_inner": c.GenInner,
-		"replicates": c.Replicates, "mc_error": c.MCError, "max_samples": c.MaxSamples} {
+		"replicates": c.Replicates, "mc_error": c.MCError, "max_samples": c.MaxSamples, "start": c.Start} {
 		params[k] = v
 	}
 	th := map[string]any{"stability": jsonFloats(res.Stability), "fisher": jsonFloats(res.Fisher), "onset": jsonFloats(res.Onset), "onset_level": 0.01}
@@ -263,5 +306,12 @@ func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
 	man["points"] = len(res.Rows)
 	man["unconverged"] = len(res.Failed)
 	man["mc_error_missed"] = append([]string{}, res.Missed...)
+	coex := []map[string]any{}
+	for _, x := range res.Coexisting {
+		phi := jsonFloats([]float64{x.PhiUninformed, x.PhiInformed, x.PhiStderr})
+		coex = append(coex, map[string]any{"alpha": x.Alpha, "Q_uninformed": jsonFloats(x.QUninformed), "Q_informed": jsonFloats(x.QInformed),
+			"free_entropy_uninformed": phi[0], "free_entropy_informed": phi[1], "free_entropy_stderr": phi[2], "optimal": x.Optimal})
+	}
+	man["coexisting"] = coex
 	return out.complete(fig, man, len(res.Rows), start, res.Err())
 }

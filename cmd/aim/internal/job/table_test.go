@@ -54,6 +54,15 @@ func TestReadTable(t *testing.T) {
 	} else if _, err := plot.Build([]*table.Table{ot}, plot.Options{}); err != nil {
 		t.Errorf("old SE CSV: plot: %v", err)
 	}
+	// An SMI SE CSV from before start, coexist, free_entropy and free_entropy_stderr still plots.
+	oldSMI := "L,M,c,beta,alpha,Q11,Q22,Qerr11,Qerr22,qhat11,qhat22,gen_error,gen_error_stderr,gen_error_bo,gen_error_bo_stderr," +
+		"gen_error_last_layer,gen_error_last_layer_stderr,samples,iterations,converged,inexact\n" +
+		"2,2,1,1,0.5,0,0.77,0,0.01,0,3.3,0.18,0.001,0.17,0.001,0.18,0.001,4000,30,true,0\n"
+	if ot, err := readTable(strings.NewReader(oldSMI), "old-smi.csv"); err != nil || ot.Kind != table.SMISE || ot.L != 2 || ot.V(0, "Q22") != 0.77 || !math.IsNaN(ot.V(0, "free_entropy")) {
+		t.Errorf("old SMI SE CSV: %+v, %v", ot, err)
+	} else if _, err := plot.Build([]*table.Table{ot}, plot.Options{}); err != nil {
+		t.Errorf("old SMI SE CSV: plot: %v", err)
+	}
 	// The channel as the figure reads it: hardmax in the paper-compat form, T = 2, no beta.
 	f, err := plot.Build([]*table.Table{tab}, plot.Options{})
 	if err != nil || f.Title != "State evolution: hardmax, paper-compat, T = 2" || tab.V(0, "T") != 2 || !math.IsNaN(tab.V(0, "beta")) ||
@@ -113,7 +122,7 @@ func FuzzReadTable(f *testing.F) {
 // algorithm and tokens, and aim se's coexist, in every kind.
 func TestWordColumns(t *testing.T) {
 	want := map[string]bool{"channel": true, "converged": true, "device": true, "optimizer": true, "finished": true,
-		"algorithm": true, "tokens": true, "coexist": true}
+		"algorithm": true, "tokens": true, "coexist": true, "start": true}
 	for _, d := range Kinds() {
 		h := d.Header(2)
 		tab, err := table.Read(strings.NewReader(strings.Join(h, ",")+"\n"), "x.csv", []table.Def{d})
