@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"image/png"
@@ -89,15 +88,7 @@ func TestSEWritesResults(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status %d: %s %s", code, stdout, stderr)
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(f).ReadAll()
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := readCSV(t, out)
 	if strings.Join(rows[0], ",") != strings.Join(job.SESchema.Header(0), ",") || len(rows) != 7 {
 		t.Fatalf("CSV header %v with %d rows", rows[0], len(rows))
 	}
@@ -355,14 +346,9 @@ func TestSENoiseCSV(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("status %d: %s %s", code, stdout, stderr)
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(f).ReadAll()
-	f.Close()
-	if err != nil || len(rows) != 2 {
-		t.Fatalf("CSV %v, %v", rows, err)
+	rows := readCSV(t, out)
+	if len(rows) != 2 {
+		t.Fatalf("CSV %v", rows)
 	}
 	if strings.Join(rows[0], ",") != strings.Join(job.SESchema.Header(0), ",") || rows[0][4] != "noise" || rows[0][3] != "beta" {
 		t.Fatalf("CSV header %v", rows[0])

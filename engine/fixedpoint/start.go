@@ -1,6 +1,9 @@
 package fixedpoint
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Start names the end a state evolution's fixed-point iteration starts from. Each model maps
 // it to its own starting point: the AIM's estimation error m0 (engine/aim/se) and the SMI's
@@ -42,4 +45,16 @@ func ParseStart(s string) (Start, error) {
 		}
 	}
 	return 0, fmt.Errorf("start %q: want uninformed, informed or both", s)
+}
+
+// Distinct reports whether a and b, one quantity of the fixed points reached from the two
+// starts, belong to two fixed points rather than one reached twice: |a - b| > gap and
+// |a - b| > 1e-2 max(|a|, |b|). Each model sets gap from its solver's tolerance (the AIM's
+// deterministic map ends within about Tol of a fixed point; the SMI's Monte Carlo map, on
+// common draws, too, but far coarser); the relative part keeps a slowly converging critical
+// point from counting as two, since the branches of a first-order transition differ by O(1e-2)
+// or more.
+func Distinct(a, b, gap float64) bool {
+	d := math.Abs(a - b)
+	return d > gap && d > 1e-2*math.Max(math.Abs(a), math.Abs(b))
 }

@@ -17,3 +17,22 @@ func TestStartParse(t *testing.T) {
 		t.Errorf("ParseStart(foo): %v", err)
 	}
 }
+
+// Distinct: both the absolute gap and 1% of the larger value must be exceeded.
+func TestDistinct(t *testing.T) {
+	for _, c := range []struct {
+		a, b, gap float64
+		want      bool
+	}{
+		{0.5, 0.52, 1e-3, true},   // 0.02 > 1e-3 and > 5.2e-3
+		{0.5, 0.503, 1e-3, false}, // 3e-3 < 1% of 0.503
+		{1e-4, 3e-4, 1e-3, false}, // below the gap, though 3 times apart
+		{1e-4, 3e-4, 1e-6, true},  // a smaller gap (the AIM's)
+		{0.3, 0.3 + 1e-7, 1e-6, false},
+		{-0.5, -0.52, 1e-3, true}, // magnitudes, whatever the sign
+	} {
+		if got := Distinct(c.a, c.b, c.gap); got != c.want {
+			t.Errorf("Distinct(%g, %g, %g) = %v, want %v", c.a, c.b, c.gap, got, c.want)
+		}
+	}
+}

@@ -70,10 +70,7 @@ func m0(s Start) float64 {
 // within about Tol of the same stable fixed point where the SE map's slope is below 1; at a
 // critical point (softmax at alpha_PR, slope 1) both crawl algebraically and can stop ~1e-7
 // apart; the branches of a first-order transition differ by O(0.01) or more, relatively too.
-func (o Options) Coexist(mu, mi float64) bool {
-	d := math.Abs(mu - mi)
-	return d > o.CoexistGap() && d > 1e-2*math.Max(mu, mi)
-}
+func (o Options) Coexist(mu, mi float64) bool { return fixedpoint.Distinct(mu, mi, o.CoexistGap()) }
 
 // CoexistGap is the absolute part of Coexist: max(1e-6, 1e4 Tol).
 func (o Options) CoexistGap() float64 { return math.Max(1e-6, 1e4*o.Tol) }

@@ -90,23 +90,7 @@ func TestFreeEntropyEnvelope(t *testing.T) {
 		ch := entropic(t)[name]
 		for _, c := range pts {
 			rho, alpha := c[0], c[1]
-			phi := func(a float64) (float64, Point) {
-				p, err := Solve(ch, rho, a, DefaultOptions())
-				if err != nil {
-					t.Fatal(err)
-				}
-				v, err := FreeEntropy(ch, p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return v, p
-			}
-			h := 1e-4 * alpha
-			fp, _ := phi(alpha + h)
-			fm, _ := phi(alpha - h)
-			_, p := phi(alpha)
-			fd := (fp - fm) / (2 * h)
-			want, _ := ch.(aim.Entropic).OutputEntropy(p.Q, p.MMSE)
+			fd, want := envelope(t, ch, rho, alpha, 1e-4)
 			d := math.Abs(fd - want)
 			t.Logf("%s rho=%g alpha=%g: dPhi/dalpha = %.10f, psi_out(q, V) = %.10f, difference %.1e", name, rho, alpha, fd, want, d)
 			// psi_out is O(1) (it crosses 0 near alpha_PR for softmax): an absolute tolerance.
@@ -254,4 +238,31 @@ func TestStartBothNeedsEntropy(t *testing.T) {
 	if _, err := Solve(hardmax(t, true), 0.5, 0.5, Options{Damping: 0.5, Tol: 1e-10, MaxIter: 1000, Start: Both}); err == nil {
 		t.Error("Start = Both on paper-compat hardmax: no error")
 	}
+}
+
+// envelope returns the central difference of Phi along the fixed points, (Phi(alpha + h) -
+// Phi(alpha - h))/(2h) with h = hRel alpha and the SE re-solved at each alpha, and psi_out(q, V)
+// at the fixed point of alpha: the two sides of the envelope identity.
+func envelope(t *testing.T, ch aim.Channel, rho, alpha, hRel float64) (fd, psiOut float64) {
+	t.Helper()
+	phi := func(a float64) (float64, Point) {
+		p, err := Solve(ch, rho, a, DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := FreeEntropy(ch, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, p
+	}
+	h := hRel * alpha
+	fp, _ := phi(alpha + h)
+	fm, _ := phi(alpha - h)
+	_, p := phi(alpha)
+	psiOut, err := ch.(aim.Entropic).OutputEntropy(p.Q, p.MMSE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return (fp - fm) / (2 * h), psiOut
 }

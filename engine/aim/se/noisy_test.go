@@ -20,24 +20,8 @@ func TestNoisyEnvelope(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		phi := func(a float64) (float64, Point) {
-			p, err := Solve(ch, c.rho, a, DefaultOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := FreeEntropy(ch, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v, p
-		}
-		h := 1e-3 * c.alpha
-		fp, _ := phi(c.alpha + h)
-		fm, _ := phi(c.alpha - h)
-		_, p := phi(c.alpha)
-		fd := (fp - fm) / (2 * h)
-		want, _ := ch.OutputEntropy(p.Q, p.MMSE)
-		t.Logf("Delta = %g rho = %g alpha = %g (mmse %.5f): dPhi/dalpha = %.6f, psi_out = %.6f, difference %.1e", c.delta, c.rho, c.alpha, p.MMSE, fd, want, fd-want)
+		fd, want := envelope(t, ch, c.rho, c.alpha, 1e-3)
+		t.Logf("Delta = %g rho = %g alpha = %g: dPhi/dalpha = %.6f, psi_out = %.6f, difference %.1e", c.delta, c.rho, c.alpha, fd, want, fd-want)
 		if math.Abs(fd-want) > 1e-4*math.Max(1, math.Abs(want)) {
 			t.Errorf("Delta = %g rho = %g alpha = %g: dPhi/dalpha = %.6f, psi_out = %.6f", c.delta, c.rho, c.alpha, fd, want)
 		}

@@ -3,6 +3,7 @@ package se
 import (
 	"math"
 
+	"github.com/aimtheory/aim/engine/fixedpoint"
 	"github.com/aimtheory/aim/engine/smi"
 )
 
@@ -67,11 +68,10 @@ func (o Options) Coexist(u, i Point) bool {
 		return false
 	}
 	for l := range u.Q {
-		d := math.Abs(u.Q[l] - i.Q[l])
-		if !(d > o.CoexistGap() && d > 1e-2*math.Max(u.Q[l], i.Q[l])) {
+		if !fixedpoint.Distinct(u.Q[l], i.Q[l], o.CoexistGap()) {
 			continue
 		}
-		if u.Samples != i.Samples && !(d > 4*math.Hypot(u.QErr[l], i.QErr[l])) {
+		if u.Samples != i.Samples && !(math.Abs(u.Q[l]-i.Q[l]) > 4*math.Hypot(u.QErr[l], i.QErr[l])) {
 			continue
 		}
 		return true
