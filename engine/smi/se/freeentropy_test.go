@@ -85,6 +85,9 @@ func TestPsiInStationarity(t *testing.T) {
 // estimator's from independent batches) plus 0.01 for the estimator's bias. Measured: L = 2,
 // -3.122 +- 0.006 against -3.126 +- 0.003; L = 3 (skipped in -short mode), see the log.
 func TestSMIPsiOutMonteCarlo(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a Monte Carlo accuracy check, ten times slower under -race: runs in the plain go test")
+	}
 	cases := []struct {
 		L       int
 		samples int
@@ -226,6 +229,9 @@ func envelopeAt(t *testing.T, L int, alpha, h float64, o Options) (fd, simpson f
 // difference equals the Simpson average plus alpha sum_l (d psi_out/dQ_ll - F_l/2) dQ_ll/dalpha,
 // the derivatives on the same draws.
 func TestSMIEnvelope(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a Monte Carlo accuracy check, ten times slower under -race: runs in the plain go test")
+	}
 	o := DefaultOptions(2)
 	o.Samples, o.Replicates, o.Tol = 200, 4, 1e-6
 	fd, simpson, mid := envelopeAt(t, 2, 0.4, 0.05, o)
@@ -277,6 +283,9 @@ func TestSMIEnvelope(t *testing.T) {
 // Monte Carlo error of Q and of Phi (in fact within about the solver tolerance), Start = Both
 // reports it as the uninformed point with Start = Both and no coexistence.
 func TestSMIStartsAgree(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a Monte Carlo accuracy check, ten times slower under -race: runs in the plain go test")
+	}
 	ch := deep(t, 2, 1)
 	o := DefaultOptions(2)
 	o.Samples, o.Replicates, o.Tol = 100, 4, 1e-5
