@@ -26,12 +26,31 @@ func (h hardmaxT) Output(y, hm []float64) { h.k.Output(y, hm) }
 
 func (h hardmaxT) GOut(g, y, omega []float64, V float64) { h.k.GOut(g, y, omega, V) }
 
+// noisyT is the scalar channel of kernels.NoisySoftmaxT (the noisy softmax at T > 2), with the
+// lattice rule and tolerance of Channel.Lattice, its errors dropped as hardmaxT's are.
+type noisyT struct{ k *kernels.NoisySoftmaxT }
+
+func (n noisyT) Output(y, h []float64) { n.k.Output(y, h) }
+
+func (n noisyT) GOut(g, y, omega []float64, V float64) { n.k.GOut(g, y, omega, V) }
+
 // channelMaker returns, for ch, a function that gives each goroutine its scalar channel (the
 // same stateless one for softmax and the closed-form hardmax, a fresh kernels.HardmaxT for
 // hardmax at T > 2, which is not safe for concurrent use), and the samples per chunk of the
 // parallel loops: fewer for the polytope estimates, which cost about a millisecond a sample.
 func channelMaker(op string, ch device.Channel) (func() scalarChannel, int, error) {
 	switch {
+	case ch.Kind == device.Softmax && ch.Noise > 0 && ch.T > 2:
+		if err := ch.Validate(); err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", op, err)
+		}
+		points, tol := ch.Lattice()
+		s, err := kernels.NewNoisySoftmaxT(ch.T, ch.Beta, ch.Noise, points, kernels.NoisyTShifts)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", op, err)
+		}
+		s.Tol = tol
+		return func() scalarChannel { return noisyT{s.Clone()} }, chunkPolytope, nil
 	case ch.Kind == device.Softmax && ch.Noise > 0:
 		s, err := kernels.NewNoisySoftmax(ch.T, ch.Beta, ch.Noise)
 		if err != nil {

@@ -76,16 +76,19 @@ const DefaultHardmaxTol = 1e-3
 // winner constraints and g_out = E[xi | .]/sqrt(V) (kernels.HardmaxT) are estimated by
 // kernels.HardmaxTShifts randomised shifts of a lattice of up to Points points each, doubling
 // from 64 points until the standard errors of log Z and of E[xi | .] (relative to
-// max(1, |E[xi | .]|_inf)) are below Tol. Points and Tol are ignored otherwise.
+// max(1, |E[xi | .]|_inf)) are below Tol. The noisy softmax at T > 2 (kernels.NoisySoftmaxT:
+// importance sampling on the same kind of lattice) takes the same Points and Tol. Points and
+// Tol are ignored otherwise.
 type Channel struct {
 	Kind        ChannelKind
 	T           int     // tokens
 	Beta        float64 // softmax inverse temperature
 	PaperCompat bool    // hardmax at T = 2: the published g_out formula instead of the exact one
-	Points      int     // hardmax T > 2: lattice points per shift at most; 0: kernels.HardmaxTPoints
-	Tol         float64 // hardmax T > 2: target error of each estimate; 0: DefaultHardmaxTol; < 0: every point
+	Points      int     // hardmax or noisy softmax, T > 2: lattice points per shift at most; 0: kernels.HardmaxTPoints
+	Tol         float64 // hardmax or noisy softmax, T > 2: target error of each estimate; 0: DefaultHardmaxTol; < 0: every point
 	// Noise is Delta >= 0, the variance of the Gaussian label noise of the softmax channel,
-	// y = softmax_row(beta h) + sqrt(Delta) xi (kernels.NoisySoftmax; T = 2 only). The channel
+	// y = softmax_row(beta h) + sqrt(Delta) xi (kernels.NoisySoftmax at T = 2,
+	// kernels.NoisySoftmaxT for 3 <= T <= kernels.NoisyTMax). The channel
 	// operations' outputs stay noiseless (engine/aim adds the noise to the data from its own
 	// stream); ChannelGOut is the noisy channel's g_out.
 	Noise float64
@@ -95,8 +98,8 @@ type Channel struct {
 // more than a second.
 const maxHardmaxPoints = 1 << 20
 
-// Lattice returns the lattice rule of the hardmax channel at T > 2 as kernels.NewHardmaxT
-// and HardmaxT.Tol take it: the points per shift (Points, or kernels.HardmaxTPoints for 0)
+// Lattice returns the lattice rule of the hardmax channel and of the noisy softmax at T > 2 as
+// kernels.NewHardmaxT and kernels.NewNoisySoftmaxT and their Tol take it: the points per shift (Points, or kernels.HardmaxTPoints for 0)
 // and the tolerance (Tol, DefaultHardmaxTol for 0, and 0 = every point for Tol < 0).
 func (c Channel) Lattice() (points int, tol float64) {
 	points, tol = c.Points, c.Tol
@@ -113,7 +116,7 @@ func (c Channel) Lattice() (points int, tol float64) {
 }
 
 // Validate checks the channel by the rules of its Go twins in package kernels: softmax T >= 2
-// and 0 < beta < inf, with noise 0 <= Delta < inf (Delta > 0 at T = 2 only); hardmax 2 <= T <= 6, PaperCompat at T = 2 only, and at T > 2
+// and 0 < beta < inf, with noise 0 <= Delta < inf (Delta > 0 at T <= kernels.NoisyTMax); hardmax 2 <= T <= 6, PaperCompat at T = 2 only, and at T > 2
 // 0 <= Points <= 2^20 and a finite Tol.
 func (c Channel) Validate() error {
 	if math.IsNaN(c.Noise) || c.Noise < 0 || math.IsInf(c.Noise, 0) {
@@ -121,6 +124,10 @@ func (c Channel) Validate() error {
 	}
 	switch c.Kind {
 	case Softmax:
+		if c.Noise > 0 && c.T > 2 {
+			_, err := kernels.NewNoisySoftmaxT(c.T, c.Beta, c.Noise, c.Points, 0)
+			return err
+		}
 		if c.Noise > 0 {
 			_, err := kernels.NewNoisySoftmax(c.T, c.Beta, c.Noise)
 			return err

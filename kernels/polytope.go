@@ -107,11 +107,10 @@ type Polytope struct {
 	w     []float64 // a lattice point
 	eta   []float64
 	// Reused by every estimate, so that one allocates nothing once the sizes are known.
-	acc     []shiftSum
-	ratio   [][]float64 // per shift: its m in eta coordinates (nil when the shift saw no point)
-	mean, v []float64   // M values each: the combined m in eta coordinates, a reflection
-	score   []float64   // K values: the ordering of the constraints
-	hh      []float64   // Householder work (M x K copy of the ordered A^T)
+	shifts shiftEstimator // m in eta coordinates
+	v      []float64      // M values: a reflection
+	score  []float64      // K values: the ordering of the constraints
+	hh     []float64      // Householder work (M x K copy of the ordered A^T)
 }
 
 // NewPolytope returns the constraints A xi >= c of xi in R^M, A K x M row-major with no zero
@@ -128,7 +127,7 @@ func NewPolytope(A []float64, K, M int) (*Polytope, error) {
 	return &Polytope{K: K, M: M, a: append([]float64(nil), A...), order: make([]int, K),
 		l: make([]float64, K*M), q: make([]float64, M*M), last: make([]int, K), c: make([]float64, K),
 		w: make([]float64, M), eta: make([]float64, M), hh: make([]float64, M*K),
-		mean: make([]float64, M), v: make([]float64, M), score: make([]float64, K)}, nil
+		v: make([]float64, M), score: make([]float64, K)}, nil
 }
 
 func norm(v []float64) float64 {
@@ -157,13 +156,33 @@ type Estimate struct {
 // a smaller count are the first points of a larger one. With tol = 0 it takes rule.N points.
 // Z = 0 (every point outside, LogZ = -Inf) leaves m NaN.
 func (p *Polytope) Moments(m, c []float64, rule *Lattice, tol float64) Estimate {
-	M := p.M
 	p.prepare(c)
-	for len(p.acc) < rule.R {
-		p.acc = append(p.acc, shiftSum{sm: make([]float64, M)})
-		p.ratio = append(p.ratio, make([]float64, M))
+	return p.shifts.moments(m, rule, tol, p.accumulate, p.rotate)
+}
+
+// shiftEstimator turns a lattice rule's weighted points into an Estimate: per shift the sums
+// of the weights and of the weighted points, then the mean over the shifts and its standard
+// error. Polytope and NoisySoftmaxT share it.
+type shiftEstimator struct {
+	acc   []shiftSum
+	ratio [][]float64 // per shift: its m (nil when the shift saw no point)
+	mean  []float64   // the combined m in the accumulated coordinates
+}
+
+// moments sizes the sums for rule.R shifts of dim-long points (dim = len(m)), then adds points
+// [i0, i1) of each shift r with accumulate until the errors meet tol (the doubling of
+// Polytope.Moments) and writes m, mapped coordinate by coordinate by rotate (nil: the
+// identity).
+func (e *shiftEstimator) moments(m []float64, rule *Lattice, tol float64, accumulate func(s *shiftSum, rule *Lattice, r, i0, i1 int), rotate func(eta []float64, j int) float64) Estimate {
+	M := len(m)
+	for len(e.acc) < rule.R {
+		e.acc = append(e.acc, shiftSum{sm: make([]float64, M)})
+		e.ratio = append(e.ratio, make([]float64, M))
 	}
-	acc := p.acc[:rule.R]
+	if len(e.mean) != M {
+		e.mean = make([]float64, M)
+	}
+	acc := e.acc[:rule.R]
 	for r := range acc {
 		acc[r].top, acc[r].sw = math.Inf(-1), 0
 		for j := range acc[r].sm {
@@ -177,10 +196,10 @@ func (p *Polytope) Moments(m, c []float64, rule *Lattice, tol float64) Estimate 
 	done := 0
 	for {
 		for r := range acc {
-			p.accumulate(&acc[r], rule, r, done, n)
+			accumulate(&acc[r], rule, r, done, n)
 		}
 		done = n
-		est := p.combine(m, acc, n)
+		est := e.combine(m, acc, n, rotate)
 		if n >= rule.N || (est.ErrLogZ <= tol && est.ErrM <= tol*math.Max(1, maxAbs(m))) || math.IsInf(est.LogZ, -1) {
 			est.Points = n
 			return est
@@ -204,6 +223,23 @@ type shiftSum struct {
 	sm      []float64
 }
 
+// add adds a point of weight exp(lw) at eta.
+func (s *shiftSum) add(lw float64, eta []float64) {
+	if lw > s.top {
+		f := math.Exp(s.top - lw)
+		s.sw *= f
+		for j := range s.sm {
+			s.sm[j] *= f
+		}
+		s.top = lw
+	}
+	e := math.Exp(lw - s.top)
+	s.sw += e
+	for j := range s.sm {
+		s.sm[j] += e * eta[j]
+	}
+}
+
 // accumulate adds points [i0, i1) of shift r.
 func (p *Polytope) accumulate(s *shiftSum, rule *Lattice, r, i0, i1 int) {
 	w := p.w[:max(p.M-1, 0)]
@@ -213,27 +249,18 @@ func (p *Polytope) accumulate(s *shiftSum, rule *Lattice, r, i0, i1 int) {
 		if !ok {
 			continue
 		}
-		if lw > s.top {
-			f := math.Exp(s.top - lw)
-			s.sw *= f
-			for j := range s.sm {
-				s.sm[j] *= f
-			}
-			s.top = lw
-		}
-		e := math.Exp(lw - s.top)
-		s.sw += e
-		for j := range s.sm {
-			s.sm[j] += e * p.eta[j]
-		}
+		s.add(lw, p.eta)
 	}
 }
 
 // combine turns the shifts' sums over n points each into the estimate, writing m: Z is the
 // mean of the shifts' Z (in logarithms), m the Z-weighted mean of the shifts' ratios, and the
-// errors the standard errors over the shifts.
-func (p *Polytope) combine(m []float64, acc []shiftSum, n int) Estimate {
-	M, R := p.M, len(acc)
+// errors the standard errors over the shifts, coordinate by coordinate after rotate.
+func (e *shiftEstimator) combine(m []float64, acc []shiftSum, n int, rotate func(eta []float64, j int) float64) Estimate {
+	M, R := len(m), len(acc)
+	if rotate == nil {
+		rotate = func(eta []float64, j int) float64 { return eta[j] }
+	}
 	top := math.Inf(-1)
 	for _, s := range acc {
 		if s.sw > 0 {
@@ -247,11 +274,11 @@ func (p *Polytope) combine(m []float64, acc []shiftSum, n int) Estimate {
 		return Estimate{LogZ: math.Inf(-1), ErrLogZ: math.Inf(1), ErrM: math.Inf(1)}
 	}
 	var sz, sz2 float64
-	eta := p.mean
+	eta := e.mean
 	for j := range eta {
 		eta[j] = 0
 	}
-	ratio := p.ratio[:R]
+	ratio := e.ratio[:R]
 	for r, s := range acc {
 		if s.sw == 0 {
 			ratio[r][0] = math.NaN() // no point of this shift inside
@@ -277,7 +304,7 @@ func (p *Polytope) combine(m []float64, acc []shiftSum, n int) Estimate {
 		for r := range ratio {
 			x := math.NaN()
 			if !math.IsNaN(ratio[r][0]) {
-				x = p.rotate(ratio[r], j)
+				x = rotate(ratio[r], j)
 			}
 			s += x
 			s2 += x * x
@@ -290,7 +317,7 @@ func (p *Polytope) combine(m []float64, acc []shiftSum, n int) Estimate {
 		}
 	}
 	for j := 0; j < M; j++ {
-		m[j] = p.rotate(eta, j)
+		m[j] = rotate(eta, j)
 	}
 	return est
 }

@@ -102,7 +102,7 @@ func modelFlags(fs *flag.FlagSet, m *job.Model, quiet *bool) {
 
 // noiseFlag registers --noise, the softmax channel's label noise (aim se, aim amp), into m.
 func noiseFlag(fs *flag.FlagSet, m *job.Model) {
-	fs.Float64Var(&m.Noise, "noise", m.Noise, "softmax label noise Delta >= 0: y = softmax(beta h) + sqrt(Delta) xi per output entry (T = 2; CPU only for amp)")
+	fs.Float64Var(&m.Noise, "noise", m.Noise, "softmax label noise Delta >= 0: y = softmax(beta h) + sqrt(Delta) xi per output entry (2 <= T <= 6; CPU only for amp)")
 }
 
 // simFlags registers the flags the simulations (amp, gd) share beside modelFlags, into s.
@@ -117,7 +117,7 @@ func simFlags(fs *flag.FlagSet, s *job.Sim, quiet *bool) {
 	fs.StringVar(&s.Mode, "tokens", s.Mode, "tokens X stored on the device, or streamed: regenerated chunk by chunk from the seed at every use, never stored (same values); auto stores when the largest run fits")
 	fs.IntVar(&s.Chunk, "chunk", s.Chunk, "samples per chunk of streamed tokens (0: the largest that fits, at most 4096)")
 	fs.StringVar(&s.MaxMemory, "max-memory", s.MaxMemory, "cap on a run's device memory, e.g. 4GiB or 512MiB (default: the device's free memory)")
-	fs.IntVar(&s.Points, "points", s.Points, "hardmax T > 2: lattice points per shift (x 8 shifts) of each sample's g_out")
+	fs.IntVar(&s.Points, "points", s.Points, "hardmax and noisy softmax, T > 2: lattice points per shift (x 8 shifts) of each sample's g_out")
 }
 
 // smiFlags registers the flags every `aim smi` subcommand shares, into f; withC is false where

@@ -252,9 +252,12 @@ func ExecuteAMP(c *AMPConfig, env Env) (string, error) {
 			return "", out.abort(err)
 		}
 	}
-	fig, err := c.figure(res.Rows)
-	if err != nil {
-		return "", out.abort(err)
+	var fig *figure.Figure // none without --plot: its SE lines can take minutes (the noisy softmax)
+	if c.Plot != "" {
+		var err error
+		if fig, err = c.figure(res.Rows); err != nil {
+			return "", out.abort(err)
+		}
 	}
 	return out.complete(fig, man, len(res.Rows), start, res.Err())
 }

@@ -286,9 +286,12 @@ func ExecuteGD(c *GDConfig, env Env) (string, error) {
 	if err := GDSchema.Write(out.res.csv.File(), 0, res.Rows); err != nil {
 		return "", out.abort(err)
 	}
-	fig, err := c.figure(res.Rows)
-	if err != nil {
-		return "", out.abort(err)
+	var fig *figure.Figure // none without --plot: its SE lines can take minutes (the noisy softmax)
+	if c.Plot != "" {
+		var err error
+		if fig, err = c.figure(res.Rows); err != nil {
+			return "", out.abort(err)
+		}
 	}
 	params := c.simParams()
 	for k, v := range c.tokenParams(res.Tokens) {

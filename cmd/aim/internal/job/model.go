@@ -9,6 +9,7 @@ import (
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/kernels"
 )
 
 // Model is the configuration every AIM job (se, amp, gd) shares: the channel, T, beta, the rho
@@ -18,7 +19,7 @@ type Model struct {
 	PaperCompat bool     // hardmax: the published channel formula
 	T           int      // tokens per sequence
 	Beta        float64  // softmax inverse temperature
-	Noise       float64  // softmax label noise Delta >= 0 (se, amp; T = 2): y = softmax(beta h) + sqrt(Delta) xi
+	Noise       float64  // softmax label noise Delta >= 0 (se, amp; T <= kernels.NoisyTMax): y = softmax(beta h) + sqrt(Delta) xi
 	Rho         []string // rank ratios, each a value, list or range; none: the job's default
 	Alpha       string   // the sample-complexity grid; "": the job's default (unless AlphaGiven)
 	AlphaGiven  bool     // Alpha was given explicitly: an empty one is an error, not the default
@@ -78,8 +79,8 @@ func (m *Model) validate(defaultRho []string, defaultAlpha string) error {
 		return Inputf("--noise %g: the label noise variance Delta must be finite and >= 0", m.Noise)
 	case m.Noise > 0 && m.Channel != "softmax":
 		return Inputf("--noise %g: label noise is implemented for the softmax channel only", m.Noise)
-	case m.Noise > 0 && m.T != 2:
-		return Inputf("--noise %g with --T %d: the noisy softmax is implemented for T = 2 only", m.Noise, m.T)
+	case m.Noise > 0 && m.T > kernels.NoisyTMax:
+		return Inputf("--noise %g with --T %d: the noisy softmax is implemented for 2 <= T <= %d", m.Noise, m.T, kernels.NoisyTMax)
 	}
 	specs := m.Rho
 	if len(specs) == 0 {
@@ -158,6 +159,9 @@ func (m *Model) theoryChannel() (aim.Channel, error) {
 	}
 	if m.Channel == "hardmax" {
 		return aim.NewHardmax(m.T, m.PaperCompat)
+	}
+	if m.Noise > 0 && m.T > 2 {
+		return aim.NewNoisySoftmaxT(m.T, m.Beta, m.Noise)
 	}
 	if m.Noise > 0 {
 		return aim.NewNoisySoftmax(m.T, m.Beta, m.Noise)

@@ -431,12 +431,18 @@ func solvePoint(c *SEConfig, ch aim.Channel, rho, alphaR float64, genWorkers int
 }
 
 // mmseErr is the error of a solved point's MMSE that the channel's integration error causes:
-// for a tabulated channel (aim.HardmaxTChannel) the larger distance from MMSE to the fixed
-// points solved, from the same start, with FisherSum moved up and down by its error. It is 0 for the channels
-// computed to 1e-12 (softmax, hardmax T = 2).
+// for a tabulated channel (aim.HardmaxTChannel) or a Monte Carlo one (aim.NoisySoftmaxT, the
+// noisy softmax at T > 2) the larger distance from MMSE to the fixed points solved, from the
+// same start, with FisherSum moved up and down by its error. It is 0 for the channels computed
+// to 1e-12 (softmax, hardmax T = 2, the noisy softmax at T = 2).
 func mmseErr(c *SEConfig, ch aim.Channel, rho, alphaR float64, p se.Point) (float64, error) {
-	hc, ok := ch.(*aim.HardmaxTChannel)
-	if !ok {
+	var bound func(sign float64) aim.Channel
+	switch b := ch.(type) {
+	case *aim.HardmaxTChannel:
+		bound = func(sign float64) aim.Channel { return b.Bound(sign) }
+	case *aim.NoisySoftmaxT:
+		bound = func(sign float64) aim.Channel { return b.Bound(sign) }
+	default:
 		return 0, nil
 	}
 	var m [2]float64
@@ -444,9 +450,9 @@ func mmseErr(c *SEConfig, ch aim.Channel, rho, alphaR float64, p se.Point) (floa
 		var b se.Point
 		var err error
 		if rho == 0 {
-			b, err = se.SolveRescaled(hc.Bound(sign), alphaR, c.options())
+			b, err = se.SolveRescaled(bound(sign), alphaR, c.options())
 		} else {
-			b, err = se.Solve(hc.Bound(sign), rho, alphaR*rho, c.options())
+			b, err = se.Solve(bound(sign), rho, alphaR*rho, c.options())
 		}
 		if err != nil {
 			return math.NaN(), err

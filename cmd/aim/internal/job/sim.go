@@ -6,7 +6,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
 )
 
@@ -22,8 +21,9 @@ type Sim struct {
 	Threads int    // threads of the CPU backend's BLAS library (0: all cores)
 	Trace   string // a CSV of every iteration or step ("" for none)
 	Tokens         // stored or streamed tokens, and the memory cap
-	// Points is the lattice rule of each sample's g_out for hardmax at T > 2: Points points of
-	// each of 8 shifts, every point used (device.Channel.Points with Tol < 0).
+	// Points is the lattice rule of each sample's g_out for hardmax and the noisy softmax at
+	// T > 2: Points points of each of 8 shifts, every point used (device.Channel.Points with
+	// Tol < 0).
 	Points int
 }
 
@@ -70,17 +70,21 @@ func (c *Sim) validateSim() error {
 // params returns the model of one run.
 func (c *Sim) params(rho, alpha float64, seed uint64) aim.Params {
 	ch := c.deviceChannel()
-	if ch.Kind == device.Hardmax && ch.T > 2 {
+	if c.lattice() {
 		ch.Points, ch.Tol = c.Points, -1
 	}
 	return aim.Params{D: c.D, Alpha: alpha, Rho: rho, Channel: ch, Seed: seed}
 }
 
+// lattice reports whether the channel estimates each g_out on a lattice rule (Points): hardmax
+// and the noisy softmax at T > 2.
+func (c *Sim) lattice() bool { return c.T > 2 && (c.Channel == "hardmax" || c.Noise > 0) }
+
 // simParams returns the shared fields for a manifest.
 func (c *Sim) simParams() map[string]any {
 	p := c.Model.params()
 	p["D"], p["seeds"], p["seed"] = c.D, c.Seeds, c.Seed
-	if c.Channel == "hardmax" && c.T > 2 {
+	if c.lattice() {
 		p["points"] = c.Points
 	}
 	return p
