@@ -9,6 +9,9 @@ import (
 // estimate what NoisySoftmax computes by quadrature: FisherSum, and psi_out once the constant
 // of the uninformative row sums (-log(4 pi Delta) - 1) is added, within 4 standard errors.
 func TestNoisyTMatchesT2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("Monte Carlo over 3 x 4096 samples: skipped in -short mode (the race pass)")
+	}
 	for _, c := range []struct{ rho, delta, q float64 }{{0.5, 0.01, 0.2}, {1, 0.05, 0.6}, {0.5, 0.001, 0}} {
 		exact, err := NewNoisySoftmax(2, 1, c.delta)
 		if err != nil {
