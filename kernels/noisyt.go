@@ -43,21 +43,23 @@ type NoisySoftmaxT struct {
 	rule        *Lattice
 	shifts      shiftEstimator
 	// per call
-	y, omega   []float64
-	v          float64
-	mode, grad []float64 // u* and the Gauss-Newton step
-	jac        []float64 // T^2 x M: ds/du at the current point
-	hess       *mat.SymDense
-	chol       mat.Cholesky
-	tri        *mat.TriDense
-	lower      []float64 // M x M row-major: L with H = L L^T at the mode
-	pilotMean  []float64 // M: refit's sums
-	pilotCov   []float64 // M x M
-	logDetL    float64   // log det L
-	w, x, eta  []float64
-	hm, s      []float64 // T x T: h and the softmax
-	step       *mat.VecDense
-	rhs        *mat.VecDense
+	y, omega  []float64
+	v         float64
+	softmax   *Softmax  // the noiseless output s(u)
+	mode      []float64 // u*
+	jac       []float64 // T^2 x M: ds/du at the current point
+	hess      *mat.SymDense
+	chol      mat.Cholesky // of the proposal's precision
+	pilotChol mat.Cholesky // refit's factor of the pilot covariance
+	tri       *mat.TriDense
+	lower     []float64 // M x M row-major: L with H = L L^T at the mode
+	pilotMean []float64 // M: refit's sums
+	pilotCov  []float64 // M x M
+	logDetL   float64   // log det L
+	w, x, eta []float64
+	hm, s     []float64 // T x T: h and the softmax
+	step      *mat.VecDense
+	rhs       *mat.VecDense
 }
 
 // NoisyTPoints and NoisyTShifts are the default lattice rule of NewNoisySoftmaxT (points per
@@ -100,7 +102,7 @@ func NewNoisySoftmaxT(T int, beta, delta float64, points, shifts int) (*NoisySof
 		return nil, fmt.Errorf("noisy softmax channel: %w", err)
 	}
 	return &NoisySoftmaxT{Tol: 1e-3, t: T, m: M, beta: beta, delta: delta, rule: rule,
-		y: make([]float64, T*T), omega: make([]float64, M), mode: make([]float64, M), grad: make([]float64, M),
+		y: make([]float64, T*T), omega: make([]float64, M), mode: make([]float64, M), softmax: &Softmax{t: T, beta: beta},
 		jac: make([]float64, T*T*M), hess: mat.NewSymDense(M, nil), tri: mat.NewTriDense(M, mat.Lower, nil),
 		lower: make([]float64, M*M), pilotMean: make([]float64, M), pilotCov: make([]float64, M*M), w: make([]float64, M), x: make([]float64, M), eta: make([]float64, M),
 		hm: make([]float64, T*T), s: make([]float64, T*T), step: mat.NewVecDense(M, nil), rhs: mat.NewVecDense(M, nil)}, nil
@@ -132,7 +134,7 @@ func (n *NoisySoftmaxT) Noise() float64 { return n.delta }
 
 // Output writes the noiseless row softmax of beta h (T x T); the data add the noise.
 func (n *NoisySoftmaxT) Output(y, h []float64) {
-	(&Softmax{t: n.t, beta: n.beta}).Output(y, h)
+	n.softmax.Output(y, h)
 }
 
 // logLik returns sum_ab log N(y_ab; s_ab(u), Delta) at u (leaving s in n.s).
@@ -406,11 +408,10 @@ func (n *NoisySoftmaxT) refit(laplace bool) bool {
 			n.hess.SetSym(j, k, cov[j*M+k]/sw-mean[j]*mean[k])
 		}
 	}
-	var c mat.Cholesky
-	if !c.Factorize(n.hess) {
+	if !n.pilotChol.Factorize(n.hess) {
 		return laplace
 	}
-	if err := c.InverseTo(n.hess); err != nil || !n.chol.Factorize(n.hess) {
+	if err := n.pilotChol.InverseTo(n.hess); err != nil || !n.chol.Factorize(n.hess) {
 		return laplace
 	}
 	copy(n.mode, mean)

@@ -1,7 +1,6 @@
 package aim
 
 import (
-	"fmt"
 	"math"
 	"sync"
 
@@ -34,8 +33,7 @@ type NoisySoftmax struct {
 	yx, yw           []float64
 	Workers          int // goroutines of the integrals (0: GOMAXPROCS); the values do not depend on it
 
-	mu   sync.Mutex
-	memo struct{ q, V, psi, fisher float64 } // the last (q, V) integrated
+	memo pairMemo[float64]
 }
 
 // Default sizes of the SE rule of NoisySoftmax.
@@ -57,7 +55,6 @@ func newNoisySoftmax(T int, beta, delta float64, mPoints, yPoints int) (*NoisySo
 	n := &NoisySoftmax{NoisySoftmax: k, mPoints: mPoints, yPoints: yPoints}
 	n.mx, n.mw = kernels.HermiteNormal(mPoints)
 	n.yx, n.yw = kernels.GaussLegendre(yPoints)
-	n.memo.q = math.NaN()
 	return n, nil
 }
 
@@ -85,23 +82,11 @@ func (n *NoisySoftmax) OutputEntropy(q, V float64) (float64, error) {
 
 // integrals returns (psi_out, FisherSum) at (q, V), remembering the last pair.
 func (n *NoisySoftmax) integrals(op string, q, V float64) (psi, fisher float64, err error) {
-	if !(q >= 0) || !(V > 0) || math.IsInf(q, 0) || math.IsInf(V, 0) {
-		return math.NaN(), math.NaN(), fmt.Errorf("noisy softmax %s: need q >= 0 and V > 0, got q = %g, V = %g", op, q, V)
-	}
-	n.mu.Lock()
-	if n.memo.q == q && n.memo.V == V {
-		psi, fisher = n.memo.psi, n.memo.fisher
-		n.mu.Unlock()
-		return psi, fisher, nil
-	}
-	n.mu.Unlock()
-	psi, fisher, err = n.integrate(q, V)
+	psi, fisher, err = n.memo.integrals("noisy softmax", op, q, V, [2]int{n.mPoints, n.yPoints},
+		func() (float64, float64, error) { return n.integrate(q, V) })
 	if err != nil {
-		return math.NaN(), math.NaN(), fmt.Errorf("noisy softmax %s(q = %g, V = %g): %w", op, q, V, err)
+		return math.NaN(), math.NaN(), err
 	}
-	n.mu.Lock()
-	n.memo.q, n.memo.V, n.memo.psi, n.memo.fisher = q, V, psi, fisher
-	n.mu.Unlock()
 	return psi, fisher, nil
 }
 

@@ -3,7 +3,6 @@ package aim
 import (
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/internal/par"
@@ -36,16 +35,8 @@ type NoisySoftmaxT struct {
 	Workers     int // goroutines (0: all cores); the values do not depend on it
 
 	softmax *kernels.Softmax
-	bound   float64     // Bound's multiple of the error added to FisherSum
-	memo    *noisyTMemo // shared with the Bound channels
-}
-
-// noisyTMemo remembers the last (q, V) integrated.
-type noisyTMemo struct {
-	mu           sync.Mutex
-	q, V         float64
-	psi, fisher  Value
-	samples, pts int
+	bound   float64          // Bound's multiple of the error added to FisherSum
+	memo    *pairMemo[Value] // shared with the Bound channels
 }
 
 // noisyTSeed fixes the Monte Carlo draws of NoisySoftmaxT.
@@ -70,7 +61,7 @@ func NewNoisySoftmaxT(T int, beta, delta float64) (*NoisySoftmaxT, error) {
 		return nil, err
 	}
 	n := &NoisySoftmaxT{T: T, Beta: beta, Delta: delta, Samples: NoisyTSamples, Points: NoisyTPoints, softmax: sm,
-		memo: &noisyTMemo{q: math.NaN()}}
+		memo: &pairMemo[Value]{}}
 	return n, nil
 }
 
@@ -118,28 +109,11 @@ func (n *NoisySoftmaxT) OutputEntropyValue(q, V float64) (Value, error) {
 
 // integrals returns (psi_out, FisherSum) at (q, V), remembering the last pair.
 func (n *NoisySoftmaxT) integrals(op string, q, V float64) (psi, fisher Value, err error) {
-	if !(q >= 0) || !(V > 0) || math.IsInf(q, 0) || math.IsInf(V, 0) {
-		return Value{}, Value{}, fmt.Errorf("noisy softmax T = %d %s: need q >= 0 and V > 0, got q = %g, V = %g", n.T, op, q, V)
-	}
 	if n.Samples < 2 || n.Points < 1 {
 		return Value{}, Value{}, fmt.Errorf("noisy softmax T = %d %s: %d samples and %d points, need at least 2 and 1", n.T, op, n.Samples, n.Points)
 	}
-	m := n.memo
-	m.mu.Lock()
-	hit := m.q == q && m.V == V && m.samples == n.Samples && m.pts == n.Points
-	psi, fisher = m.psi, m.fisher
-	m.mu.Unlock()
-	if hit {
-		return psi, fisher, nil
-	}
-	psi, fisher, err = n.integrate(q, V)
-	if err != nil {
-		return Value{}, Value{}, fmt.Errorf("noisy softmax T = %d %s(q = %g, V = %g): %w", n.T, op, q, V, err)
-	}
-	m.mu.Lock()
-	m.q, m.V, m.psi, m.fisher, m.samples, m.pts = q, V, psi, fisher, n.Samples, n.Points
-	m.mu.Unlock()
-	return psi, fisher, nil
+	return n.memo.integrals(fmt.Sprintf("noisy softmax T = %d", n.T), op, q, V, [2]int{n.Samples, n.Points},
+		func() (Value, Value, error) { return n.integrate(q, V) })
 }
 
 // integrate runs the Monte Carlo over the samples in chunks of 32, folded in chunk order.
