@@ -352,12 +352,18 @@ func (n *NoisySoftmaxT) draw(rule *Lattice, r, i int, laplace bool) (float64, bo
 	return lw, !(math.IsNaN(lw) || math.IsInf(lw, -1))
 }
 
-// refit replaces the Gaussian proposal by the posterior's mean and covariance as estimated by
+// refit moves the Gaussian proposal towards the posterior's mean and covariance as estimated by
 // the first noisyTPilot points of every shift of the current proposal (one step of adaptive
 // importance sampling: the Laplace Gaussian misses the skew of a saturating softmax and the
-// spread of a weak likelihood). It keeps the proposal if the pilot's effective sample size is
-// below 4 M or its covariance is not positive definite, and reports whether there is a
-// Gaussian proposal.
+// spread of a weak likelihood). The new mean and covariance are the blend
+//
+//	lambda (pilot's) + (1 - lambda) (current proposal's),   lambda = ESS/(ESS + 4 M),
+//
+// of the pilot's estimates, weighted by its effective sample size ESS, and the proposal it drew
+// from (N(u*, H^-1) from findMode, or the prior N(omega, V I) when there is none). The blend is
+// positive definite and a smooth function of (y, omega, V), so the state evolution's Monte
+// Carlo map has no jumps where a threshold on ESS would switch a sample's proposal. It reports
+// whether there is a Gaussian proposal (false only if a Cholesky factorisation fails).
 func (n *NoisySoftmaxT) refit(laplace bool) bool {
 	M := n.m
 	mean, cov := n.pilotMean, n.pilotCov
@@ -397,22 +403,44 @@ func (n *NoisySoftmaxT) refit(laplace bool) bool {
 			}
 		}
 	}
-	if !(sw > 0) || sw*sw/sw2 < float64(4*M) {
-		return laplace
+	var lambda float64
+	if sw > 0 {
+		ess := sw * sw / sw2
+		lambda = ess / (ess + float64(4*M))
+		for j := range mean {
+			mean[j] /= sw
+		}
 	}
-	for j := range mean {
-		mean[j] /= sw
+	// The current proposal's mean and covariance: (u*, H^-1) or (omega, V I).
+	base := n.omega
+	if laplace {
+		base = n.mode
+		if err := n.chol.InverseTo(n.hess); err != nil {
+			return false
+		}
+	} else {
+		n.hess.Zero()
+		for j := 0; j < M; j++ {
+			n.hess.SetSym(j, j, n.v)
+		}
 	}
 	for j := 0; j < M; j++ {
 		for k := 0; k <= j; k++ {
-			n.hess.SetSym(j, k, cov[j*M+k]/sw-mean[j]*mean[k])
+			c := 0.0
+			if sw > 0 {
+				c = cov[j*M+k]/sw - mean[j]*mean[k]
+			}
+			n.hess.SetSym(j, k, lambda*c+(1-lambda)*n.hess.At(j, k))
 		}
 	}
+	for j := range mean {
+		mean[j] = lambda*mean[j] + (1-lambda)*base[j]
+	}
 	if !n.pilotChol.Factorize(n.hess) {
-		return laplace
+		return false
 	}
 	if err := n.pilotChol.InverseTo(n.hess); err != nil || !n.chol.Factorize(n.hess) {
-		return laplace
+		return false
 	}
 	copy(n.mode, mean)
 	n.setLower()

@@ -90,7 +90,7 @@ func TestFreeEntropyEnvelope(t *testing.T) {
 		ch := entropic(t)[name]
 		for _, c := range pts {
 			rho, alpha := c[0], c[1]
-			fd, want := envelope(t, ch, rho, alpha, 1e-4)
+			fd, want, _, _ := envelope(t, ch, rho, alpha, 1e-4)
 			d := math.Abs(fd - want)
 			t.Logf("%s rho=%g alpha=%g: dPhi/dalpha = %.10f, psi_out(q, V) = %.10f, difference %.1e", name, rho, alpha, fd, want, d)
 			// psi_out is O(1) (it crosses 0 near alpha_PR for softmax): an absolute tolerance.
@@ -242,8 +242,9 @@ func TestStartBothNeedsEntropy(t *testing.T) {
 
 // envelope returns the central difference of Phi along the fixed points, (Phi(alpha + h) -
 // Phi(alpha - h))/(2h) with h = hRel alpha and the SE re-solved at each alpha, and psi_out(q, V)
-// at the fixed point of alpha: the two sides of the envelope identity.
-func envelope(t *testing.T, ch aim.Channel, rho, alpha, hRel float64) (fd, psiOut float64) {
+// at the fixed point p of alpha: the two sides of the envelope identity; dq is the central
+// difference of q along the fixed points.
+func envelope(t *testing.T, ch aim.Channel, rho, alpha, hRel float64) (fd, psiOut, dq float64, p Point) {
 	t.Helper()
 	phi := func(a float64) (float64, Point) {
 		p, err := Solve(ch, rho, a, DefaultOptions())
@@ -257,12 +258,12 @@ func envelope(t *testing.T, ch aim.Channel, rho, alpha, hRel float64) (fd, psiOu
 		return v, p
 	}
 	h := hRel * alpha
-	fp, _ := phi(alpha + h)
-	fm, _ := phi(alpha - h)
-	_, p := phi(alpha)
+	fp, pp := phi(alpha + h)
+	fm, pm := phi(alpha - h)
+	_, p = phi(alpha)
 	psiOut, err := ch.(aim.Entropic).OutputEntropy(p.Q, p.MMSE)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return (fp - fm) / (2 * h), psiOut
+	return (fp - fm) / (2 * h), psiOut, (pp.Q - pm.Q) / (2 * h), p
 }
