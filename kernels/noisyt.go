@@ -19,7 +19,9 @@ import (
 //	p(u) = N(u; omega, V I_M) prod_ab N(y_ab; s_ab(u), Delta),   s = softmax_row(beta h(u)),
 //
 // whose integral is Z_out(y; omega, V), the density of the whole T x T output y.
-// g_out = E[u - omega | y]/V. Both are estimated by importance sampling on a randomised lattice:
+// g_out = E[u - omega | y]/V = E[grad_u log L(u) | y], L(u) = prod_ab N(y_ab; s_ab(u), Delta)
+// (integration by parts against the prior). Both are estimated by importance sampling on a
+// randomised lattice:
 //
 //   - the mode u* of p by Gauss-Newton on the residuals ((u - omega)/sqrt V, (y - s)/sqrt Delta)
 //     with a backtracking line search, started at omega, and its Gauss-Newton precision
@@ -29,8 +31,14 @@ import (
 //     gives one draw of each, x = u* + kappa H^{-1/2} Phi^-1(w) and x = omega + sqrt(V) Phi^-1(w),
 //     each weighted by p(x)/q(x) with q the mixture's density (the balance heuristic of multiple
 //     importance sampling, unbiased whatever the mode finder returned);
+//   - per draw x, the two unbiased forms of g_out mixed with a fixed weight c,
+//     eta = (1 - c)(x - omega)/sqrt V + c sqrt V J(x)^T (y - s(x))/Delta, whose posterior mean
+//     is sqrt V g_out: c = 1/(1 + V h), with h = tr(J^T J)/(M Delta) the likelihood's mean
+//     curvature at the mode, weights the score form where the prior is the narrower factor
+//     (V h << 1: the first form's error grows as 1/sqrt V there, the score's as sqrt V) and the
+//     first form where the likelihood is;
 //   - the shifts' estimates combined as the polytope estimates are (shiftEstimator): Z_out,
-//     E[(u - omega)/sqrt V | y] and their standard errors over the shifts.
+//     E[eta | y] and their standard errors over the shifts.
 //
 // For a small Delta the posterior is the Laplace Gaussian to O(Delta) and the weights are nearly
 // constant; for a large one it is the prior. Everything is in logarithms.
@@ -56,6 +64,8 @@ type NoisySoftmaxT struct {
 	pilotMean []float64 // M: refit's sums
 	pilotCov  []float64 // M x M
 	logDetL   float64   // log det L
+	curv      float64   // h: tr(J^T J)/(M Delta) at the mode
+	grad      []float64 // M: grad_u log L at the current point
 	w, x, eta []float64
 	hm, s     []float64 // T x T: h and the softmax
 	step      *mat.VecDense
@@ -104,7 +114,7 @@ func NewNoisySoftmaxT(T int, beta, delta float64, points, shifts int) (*NoisySof
 	return &NoisySoftmaxT{Tol: 1e-3, t: T, m: M, beta: beta, delta: delta, rule: rule,
 		y: make([]float64, T*T), omega: make([]float64, M), mode: make([]float64, M), softmax: &Softmax{t: T, beta: beta},
 		jac: make([]float64, T*T*M), hess: mat.NewSymDense(M, nil), tri: mat.NewTriDense(M, mat.Lower, nil),
-		lower: make([]float64, M*M), pilotMean: make([]float64, M), pilotCov: make([]float64, M*M), w: make([]float64, M), x: make([]float64, M), eta: make([]float64, M),
+		lower: make([]float64, M*M), grad: make([]float64, M), pilotMean: make([]float64, M), pilotCov: make([]float64, M*M), w: make([]float64, M), x: make([]float64, M), eta: make([]float64, M),
 		hm: make([]float64, T*T), s: make([]float64, T*T), step: mat.NewVecDense(M, nil), rhs: mat.NewVecDense(M, nil)}, nil
 }
 
@@ -191,19 +201,16 @@ func (n *NoisySoftmaxT) jacobian() {
 // Cholesky factor of H = I/V + J^T J/Delta at u* in n.chol. It reports false if H could not be
 // factorised (then the proposal is the prior alone).
 func (n *NoisySoftmaxT) findMode() bool {
-	M, TT := n.m, n.t*n.t
+	M := n.m
 	u := n.mode
 	copy(u, n.omega)
 	lp := n.logPost(u)
 	for it := 0; it < 100; it++ {
 		n.jacobian()
 		n.buildHess()
+		n.likGrad()
 		for j := 0; j < M; j++ {
-			g := -(u[j] - n.omega[j]) / n.v
-			for i := 0; i < TT; i++ {
-				g += n.jac[i*M+j] * (n.y[i] - n.s[i]) / n.delta
-			}
-			n.rhs.SetVec(j, g)
+			n.rhs.SetVec(j, n.grad[j]-(u[j]-n.omega[j])/n.v)
 		}
 		if ok := n.chol.Factorize(n.hess); !ok {
 			return false
@@ -257,9 +264,23 @@ func (n *NoisySoftmaxT) setLower() {
 	}
 }
 
-// buildHess writes H = I/V + J^T J/Delta into n.hess.
+// likGrad writes grad_u log L = J^T (y - s)/Delta into n.grad, at the point of the last
+// logLik and jacobian.
+func (n *NoisySoftmaxT) likGrad() {
+	M := n.m
+	for j := 0; j < M; j++ {
+		var g float64
+		for i, y := range n.y {
+			g += n.jac[i*M+j] * (y - n.s[i])
+		}
+		n.grad[j] = g / n.delta
+	}
+}
+
+// buildHess writes H = I/V + J^T J/Delta into n.hess and h = tr(J^T J)/(M Delta) into n.curv.
 func (n *NoisySoftmaxT) buildHess() {
 	M, TT := n.m, n.t*n.t
+	n.curv = 0
 	for a := 0; a < M; a++ {
 		for b := a; b < M; b++ {
 			var s float64
@@ -268,6 +289,7 @@ func (n *NoisySoftmaxT) buildHess() {
 			}
 			s /= n.delta
 			if a == b {
+				n.curv += s / float64(M)
 				s += 1 / n.v
 			}
 			n.hess.SetSym(a, b, s)
@@ -277,9 +299,9 @@ func (n *NoisySoftmaxT) buildHess() {
 
 // GOut writes g_out(y; omega, V) = E[u - omega | y]/V in packed unit coordinates for one sample
 // (y T x T row-major, noisy; omega packed, M values; V > 0) and returns the estimate: LogZ is
-// log Z_out (the density of the T x T output), ErrM the largest standard error of
-// E[(u - omega)/sqrt V | y] (that of g is ErrM/sqrt V), VarM the sum of their squares. It is not
-// safe for concurrent use (one NoisySoftmaxT per goroutine).
+// log Z_out (the density of the T x T output), ErrM the largest standard error of the
+// estimate of sqrt V g_out = E[(u - omega)/sqrt V | y] (that of g is ErrM/sqrt V), VarM the
+// sum of their squares. It is not safe for concurrent use (one NoisySoftmaxT per goroutine).
 func (n *NoisySoftmaxT) GOut(g, y, omega []float64, V float64) Estimate {
 	copy(n.y, y)
 	copy(n.omega, omega)
@@ -294,16 +316,19 @@ func (n *NoisySoftmaxT) GOut(g, y, omega []float64, V float64) Estimate {
 	return est
 }
 
-// accumulate adds points [i0, i1) of shift r (draw).
+// accumulate adds points [i0, i1) of shift r (draw), each with its eta (see NoisySoftmaxT).
 func (n *NoisySoftmaxT) accumulate(s *shiftSum, rule *Lattice, r, i0, i1 int, laplace bool) {
 	sv := math.Sqrt(n.v)
+	c := 1 / (1 + n.v*n.curv)
 	for i := i0; i < i1; i++ {
 		lw, ok := n.draw(rule, r, i, laplace)
 		if !ok {
 			continue
 		}
+		n.jacobian() // at x: draw's logPost left s(x)
+		n.likGrad()
 		for j, x := range n.x {
-			n.eta[j] = (x - n.omega[j]) / sv
+			n.eta[j] = (1-c)*(x-n.omega[j])/sv + c*sv*n.grad[j]
 		}
 		s.add(lw, n.eta)
 	}
