@@ -387,8 +387,9 @@ func (n *NoisySoftmaxT) draw(rule *Lattice, r, i int, laplace bool) (float64, bo
 // of the pilot's estimates, weighted by its effective sample size ESS, and the proposal it drew
 // from (N(u*, H^-1) from findMode, or the prior N(omega, V I) when there is none). The blend is
 // positive definite and a smooth function of (y, omega, V), so the state evolution's Monte
-// Carlo map has no jumps where a threshold on ESS would switch a sample's proposal. It reports
-// whether there is a Gaussian proposal (false only if a Cholesky factorisation fails).
+// Carlo map has no jumps where a threshold on ESS would switch a sample's proposal. If a
+// Cholesky factorisation fails it keeps the proposal it drew from. It reports whether there is
+// a Gaussian proposal.
 func (n *NoisySoftmaxT) refit(laplace bool) bool {
 	M := n.m
 	mean, cov := n.pilotMean, n.pilotCov
@@ -441,7 +442,7 @@ func (n *NoisySoftmaxT) refit(laplace bool) bool {
 	if laplace {
 		base = n.mode
 		if err := n.chol.InverseTo(n.hess); err != nil {
-			return false
+			return laplace
 		}
 	} else {
 		n.hess.Zero()
@@ -461,11 +462,12 @@ func (n *NoisySoftmaxT) refit(laplace bool) bool {
 	for j := range mean {
 		mean[j] = lambda*mean[j] + (1-lambda)*base[j]
 	}
+	// mean is the blend from here on; n.mode and n.lower still hold the proposal drawn from.
 	if !n.pilotChol.Factorize(n.hess) {
-		return false
+		return laplace
 	}
 	if err := n.pilotChol.InverseTo(n.hess); err != nil || !n.chol.Factorize(n.hess) {
-		return false
+		return laplace
 	}
 	copy(n.mode, mean)
 	n.setLower()
