@@ -145,6 +145,12 @@ func smiSEFlags(fs *flag.FlagSet, o *job.SMISEOptions) {
 	fs.Float64Var(&o.Damping, "damping", o.Damping, "SE damping rho in (0, 1], the weight on the new iterate: Q <- rho Q_new + (1 - rho) Q; 0: the authors' 0.8 (L = 2) or 0.6 (L = 3)")
 	fs.IntVar(&o.MaxIter, "max-iter", o.MaxIter, "SE iteration cap")
 	fs.Float64Var(&o.Tol, "tol", o.Tol, "stop when every layer's estimated distance to the fixed point, |G(Q) - Q|/(1 - slope), is below tol")
+	quadMaxEvalFlag(fs, &o.QuadMaxEval)
+}
+
+// quadMaxEvalFlag registers --quad-max-eval, the SMI channel integral's budget, into n.
+func quadMaxEvalFlag(fs *flag.FlagSet, n *int) {
+	fs.IntVar(n, "quad-max-eval", *n, "evaluation budget of each sample's channel integral (0: the default, 20 000; L = 3 errors per budget: README)")
 }
 
 // env is what a job reports to: notes on stderr, a progress bar there on a terminal (unless

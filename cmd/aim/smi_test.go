@@ -79,6 +79,7 @@ func TestSMIBadInput(t *testing.T) {
 		// se
 		{[]string{"se", "--c", "-1"}, "skip c"},
 		{[]string{"se", "--L", "0"}, "L >= 1"},
+		{[]string{"se", "--quad-max-eval", "-1"}, "quad-max-eval"},
 		{[]string{"se", "--L", "4"}, "L = 4 layers"},
 		{[]string{"se", "--M", "3"}, "M = 2 only"},
 		{[]string{"se", "--M", "1"}, "M >= 2"},
@@ -113,6 +114,7 @@ func TestSMIBadInput(t *testing.T) {
 		{[]string{"thresholds", "--L", "4"}, "L = 4 layers"},
 		{[]string{"thresholds", "--M", "3"}, "M = 2 only"},
 		{[]string{"thresholds", "--samples", "0"}, "samples"},
+		{[]string{"thresholds", "--quad-max-eval", "-5"}, "quad-max-eval"},
 		// amp
 		{[]string{"amp", "--D", "1"}, "D >= 2"},
 		{[]string{"amp", "--seeds", "0"}, "seeds"},

@@ -38,7 +38,7 @@ func smiAMPFlags(fs *flag.FlagSet, c *job.SMIAMPConfig, quiet *bool) {
 	fs.Float64Var(&c.Noise, "noise", c.Noise, "variance Delta of Gaussian noise on the teacher's pre-activations, y = g(Z + sqrt(Delta) xi): the model of the SE run with --epsilon Delta (0: noiseless)")
 	fs.Float64Var(&c.Tol, "tol", c.Tol, "stop early when ||W-hat new - W-hat||^2/(L D) < tol (0: never)")
 	fs.IntVar(&c.TestSamples, "test-samples", c.TestSamples, "fresh samples of the generalisation error at each iteration (0: none)")
-	fs.IntVar(&c.QuadMaxEval, "quad-max-eval", c.QuadMaxEval, "evaluation budget of each sample's channel integral (0: the default, 20 000; below it L = 3 GAMP can land on a wrong point: README)")
+	quadMaxEvalFlag(fs, &c.QuadMaxEval)
 	fs.StringVar(&c.Trace, "trace", c.Trace, "CSV of every iteration of every run (its plot goes beside it as .png); empty for none")
 	fs.StringVar(&c.SE, "se", c.SE, "a CSV written by aim smi se (same L, M, c, beta) whose Q_ll to draw as lines on the plot")
 }

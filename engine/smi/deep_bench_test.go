@@ -1,15 +1,23 @@
 package smi
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 )
 
-// benchMoments times one posterior integral at the SE's typical inputs: Q = diag(q1, qL).
-func benchMoments(b *testing.B, L int, q1, qL float64) {
+// benchMoments times one posterior integral at the SE's typical inputs: Q = diag(q1, qL)
+// (q1 for every layer but the last), with the default evaluation budget.
+func benchMoments(b *testing.B, L int, q1, qL float64) { benchMomentsBudget(b, L, q1, qL, 0) }
+
+// benchMomentsBudget is benchMoments with the evaluation budget maxEval (0: the default).
+func benchMomentsBudget(b *testing.B, L int, q1, qL float64, maxEval int) {
 	d, _ := NewDeep(L, 2, 1, 1)
 	q, _ := d.NewPosterior()
+	if maxEval > 0 {
+		q.MaxEval = maxEval
+	}
 	m := d.NewMoments()
 	s := d.NewScratch()
 	r := rand.New(rand.NewPCG(1, 2))
@@ -49,3 +57,11 @@ func benchMoments(b *testing.B, L int, q1, qL float64) {
 func BenchmarkDeepMomentsL2(b *testing.B)        { benchMoments(b, 2, 0, 0.5) }
 func BenchmarkDeepMomentsL2Learned(b *testing.B) { benchMoments(b, 2, 0.9, 0.999) }
 func BenchmarkDeepMomentsL3(b *testing.B)        { benchMoments(b, 3, 0, 0.5) }
+
+// BenchmarkDeepMomentsL3Budget times the L = 3 integral at the hard point of the README's
+// error table, Q = (0.3, 0.3, 0.995), at the three budgets of that table.
+func BenchmarkDeepMomentsL3Budget(b *testing.B) {
+	for _, n := range []int{20000, 50000, 200000} {
+		b.Run(fmt.Sprintf("max-eval=%d", n), func(b *testing.B) { benchMomentsBudget(b, 3, 0.3, 0.995, n) })
+	}
+}

@@ -185,6 +185,49 @@ func TestDeepForward(t *testing.T) {
 	}
 }
 
+// TestDeepTriangular checks Attention (M = 2) against its form in the token basis
+// e_+ = (1, 1)/sqrt 2, e_- = (1, -1)/sqrt 2: A(v) = [[1 + c, tau_0 - tau_1], [0, tau_0 + tau_1 - 1 + c]]
+// with tau_0 = sigma(beta (P + Y)/2), tau_1 = sigma(beta (P - Y)/2), P = 2 (v^-)^2 and
+// Y = 2 v^+ v^- (v^+- = v . e_+-), so that det A = (1 + c)(tau_0 + tau_1 - 1 + c) >= c (1 + c):
+// every product of attentions is upper triangular in that basis and 1/|det B| is bounded for
+// c > 0 (README, "Faster integrators").
+func TestDeepTriangular(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 5))
+	sigma := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+	a := make([]float64, 4)
+	for _, c := range []float64{0.01, 0.5, 1, 3} {
+		for _, beta := range []float64{1, 2.5} {
+			d, err := NewDeep(2, 2, c, beta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for trial := 0; trial < 20000; trial++ {
+				v := []float64{2 * r.NormFloat64(), 2 * r.NormFloat64()}
+				d.Attention(a, v)
+				vp, vm := (v[0]+v[1])/math.Sqrt2, (v[0]-v[1])/math.Sqrt2
+				P, Y := 2*vm*vm, 2*vp*vm
+				t0, t1 := sigma(beta*(P+Y)/2), sigma(beta*(P-Y)/2)
+				// Entries of e_i^T A e_j.
+				pp := (a[0] + a[1] + a[2] + a[3]) / 2
+				pm := (a[0] - a[1] + a[2] - a[3]) / 2
+				mp := (a[0] + a[1] - a[2] - a[3]) / 2
+				mm := (a[0] - a[1] - a[2] + a[3]) / 2
+				for _, e := range []struct {
+					name      string
+					got, want float64
+				}{{"(+,+)", pp, 1 + c}, {"(+,-)", pm, t0 - t1}, {"(-,+)", mp, 0}, {"(-,-)", mm, t0 + t1 - 1 + c}} {
+					if math.Abs(e.got-e.want) > 1e-14*(1+c) {
+						t.Fatalf("c = %g beta = %g v = %v: entry %s = %.17g, want %.17g", c, beta, v, e.name, e.got, e.want)
+					}
+				}
+				if det := a[0]*a[3] - a[1]*a[2]; det < c*(1+c)*(1-1e-12) {
+					t.Fatalf("c = %g beta = %g v = %v: det A = %g below c (1 + c) = %g", c, beta, v, det, c*(1+c))
+				}
+			}
+		}
+	}
+}
+
 // TestDeepBadInput: the parameters and the posterior's limits are checked.
 func TestDeepBadInput(t *testing.T) {
 	for _, tc := range []struct {

@@ -230,6 +230,31 @@ func TestRunGD(t *testing.T) {
 	}
 }
 
+// TestSMISEQuadBudget: --quad-max-eval reaches the state evolution's channel integrals: the
+// job's Q equals the engine's at that budget and differs from the default budget's (at 200
+// evaluations the L = 2 integrals stop far from their tolerance).
+func TestSMISEQuadBudget(t *testing.T) {
+	sc := NewSMISEConfig()
+	sc.Alpha, sc.Samples, sc.MaxIter, sc.Tol, sc.GenSamples, sc.Seed, sc.Workers, sc.QuadMaxEval = "0.5", 16, 80, 1e-3, 0, 3, 1, 200
+	res, err := RunSMISE(validated(t, sc), Env{})
+	if err != nil || len(res.Rows) != 1 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	ch, _ := smi.NewDeep(2, 2, 1, 1)
+	q := func(budget int) []float64 {
+		o := smise.DefaultOptions(2)
+		o.Samples, o.MaxIter, o.Tol, o.Seed, o.Workers, o.QuadMaxEval = 16, 80, 1e-3, 3, 1, budget
+		pts, err := smise.SolveCurve(ch, []float64{0.5}, o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pts[0].Q
+	}
+	if got, want, def := res.Rows[0].Q, q(200), q(0); !slices.Equal(got, want) || slices.Equal(got, def) {
+		t.Errorf("Q %v with --quad-max-eval 200: engine %v at that budget, %v at the default", got, want, def)
+	}
+}
+
 // TestRunSMI checks the SMI jobs' rows against the engine: the SE curve and its e_gen, GAMP's
 // final overlaps with the teacher-normalised m_ll, and every SGD record.
 func TestRunSMI(t *testing.T) {

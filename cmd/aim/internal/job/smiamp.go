@@ -66,8 +66,9 @@ func (c *SMIAMPConfig) Validate() error {
 		return Inputf("--tol %g: need 0 <= tol < inf", c.Tol)
 	case c.TestSamples < 0:
 		return Inputf("--test-samples %d: need 0 (none) or more", c.TestSamples)
-	case c.QuadMaxEval < 0:
-		return Inputf("--quad-max-eval %d: need 0 (the default budget) or more", c.QuadMaxEval)
+	}
+	if err := checkQuadMaxEval(c.QuadMaxEval); err != nil {
+		return err
 	}
 	if c.Trace != "" && !strings.HasSuffix(strings.ToLower(c.Trace), ".csv") {
 		return Inputf("--trace %q: the trace file must end in .csv", c.Trace)
