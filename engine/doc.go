@@ -8,7 +8,8 @@
 //	engine/aim/amp      GAMP-RIE on a device
 //	engine/aim/gd       gradient-descent students on a device
 //	engine/smi          the sequence multi-index model and deep tied attention (SMI, docs/SMI.md):
-//	                    teachers and data, the deep channel and its posterior cubature
+//	                    teachers and data, the deep channel, its posterior cubature and (L = 3)
+//	                    its importance sampler
 //	engine/smi/se       its state evolution, stability and conditional thresholds, e_gen
 //	engine/smi/amp      GAMP for the SMI
 //	engine/smi/sgd      SGD of the teacher's architecture
@@ -126,6 +127,9 @@
 //	omega      omega             Q^{1/2} xi: what the estimate knows of Z                    SMI 2.2
 //	g_out      Mean / V          V^{-1}(E[Z | y, omega, V] - omega), per token               SMI 2.1
 //	epsilon    Epsilon           1e-3 regularisation of V (the authors' code)                SMI 2.2
+//	m_a, m_b   half              L = 3: two independent importance-sampling estimates of     issue 16
+//	                             E[Z - omega | y]; E[m_a m_b^T] = m m^T, so q-hat has no noise bias
+//	ESS        SampleMoments.ESS the effective sample size (sum w)^2 / sum w^2 of one estimate issue 16
 //	F_l        SMIStability      E||Cov(z_l | y) V^{-1} - I_M||_F^2 / V^2: q-hat ~ alpha F Q SMI 2.3
 //	alpha_l    Stability         1/F_l at Q = 0: layer l's weak-recovery threshold           SMI 2.3
 //	psi_in     PsiIn             sum_l (q-hat_l - log(1 + q-hat_l))/2, Gaussian prior: d/dq-hat SMI 2.1

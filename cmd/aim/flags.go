@@ -146,6 +146,14 @@ func smiSEFlags(fs *flag.FlagSet, o *job.SMISEOptions) {
 	fs.IntVar(&o.MaxIter, "max-iter", o.MaxIter, "SE iteration cap")
 	fs.Float64Var(&o.Tol, "tol", o.Tol, "stop when every layer's estimated distance to the fixed point, |G(Q) - Q|/(1 - slope), is below tol")
 	quadMaxEvalFlag(fs, &o.QuadMaxEval)
+	integralFlags(fs, &o.SMIIntegrals, job.SMISEDefaultDraws)
+}
+
+// integralFlags registers --draws and --cubature, the choice of the L = 3 channel integrals,
+// into o; def is the command's default number of draws.
+func integralFlags(fs *flag.FlagSet, o *job.SMIIntegrals, def int) {
+	fs.IntVar(&o.Draws, "draws", o.Draws, fmt.Sprintf("L = 3: importance-sampling draws per channel integral, in two independent halves (0: the default, %d)", def))
+	fs.BoolVar(&o.Cubature, "cubature", o.Cubature, "L = 3: the budget-capped adaptive cubature instead of importance sampling (README)")
 }
 
 // quadMaxEvalFlag registers --quad-max-eval, the SMI channel integral's budget, into n.

@@ -39,6 +39,7 @@ func smiAMPFlags(fs *flag.FlagSet, c *job.SMIAMPConfig, quiet *bool) {
 	fs.Float64Var(&c.Tol, "tol", c.Tol, "stop early when ||W-hat new - W-hat||^2/(L D) < tol (0: never)")
 	fs.IntVar(&c.TestSamples, "test-samples", c.TestSamples, "fresh samples of the generalisation error at each iteration (0: none)")
 	quadMaxEvalFlag(fs, &c.QuadMaxEval)
+	integralFlags(fs, &c.SMIIntegrals, job.SMIAMPDefaultDraws)
 	fs.StringVar(&c.Trace, "trace", c.Trace, "CSV of every iteration of every run (its plot goes beside it as .png); empty for none")
 	fs.StringVar(&c.SE, "se", c.SE, "a CSV written by aim smi se (same L, M, c, beta) whose Q_ll to draw as lines on the plot")
 }

@@ -1,8 +1,8 @@
 // Package smi is the sequence multi-index model and deep tied attention (docs/SMI.md): its
 // teachers and data (model.go), the deep attention channel y = g(W x^T / sqrt(D)) with L tied
 // rank-1 layers (deep.go) and its posterior integrals by adaptive cubature (deepmoments.go,
-// cubature.go), with the state evolution and thresholds, GAMP and SGD in the sub-packages se,
-// amp and sgd.
+// cubature.go) and, at L = 3, by importance sampling (deepsample.go), with the state evolution
+// and thresholds, GAMP and SGD in the sub-packages se, amp and sgd.
 package smi
 
 import (

@@ -1,7 +1,7 @@
 // Package amp runs GAMP for the sequence multi-index model of deep tied attention
 // (docs/SMI.md 3): the P x D estimate of W* with its P x P posterior covariance, the channel's
-// g_out from the posterior quadrature of package smi, and the teacher-normalised overlaps and
-// test error per iteration.
+// g_out from the posterior quadrature of package smi (at L = 3 its importance sampler), and
+// the teacher-normalised overlaps and test error per iteration.
 package amp
 
 import (
@@ -66,6 +66,13 @@ type Options struct {
 	// (smi.DefaultDeepTol, smi.DefaultDeepMaxEval).
 	QuadTol     float64
 	QuadMaxEval int
+	// Draws, when positive, replaces the cubature of the L = 3 channel (it is ignored at
+	// L = 1, 2) by importance sampling (smi.DeepSampler) with Draws draws per sample and
+	// iteration, from the data seed's stream at stream.SMIAMPDraw(iteration, mu): two halves, whose
+	// averaged moments give g and whose cross product m_a m_b^T replaces m m^T in the posterior
+	// covariance of dg, so that the sampling noise does not bias Cov downwards. 0: the
+	// budget-capped cubature (QuadTol, QuadMaxEval). DefaultOptions sets DefaultDraws.
+	Draws int
 	// DampMessages also damps g (g <- (1 - theta) g + theta g_prev) before the back-projection and
 	// the next Onsager term, as in the damped GAMP of Rangan, Schniter, Fletcher and Sarkar
 	// (2015), so that What and the Onsager term see the same messages. On by default: with the
@@ -81,8 +88,17 @@ type Options struct {
 // iterations, damping 0.8, the ridge 1e-3 on V, a random start What_0 ~ N(0, 1) with Chat_0 = I,
 // and 1000 fresh test samples for the generalisation error.
 func DefaultOptions() Options {
-	return Options{MaxIter: 50, Damping: 1 - 0.8, Tol: 1e-8, Epsilon: 1e-3, Init: "random", InitScale: 1, TestSamples: 1000, DampMessages: true}
+	return Options{MaxIter: 50, Damping: 1 - 0.8, Tol: 1e-8, Epsilon: 1e-3, Init: "random", InitScale: 1, TestSamples: 1000,
+		DampMessages: true, Draws: DefaultDraws}
 }
+
+// DefaultDraws is the number of importance-sampling draws per sample of the L = 3 channel
+// (Options.Draws): two halves of 500.
+const DefaultDraws = 1000
+
+// MaxDraws bounds Options.Draws: each sample's draws read at most stream.SMIAMPDrawNormals
+// normals.
+const MaxDraws = stream.SMIAMPDrawNormals / smi.SampleNormals
 
 func (o Options) validate() error {
 	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
@@ -107,6 +123,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("amp: SMI quadrature tolerance %g, need 0 <= tol < inf (0: default)", o.QuadTol)
 	case o.QuadMaxEval < 0:
 		return fmt.Errorf("amp: SMI quadrature budget %d, need >= 0 (0: default)", o.QuadMaxEval)
+	case o.Draws < 0 || o.Draws > MaxDraws || (o.Draws > 0 && o.Draws < 4):
+		return fmt.Errorf("amp: SMI draws %d, need 0 (the cubature) or 4 <= draws <= %d", o.Draws, MaxDraws)
 	}
 	return nil
 }
@@ -162,6 +180,9 @@ type smiWorker struct {
 	ch                  *smi.Deep // the worker's own copy (Deep.OutputU writes its C)
 	post                *smi.DeepPosterior
 	mom                 *smi.DeepMoments
+	sampler             *smi.DeepSampler      // with Options.Draws at L = 3
+	half                [2]*smi.SampleMoments // the two halves' estimates
+	normals             []float64
 	s                   *smi.DeepScratch
 	omega, cov, tmp, mv []float64
 	z, u, y             []float64
@@ -192,7 +213,7 @@ type smiState struct {
 //	loop  V = Chat
 //	      omega_{mu,.,l} = What x_{mu l} / sqrt(D) - V g_prev_{mu,.,l}   (no Onsager term at t = 1)
 //	      per sample, with the posterior of z_{.l} ~ N(omega_{.l}, V + eps I) given y_mu
-//	      (smi.DeepPosterior) and V_e = V + eps I:
+//	      (smi.DeepPosterior; at L = 3 smi.DeepSampler, Options.Draws) and V_e = V + eps I:
 //	        g_{.l} = V_e^{-1} E[z_{.l} - omega_{.l}],
 //	        dg_l = dg_{.l}/d omega_{.l} = V_e^{-1} Cov(z_{.l}) V_e^{-1} - V_e^{-1}   (exact)
 //	      A = -(1/D) sum_mu sum_l dg_l  (symmetrised)
@@ -267,9 +288,17 @@ func newSMIState(data *smi.Data, o Options) (*smiState, error) {
 		if o.QuadMaxEval > 0 {
 			post.MaxEval = o.QuadMaxEval
 		}
-		s.workers[i] = &smiWorker{ch: &wch, post: post, mom: ch.NewMoments(), s: ch.NewScratch(),
+		w := &smiWorker{ch: &wch, post: post, mom: ch.NewMoments(), s: ch.NewScratch(),
 			omega: make([]float64, P*M), cov: make([]float64, P*P), tmp: make([]float64, P*P), mv: make([]float64, P),
 			z: make([]float64, P*M), u: make([]float64, M), y: make([]float64, M*M)}
+		if s.sampled() {
+			if w.sampler, err = wch.NewSampler(); err != nil {
+				return nil, fmt.Errorf("amp: SMI: %w", err)
+			}
+			w.half = [2]*smi.SampleMoments{ch.NewSampleMoments(), ch.NewSampleMoments()}
+			w.normals = make([]float64, o.Draws*smi.SampleNormals)
+		}
+		s.workers[i] = w
 	}
 	// Start: What_0 and Chat_0 = I.
 	if o.Init != "zero" {
@@ -289,6 +318,9 @@ func newSMIState(data *smi.Data, o Options) (*smiState, error) {
 	}
 	return s, nil
 }
+
+// sampled reports whether the channel integrals are sampled (Options.Draws at L = 3).
+func (s *smiState) sampled() bool { return s.o.Draws > 0 && s.P == 3 }
 
 // smiChunk is the number of consecutive samples a worker takes at a time (one posterior
 // quadrature costs up to milliseconds, so small chunks balance the load); colChunk is the
@@ -354,7 +386,7 @@ func (s *smiState) run() (Result, error) {
 		V := s.chat
 		first := s.first
 		if err := s.parallel(N, func(w *smiWorker, mu int) {
-			s.sampleChannel(w, mu, V, ve, vinv, first)
+			s.sampleChannel(w, it, mu, V, ve, vinv, first)
 		}); err != nil {
 			return res, fmt.Errorf("amp: SMI iteration %d: %w", it, err)
 		}
@@ -505,9 +537,9 @@ func (s *smiState) run() (Result, error) {
 }
 
 // sampleChannel computes sample mu's omega, its channel moments, g (into s.g) and the sum over
-// tokens of the same-token Jacobian blocks (into s.dgSum). V is Chat (the Onsager term), ve the
-// channel's variance V + eps I and vinv its inverse.
-func (s *smiState) sampleChannel(w *smiWorker, mu int, V, ve, vinv []float64, first bool) {
+// tokens of the same-token Jacobian blocks (into s.dgSum) at iteration it. V is Chat (the
+// Onsager term), ve the channel's variance V + eps I and vinv its inverse.
+func (s *smiState) sampleChannel(w *smiWorker, it, mu int, V, ve, vinv []float64, first bool) {
 	D, M, P := s.D, s.M, s.P
 	sqrtD := math.Sqrt(float64(D))
 	om := w.omega
@@ -527,7 +559,12 @@ func (s *smiState) sampleChannel(w *smiWorker, mu int, V, ve, vinv []float64, fi
 	}
 	g := s.g[mu*P*M : (mu+1)*P*M]
 	dg := s.dgSum[mu*P*P : (mu+1)*P*P]
-	err := w.post.Moments(w.mom, s.data.U[mu*M:(mu+1)*M], om, ve)
+	var err error
+	if s.sampled() {
+		err = s.sampleMoments(w, it, mu, om, ve)
+	} else {
+		err = w.post.Moments(w.mom, s.data.U[mu*M:(mu+1)*M], om, ve)
+	}
 	if err == nil {
 		err = smiChannelOut(g, dg, w.mom, vinv, P, M, w.cov, w.tmp)
 	}
@@ -542,6 +579,34 @@ func (s *smiState) sampleChannel(w *smiWorker, mu int, V, ve, vinv []float64, fi
 		return
 	}
 	s.failed[mu], s.inexact[mu] = false, !w.mom.Exact
+}
+
+// sampleMoments estimates sample mu's posterior moments at iteration it by importance
+// sampling into w.mom: the two halves' mean (m_a + m_b)/2 and a second moment whose covariance
+// is Second - (m_a m_b^T + m_b m_a^T)/2, free of the upward bias of m m^T by the noise of m.
+func (s *smiState) sampleMoments(w *smiWorker, it, mu int, om, ve []float64) error {
+	M, N := s.M, s.N
+	half := s.o.Draws / 2
+	g := w.normals[:2*half*smi.SampleNormals]
+	device.FillNormals(g, s.data.P.Seed, stream.SMIAMPDraw(it, N, mu))
+	for h, m := range w.half {
+		if err := w.sampler.Moments(m, s.data.U[mu*M:(mu+1)*M], om, ve, g[h*half*smi.SampleNormals:(h+1)*half*smi.SampleNormals]); err != nil {
+			return err
+		}
+	}
+	a, b := w.half[0], w.half[1]
+	pm := len(a.Mean)
+	for i := 0; i < pm; i++ {
+		w.mom.Mean[i] = (a.Mean[i] + b.Mean[i]) / 2
+	}
+	for i := 0; i < pm; i++ {
+		for j := 0; j < pm; j++ {
+			cross := (a.Mean[i]*b.Mean[j] + b.Mean[i]*a.Mean[j]) / 2
+			w.mom.Second[i*pm+j] = (a.Second[i*pm+j]+b.Second[i*pm+j])/2 - cross + w.mom.Mean[i]*w.mom.Mean[j]
+		}
+	}
+	w.mom.Exact = a.Exact && b.Exact
+	return nil
 }
 
 // smiChannelOut turns the posterior moments of one sample into the GAMP channel outputs:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -384,7 +385,15 @@ func sumSec(tr []Iteration) float64 {
 // TestSMIDeterministic checks that the trace and the final state do not depend on the number
 // of workers.
 func TestSMIDeterministic(t *testing.T) {
-	data := smiData(t, 40, 1, 2, 5)
+	for _, L := range []int{2, 3} {
+		testDeterministic(t, L)
+	}
+}
+
+// testDeterministic runs GAMP at L layers on 1, 2 and 3 workers and wants the same results (at
+// L = 3 the channel integrals are sampled: the draws come from each sample's own stream offset).
+func testDeterministic(t *testing.T, L int) {
+	data := smiData(t, 40, 1, L, 5)
 	var ref Result
 	for i, w := range []int{1, 2, 3} {
 		o := DefaultOptions()
@@ -403,7 +412,7 @@ func TestSMIDeterministic(t *testing.T) {
 			continue
 		}
 		if !reflect.DeepEqual(ref, res) {
-			t.Errorf("workers %d: the run differs from workers 1:\n%+v\n%+v", w, res.Trace, ref.Trace)
+			t.Errorf("L = %d, workers %d: the run differs from workers 1:\n%+v\n%+v", L, w, res.Trace, ref.Trace)
 		}
 	}
 	if len(ref.Trace) != 3 || math.IsNaN(ref.Trace[2].EGen) {
@@ -515,6 +524,9 @@ func TestSMIRejects(t *testing.T) {
 		"Init foo":         func(o *Options) { o.Init = "foo" },
 		"InitScale 0":      func(o *Options) { o.InitScale = 0 },
 		"TestSamples -1":   func(o *Options) { o.TestSamples = -1 },
+		"Draws -1":         func(o *Options) { o.Draws = -1 },
+		"Draws 2":          func(o *Options) { o.Draws = 2 },
+		"Draws too many":   func(o *Options) { o.Draws = MaxDraws + 2 },
 		"Workers -1":       func(o *Options) { o.Workers = -1 },
 		"QuadTol -1":       func(o *Options) { o.QuadTol = -1 },
 		"QuadMaxEval -1":   func(o *Options) { o.QuadMaxEval = -1 },
@@ -537,16 +549,124 @@ func TestSMIRejects(t *testing.T) {
 	}
 }
 
+// TestSMISampledChannel checks the L = 3 channel outputs from importance sampling: g and
+// sum_l dg_l of one sample equal those written out from the two halves of smi.DeepSampler at
+// the sample's stream offset (g from the mean of the halves' means, Cov from the mean second
+// moment less the symmetrised cross product m_a m_b^T) to rounding, and they agree with the
+// cubature at ten times its budget within the sampling noise.
+func TestSMISampledChannel(t *testing.T) {
+	data := smiData(t, 40, 2, 3, 8)
+	o := DefaultOptions()
+	o.Draws, o.Workers = 4000, 1
+	s, err := newSMIState(data, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const P, M, it, mu = 3, 2, 2, 5
+	// A state after one iteration: omega from a What near the teacher.
+	for i := range s.what {
+		s.what[i] = 0.9 * data.W[i]
+	}
+	V := []float64{0.2, 0.01, 0, 0.01, 0.25, -0.01, 0, -0.01, 0.02}
+	ve := make([]float64, P*P)
+	copy(ve, V)
+	for k := 0; k < P; k++ {
+		ve[k*P+k] += o.Epsilon
+	}
+	vinv := make([]float64, P*P)
+	if !spd.Invert(vinv, ve, P) {
+		t.Fatal("V not SPD")
+	}
+	w := s.workers[0]
+	s.sampleChannel(w, it, mu, V, ve, vinv, true)
+	if s.failed[mu] {
+		t.Fatal("the sampled channel failed")
+	}
+	g := slices.Clone(s.g[mu*P*M : (mu+1)*P*M])
+	dg := slices.Clone(s.dgSum[mu*P*P : (mu+1)*P*P])
+	// Written out.
+	ch, _ := data.P.Channel()
+	smp, _ := ch.NewSampler()
+	ma, mb := ch.NewSampleMoments(), ch.NewSampleMoments()
+	half := o.Draws / 2
+	buf := make([]float64, o.Draws*smi.SampleNormals)
+	device.FillNormals(buf, data.P.Seed, stream.SMIAMPDraw(it, s.N, mu))
+	u := data.U[mu*M : (mu+1)*M]
+	om := w.omega
+	if err := smp.Moments(ma, u, om, ve, buf[:half*smi.SampleNormals]); err != nil {
+		t.Fatal(err)
+	}
+	if err := smp.Moments(mb, u, om, ve, buf[half*smi.SampleNormals:]); err != nil {
+		t.Fatal(err)
+	}
+	mom := ch.NewMoments()
+	pm := P * M
+	for i := 0; i < pm; i++ {
+		mom.Mean[i] = (ma.Mean[i] + mb.Mean[i]) / 2
+	}
+	for i := 0; i < pm; i++ {
+		for j := 0; j < pm; j++ {
+			mom.Second[i*pm+j] = (ma.Second[i*pm+j]+mb.Second[i*pm+j])/2 - (ma.Mean[i]*mb.Mean[j]+mb.Mean[i]*ma.Mean[j])/2 +
+				mom.Mean[i]*mom.Mean[j]
+		}
+	}
+	gw, dgw := make([]float64, pm), make([]float64, P*P)
+	if err := smiChannelOut(gw, dgw, mom, vinv, P, M, make([]float64, P*P), make([]float64, P*P)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range g {
+		if math.Abs(g[i]-gw[i]) > 1e-12*(1+math.Abs(gw[i])) {
+			t.Errorf("g = %v, written out %v", g, gw)
+			break
+		}
+	}
+	for i := range dg {
+		if math.Abs(dg[i]-dgw[i]) > 1e-12*(1+math.Abs(dgw[i])) {
+			t.Errorf("dg = %v, written out %v", dg, dgw)
+			break
+		}
+	}
+	// The cubature: g within 5 of the halves' standard errors (through V^{-1}) plus 0.01 of
+	// the cubature's own error, scaled by V^{-1/2}.
+	post, _ := ch.NewPosterior()
+	post.MaxEval = 200000
+	if err := post.Moments(mom, u, om, ve); err != nil {
+		t.Fatal(err)
+	}
+	gc := make([]float64, pm)
+	if err := smiChannelOut(gc, dgw, mom, vinv, P, M, make([]float64, P*P), make([]float64, P*P)); err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < P; k++ {
+		for l := 0; l < M; l++ {
+			var se float64 // the standard error of g_kl = sum_j V^{-1}_kj m_jl, halves independent
+			for j := 0; j < P; j++ {
+				e := math.Hypot(ma.MeanErr[j*M+l], mb.MeanErr[j*M+l]) / 2
+				se += math.Abs(vinv[k*P+j]) * e
+			}
+			tol := 5*se + 0.01/math.Sqrt(ve[k*P+k])
+			if d := math.Abs(g[k*M+l] - gc[k*M+l]); d > tol {
+				t.Errorf("g_%d%d: sampled %.4f, cubature %.4f (tolerance %.4f)", k, l, g[k*M+l], gc[k*M+l], tol)
+			}
+		}
+	}
+	t.Logf("g sampled %.4f\n  cubature %.4f", g, gc)
+}
+
 // BenchmarkSMIIteration times GAMP iterations at D = 1000, alpha = 1 (N = 1000) from the
 // random start: s/iter is the wall time per iteration, quad-share the fraction of it spent in
 // the channel phase (omega and the quadrature); inexact/iter and failed/iter count the samples
 // whose quadrature missed its tolerance or failed.
 func BenchmarkSMIIteration(b *testing.B) {
-	for _, L := range []int{2, 3} {
-		b.Run(fmt.Sprintf("L%d", L), func(b *testing.B) {
-			data := smiData(b, 1000, 1, L, 1)
+	for _, c := range []struct {
+		name  string
+		L     int
+		draws int
+	}{{"L2", 2, 0}, {"L3", 3, DefaultDraws}, {"L3-cubature", 3, 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			data := smiData(b, 1000, 1, c.L, 1)
 			o := DefaultOptions()
-			o.MaxIter, o.Tol = b.N, 0
+			o.MaxIter, o.Tol, o.Draws = b.N, 0, c.draws
 			b.ResetTimer()
 			res, err := Run(data, o)
 			if err != nil {

@@ -10,8 +10,10 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/internal/reftest"
 	"github.com/aimtheory/aim/engine/smi"
+	"github.com/aimtheory/aim/engine/stream"
 )
 
 // readSMICSV reads a reference CSV of ../shared/reference/smi as rows of its columns.
@@ -226,6 +228,10 @@ func TestSMIBadInput(t *testing.T) {
 		func(o *Options) { o.MCError, o.MaxSamples = 1e-3, o.Samples-1 },
 		func(o *Options) { o.Start = Both + 1 },
 		func(o *Options) { o.Start, o.Samples = Both, 0 },
+		func(o *Options) { o.Draws = -1 },
+		func(o *Options) { o.Draws = 2 },
+		func(o *Options) { o.Draws = MaxDraws + 2 },
+		func(o *Options) { o.Draws = 100 }, // L = 2: the cubature only
 	}
 	for i, f := range bad {
 		oo := o
@@ -246,16 +252,22 @@ func TestSMIBadInput(t *testing.T) {
 }
 
 // BenchmarkSMISEIteration times one SE iteration (the channel average Fisher over 1000
-// quasi-Monte Carlo draws) at L = 2 and L = 3, with the share of the time spent in the channel
-// quadrature (the rest: drawing (xi, eta) and the forward map, timed alone).
+// quasi-Monte Carlo draws) at L = 2 and L = 3 (sampled, the default), and at L = 3 with the
+// cubature (100 draws, reported per 1000), with the share of the time spent in the channel
+// integrals (the rest: drawing (xi, eta) and the forward map, timed alone).
 func BenchmarkSMISEIteration(b *testing.B) {
-	for _, L := range []int{2, 3} {
-		b.Run("L="+string(rune('0'+L)), func(b *testing.B) {
+	for _, c := range []struct {
+		name     string
+		L        int
+		cubature bool
+	}{{"L=2", 2, false}, {"L=3", 3, false}, {"L=3-cubature", 3, true}} {
+		L := c.L
+		b.Run(c.name, func(b *testing.B) {
 			ch := deep(b, L, 1)
 			o := DefaultOptions(L)
 			o.Samples = 1000
-			if L == 3 {
-				o.Samples = 100
+			if c.cubature {
+				o.Samples, o.Draws = 100, 0
 			}
 			Q := make([]float64, L)
 			Q[L-1] = 0.8
@@ -355,5 +367,114 @@ func TestSMIAverageDropsFailures(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSMISampledFisher checks the plumbing of the sampled SE map: Fisher with Options.Draws
+// equals the same average written out here, sample by sample (the draws' stream offsets, the
+// two halves, the 1/V^2), to rounding.
+func TestSMISampledFisher(t *testing.T) {
+	ch := deep(t, 3, 1)
+	o := DefaultOptions(3)
+	o.Samples, o.Replicates, o.MonteCarlo, o.Draws, o.Seed = 12, 3, true, 40, 7
+	Q := []float64{0.3, 0.2, 0.99}
+	got, _, err := Fisher(ch, Q, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	P, M, pm := 3, 2, 6
+	V := make([]float64, P*P)
+	for l := 0; l < P; l++ {
+		V[l*P+l] = 1 - Q[l] + o.Epsilon
+	}
+	smp, _ := ch.NewSampler()
+	m := ch.NewSampleMoments()
+	s := ch.NewScratch()
+	xi := make([]float64, 2*pm)
+	omega, z, u := make([]float64, pm), make([]float64, pm), make([]float64, M)
+	g := make([]float64, o.Draws/2*smi.SampleNormals)
+	want := make([]float64, P)
+	per := o.Samples / o.Replicates
+	for r := 0; r < o.Replicates; r++ {
+		rep := make([]float64, P)
+		for i := 0; i < per; i++ {
+			id := i*o.Replicates + r
+			device.FillNormals(xi, o.Seed, stream.SMISESample(id, 2*pm))
+			for a := 0; a < pm; a++ {
+				k := a / M
+				omega[a] = math.Sqrt(Q[k]) * xi[a]
+				z[a] = omega[a] + math.Sqrt(V[k*P+k])*xi[pm+a]
+			}
+			ch.Forward(u, z, nil, s)
+			var means [2][]float64
+			for h := 0; h < 2; h++ {
+				device.FillNormals(g, o.Seed, stream.SMISEDraw(id, h))
+				if err := smp.Moments(m, u, omega, V, g); err != nil {
+					t.Fatal(err)
+				}
+				means[h] = slices.Clone(m.Mean)
+			}
+			for a := 0; a < pm; a++ {
+				k := a / M
+				rep[k] += means[0][a] * means[1][a] / (V[k*P+k] * V[k*P+k]) / float64(per)
+			}
+		}
+		for k := range want {
+			want[k] += rep[k] / float64(o.Replicates)
+		}
+	}
+	for k := range want {
+		if math.Abs(got[k]-want[k]) > 1e-12*math.Abs(want[k]) {
+			t.Errorf("F_%d = %.15g, written out %.15g", k+1, got[k], want[k])
+		}
+	}
+}
+
+// TestSMISampledFloor: with Options.Draws the map clips q-hat at 0 and Q at SampledFloor (an
+// unbiased sampled F can be negative where the true one is 0), and without it only q-hat is
+// clipped.
+func TestSMISampledFloor(t *testing.T) {
+	for _, draws := range []int{0, DefaultDraws} {
+		o := DefaultOptions(3)
+		o.Draws = draws
+		dst := make([]float64, 3)
+		qh := o.update(dst, []float64{0.1, 0.1, 0.9}, []float64{-1e-4, 0.5, 10}, 2)
+		floor := 0.0
+		if draws > 0 {
+			floor = SampledFloor
+		}
+		want := []float64{floor, 0.5, 20.0 / 21}
+		for l := range want {
+			if math.Abs(dst[l]-want[l]) > 1e-15 {
+				t.Errorf("draws %d: Q_new = %v, want %v", draws, dst, want)
+				break
+			}
+		}
+		if qh[0] != 0 || qh[1] != 1 || qh[2] != 20 {
+			t.Errorf("draws %d: q-hat = %v, want [0 1 20]", draws, qh)
+		}
+	}
+}
+
+// TestSMISampledSolve solves the L = 3 SE with the sampled map at alpha = 0.5, below the first
+// two layers' threshold: they end at the floor and are reported as exactly 0, and Q_33 agrees
+// with the cubature SE's 0.640 (README, 1000 samples) within 3 of its standard errors plus 0.01.
+func TestSMISampledSolve(t *testing.T) {
+	if testing.Short() {
+		t.Skip("an L = 3 SE solve")
+	}
+	ch := deep(t, 3, 1)
+	o := DefaultOptions(3)
+	o.Samples, o.Tol = 400, 1e-4
+	pt, err := Solve(ch, 0.5, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Q = %v +- %v, %d iterations, %d inexact", pt.Q, pt.QErr, pt.Iterations, pt.Inexact)
+	if !pt.Converged || pt.Q[0] != 0 || pt.Q[1] != 0 || pt.QHat[0] != 0 || pt.QHat[1] != 0 {
+		t.Errorf("converged %v, Q = %v, q-hat = %v: want layers 1 and 2 at exactly 0", pt.Converged, pt.Q, pt.QHat)
+	}
+	if math.Abs(pt.Q[2]-0.640) > 3*pt.QErr[2]+0.01 {
+		t.Errorf("Q_33 = %.4f +- %.4f, want 0.640", pt.Q[2], pt.QErr[2])
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aimtheory/aim/cmd/aim/internal/grid"
 	"github.com/aimtheory/aim/engine/smi"
+	smiamp "github.com/aimtheory/aim/engine/smi/amp"
 	smise "github.com/aimtheory/aim/engine/smi/se"
 )
 
@@ -116,6 +117,52 @@ type SMISEOptions struct {
 	// QuadMaxEval is the evaluation budget of each sample's channel integral (0:
 	// smi.DefaultDeepMaxEval); the L = 3 error it buys is tabled in the README.
 	QuadMaxEval int
+	SMIIntegrals
+}
+
+// The default number of draws per L = 3 channel integral of `aim smi se` and `smi thresholds`
+// (the state evolution) and of `aim smi amp` (GAMP).
+const (
+	SMISEDefaultDraws  = smise.DefaultDraws
+	SMIAMPDefaultDraws = smiamp.DefaultDraws
+)
+
+// SMIIntegrals chooses how the L = 3 channel integrals are taken, for `aim smi se`,
+// `smi thresholds` and `smi amp`: Draws importance-sampling draws per integral (0: the
+// engine's default), or with Cubature the budget-capped adaptive cubature.
+type SMIIntegrals struct {
+	Draws    int
+	Cubature bool
+}
+
+// check validates --draws and --cubature for L layers; max bounds the draws.
+func (o SMIIntegrals) check(L, def, max int) error {
+	switch {
+	case o.Draws < 0 || o.Draws > max || (o.Draws > 0 && o.Draws < 4):
+		return Inputf("--draws %d: need 0 (the default, %d) or 4 <= draws <= %d", o.Draws, def, max)
+	case o.Draws > 0 && o.Cubature:
+		return Inputf("--draws %d with --cubature: the cubature takes no draws (choose one)", o.Draws)
+	case (o.Draws > 0 || o.Cubature) && L != 3:
+		return Inputf("--draws and --cubature choose the L = 3 channel integrals; L = %d always uses the cubature", L)
+	}
+	return nil
+}
+
+// draws returns the engine's number of draws: 0 with --cubature, else --draws or def.
+func (o SMIIntegrals) draws(def int) int {
+	switch {
+	case o.Cubature:
+		return 0
+	case o.Draws > 0:
+		return o.Draws
+	}
+	return def
+}
+
+// addParams adds the choice to a manifest's parameters.
+func (o SMIIntegrals) addParams(p map[string]any) {
+	p["draws"], p["cubature"] = o.Draws, o.Cubature
+	p["draws_note"] = "0: the default (L = 3 samples its channel integrals; L = 1, 2 use the cubature)"
 }
 
 // checkQuadMaxEval validates --quad-max-eval, shared by `aim smi se`, `smi thresholds` and `smi amp`.
@@ -131,8 +178,8 @@ func defaultSMISEOptions() SMISEOptions {
 	return SMISEOptions{Samples: o.Samples, Seed: o.Seed, Epsilon: o.Epsilon, MaxIter: o.MaxIter, Tol: o.Tol}
 }
 
-// check validates the options.
-func (o *SMISEOptions) check() error {
+// check validates the options for L layers.
+func (o *SMISEOptions) check(L int) error {
 	switch {
 	case o.Samples < 1:
 		return Inputf("--samples %d: need at least 1", o.Samples)
@@ -145,6 +192,9 @@ func (o *SMISEOptions) check() error {
 	case !(o.Tol > 0) || math.IsInf(o.Tol, 0):
 		return Inputf("--tol %g: need a positive tolerance", o.Tol)
 	}
+	if err := o.SMIIntegrals.check(L, smise.DefaultDraws, smise.MaxDraws); err != nil {
+		return err
+	}
 	return checkQuadMaxEval(o.QuadMaxEval)
 }
 
@@ -152,9 +202,10 @@ func (o *SMISEOptions) check() error {
 // (the weight on the new iterate, 0 for the authors') becomes the engine's theta = 1 - rho
 // (the weight on the old one).
 func (o *SMISEOptions) engine(L, workers int) smise.Options {
-	e := smise.DefaultOptions(2)
+	e := smise.DefaultOptions(L)
 	e.Samples, e.Seed, e.MonteCarlo, e.Epsilon, e.MaxIter, e.Tol = o.Samples, o.Seed, o.MonteCarlo, o.Epsilon, o.MaxIter, o.Tol
 	e.QuadMaxEval = o.QuadMaxEval
+	e.Draws = o.draws(e.Draws)
 	e.Damping = smise.AuthorsDamping(L)
 	if o.Damping > 0 {
 		e.Damping = 1 - o.Damping
@@ -170,6 +221,7 @@ func (o *SMISEOptions) addParams(p map[string]any) {
 		"init": smise.DefaultOptions(2).Init, "max_iter": o.MaxIter, "tol": o.Tol, "quad_max_eval": o.QuadMaxEval} {
 		p[k] = v
 	}
+	o.SMIIntegrals.addParams(p)
 }
 
 // jsonFloats turns NaN and infinities (no threshold) into null.

@@ -17,19 +17,20 @@ import (
 // run per (alpha, seed).
 type SMIAMPConfig struct {
 	SMI
-	D           int
-	Alpha       string // the alpha grid
-	Seeds       int
-	Seed        uint64  // run s uses seed Seed + s
-	Iters       int     // GAMP iterations (at most)
-	Damping     float64 // rho in (0, 1], the weight on the new iterate
-	Epsilon     float64 // ridge of the channel variance
-	Noise       float64 // variance of the noise on the teacher's pre-activations (smi.Params.Noise)
-	Tol         float64 // stop early below this step (0: never)
-	TestSamples int     // fresh samples of e_gen at each iteration (0: none)
-	QuadMaxEval int     // the channel quadrature's evaluation budget per sample (0: smi.DefaultDeepMaxEval)
-	Trace       string  // a CSV of every iteration of every run ("" for none)
-	SE          string  // an `aim smi se` CSV whose Q_ll the figure draws
+	D            int
+	Alpha        string // the alpha grid
+	Seeds        int
+	Seed         uint64  // run s uses seed Seed + s
+	Iters        int     // GAMP iterations (at most)
+	Damping      float64 // rho in (0, 1], the weight on the new iterate
+	Epsilon      float64 // ridge of the channel variance
+	Noise        float64 // variance of the noise on the teacher's pre-activations (smi.Params.Noise)
+	Tol          float64 // stop early below this step (0: never)
+	TestSamples  int     // fresh samples of e_gen at each iteration (0: none)
+	QuadMaxEval  int     // the channel quadrature's evaluation budget per sample (0: smi.DefaultDeepMaxEval)
+	SMIIntegrals         // L = 3: importance sampling (--draws) or the cubature
+	Trace        string  // a CSV of every iteration of every run ("" for none)
+	SE           string  // an `aim smi se` CSV whose Q_ll the figure draws
 
 	alphas  []float64
 	seTable *table.Table
@@ -70,6 +71,9 @@ func (c *SMIAMPConfig) Validate() error {
 	if err := checkQuadMaxEval(c.QuadMaxEval); err != nil {
 		return err
 	}
+	if err := c.SMIIntegrals.check(c.L, smiamp.DefaultDraws, smiamp.MaxDraws); err != nil {
+		return err
+	}
 	if c.Trace != "" && !strings.HasSuffix(strings.ToLower(c.Trace), ".csv") {
 		return Inputf("--trace %q: the trace file must end in .csv", c.Trace)
 	}
@@ -104,6 +108,7 @@ func (c *SMIAMPConfig) options() smiamp.Options {
 	o := smiamp.DefaultOptions()
 	o.MaxIter, o.Epsilon, o.Tol, o.TestSamples, o.Workers = c.Iters, c.Epsilon, c.Tol, c.TestSamples, c.Workers
 	o.QuadMaxEval = c.QuadMaxEval
+	o.Draws = c.draws(o.Draws)
 	o.Damping = 1 - c.Damping // the engine's theta, the weight on the old iterate
 	return o
 }
@@ -295,6 +300,7 @@ func ExecuteSMIAMP(c *SMIAMPConfig, env Env) (string, error) {
 		"init_scale": c.options().InitScale, "test_samples": c.TestSamples, "quad_max_eval": c.QuadMaxEval, "se": c.SE, "trace": c.Trace} {
 		params[k] = v
 	}
+	c.SMIIntegrals.addParams(params)
 	man := env.manifest("smi amp", res.Note, params, start)
 	man["runs"] = len(res.Rows)
 	man["failed"] = len(res.Failed)

@@ -47,7 +47,7 @@ func (c *SMISEConfig) Validate() error {
 	if c.ch, c.alphas, err = c.theory(c.Alpha); err != nil {
 		return err
 	}
-	if err := c.SMISEOptions.check(); err != nil {
+	if err := c.SMISEOptions.check(c.L); err != nil {
 		return err
 	}
 	switch {

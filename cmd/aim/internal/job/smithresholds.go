@@ -49,7 +49,7 @@ func (c *SMIThresholdsConfig) Validate() error {
 	if err := c.SMI.check(); err != nil {
 		return err
 	}
-	if err := c.SMISEOptions.check(); err != nil {
+	if err := c.SMISEOptions.check(c.L); err != nil {
 		return err
 	}
 	if !(c.Hi > 0) || math.IsInf(c.Hi, 0) {
