@@ -152,6 +152,9 @@ func (q *DeepSampler) setup(u, omega, V []float64) error {
 	// Z's density per token is N(0, V): two tokens.
 	q.logNorm = -(3*math.Log(2*math.Pi) + math.Log(det))
 	q.logPrior0 = -(2*math.Log(2*math.Pi) + 2*math.Log(l00*l11))
+	// q_2's proposal for v_2 = A(z_1) z_2: centred at A(omega_1) omega_2, with a variance S_v
+	// wider than v_2's spread, twice (1 + c)^2 V_22 (1 + c is A's largest eigenvalue) plus
+	// |omega_2|^2 min(V_11, 1)/4 for the attention's own motion with z_1, plus 0.01.
 	a1 := q.attention(q.om1)
 	q.mv = mul2(a1, q.om2)
 	c1 := 1 + q.c
