@@ -224,7 +224,9 @@ type Point struct {
 	ErrorMissed bool
 	Iterations  int // evaluations of the SE map, summed over the sample counts solved at
 	Converged   bool
-	Inexact     int // channel integrals that stopped at their budget or failed (dropped), last iteration
+	// Inexact counts the last iteration's channel integrals that stopped at their budget
+	// (sampled: an effective sample size below smi.MinSampleESS) or failed (dropped).
+	Inexact int
 	// PsiOut is the output part of the free entropy at Q (the channel average of the last
 	// iteration, on the SE's draws),
 	//
