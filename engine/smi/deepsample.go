@@ -3,6 +3,8 @@ package smi
 import (
 	"fmt"
 	"math"
+
+	"github.com/aimtheory/aim/engine/internal/spd"
 )
 
 // DeepSampler estimates the posterior moments of the L = 3 deep attention channel (the same
@@ -140,17 +142,17 @@ func (q *DeepSampler) setup(u, omega, V []float64) error {
 	q.om1 = [2]float64{omega[0], omega[1]}
 	q.om2 = [2]float64{omega[2], omega[3]}
 	q.om3 = [2]float64{omega[4], omega[5]}
-	det := inv3(q.vinv[:], V)
-	if !(det > 0) || !(V[0] > 0) || !(V[0]*V[4]-V[1]*V[3] > 0) {
-		return fmt.Errorf("deep channel sampler: V is not positive definite (det %g)", det)
+	// V = L L^T: V_xx's factor is L's leading 2 x 2 block, and log det V = 2 sum log L_ii.
+	var l [9]float64
+	if !spd.Factor(l[:], V, 3) || !spd.Invert(q.vinv[:], V, 3) {
+		return fmt.Errorf("deep channel sampler: V = %v is not positive definite", V)
 	}
 	q.v11, q.v22, q.v33 = V[0], V[4], V[8]
-	l00 := math.Sqrt(V[0])
-	l10 := V[3] / l00
-	l11 := math.Sqrt(V[4] - l10*l10)
+	l00, l10, l11 := l[0], l[3], l[4]
 	q.lxx = [3]float64{l00, l10, l11}
+	logDet := 2 * (math.Log(l00) + math.Log(l11) + math.Log(l[8]))
 	// Z's density per token is N(0, V): two tokens.
-	q.logNorm = -(3*math.Log(2*math.Pi) + math.Log(det))
+	q.logNorm = -(3*math.Log(2*math.Pi) + logDet)
 	q.logPrior0 = -(2*math.Log(2*math.Pi) + 2*math.Log(l00*l11))
 	// q_2's proposal for v_2 = A(z_1) z_2: centred at A(omega_1) omega_2, with a variance S_v
 	// wider than v_2's spread, twice (1 + c)^2 V_22 (1 + c is A's largest eigenvalue) plus
@@ -222,8 +224,9 @@ func (q *DeepSampler) drawPrior(g []float64) {
 		z1[l] = q.om1[l] + q.lxx[0]*g[l]
 		z2[l] = q.om2[l] + q.lxx[1]*g[l] + q.lxx[2]*g[2+l]
 	}
-	q.point(z1, z2, 1, 0.5)
-	q.point(z1, z2, -1, 0.5)
+	a1 := q.attention(z1)
+	q.point(z1, z2, a1, 1, 0.5)
+	q.point(z1, z2, a1, -1, 0.5)
 }
 
 func (q *DeepSampler) drawChart1(g []float64) {
@@ -238,7 +241,7 @@ func (q *DeepSampler) drawChart1(g []float64) {
 			continue
 		}
 		for _, sg := range [2]float64{1, -1} {
-			q.point(z1, solve2(a1, [2]float64{sg * v2[0], sg * v2[1]}), s, 0.25)
+			q.point(z1, solve2(a1, [2]float64{sg * v2[0], sg * v2[1]}), a1, s, 0.25)
 		}
 	}
 }
@@ -256,15 +259,15 @@ func (q *DeepSampler) drawChart2(g []float64) {
 		}
 		for _, sg := range [2]float64{1, -1} {
 			zz := [2]float64{sg * z1[0], sg * z1[1]}
-			q.point(zz, solve2(q.attention(zz), v2), s, 0.25)
+			a1 := q.attention(zz)
+			q.point(zz, solve2(a1, v2), a1, s, 0.25)
 		}
 	}
 }
 
-// point adds the point (z_1, z_2, branch s), drawn with the discrete probability pc, with its
-// log-weight log(pc f / q_mix).
-func (q *DeepSampler) point(z1, z2 [2]float64, s, pc float64) {
-	a1 := q.attention(z1)
+// point adds the point (z_1, z_2, branch s), with a1 = A(z_1), drawn with the discrete
+// probability pc, with its log-weight log(pc f / q_mix).
+func (q *DeepSampler) point(z1, z2 [2]float64, a1 [4]float64, s, pc float64) {
 	v2 := mul2(a1, z2)
 	a2 := q.attention(v2)
 	B := [4]float64{a2[0]*a1[0] + a2[1]*a1[2], a2[0]*a1[1] + a2[1]*a1[3], a2[2]*a1[0] + a2[3]*a1[2], a2[2]*a1[1] + a2[3]*a1[3]}
@@ -404,22 +407,4 @@ func logSumExp3(a, b, c float64) float64 {
 		return m
 	}
 	return m + math.Log(math.Exp(a-m)+math.Exp(b-m)+math.Exp(c-m))
-}
-
-// inv3 writes the inverse of the 3 x 3 matrix a into dst and returns det a.
-func inv3(dst, a []float64) float64 {
-	c00 := a[4]*a[8] - a[5]*a[7]
-	c01 := a[5]*a[6] - a[3]*a[8]
-	c02 := a[3]*a[7] - a[4]*a[6]
-	det := a[0]*c00 + a[1]*c01 + a[2]*c02
-	dst[0] = c00 / det
-	dst[1] = (a[2]*a[7] - a[1]*a[8]) / det
-	dst[2] = (a[1]*a[5] - a[2]*a[4]) / det
-	dst[3] = c01 / det
-	dst[4] = (a[0]*a[8] - a[2]*a[6]) / det
-	dst[5] = (a[2]*a[3] - a[0]*a[5]) / det
-	dst[6] = c02 / det
-	dst[7] = (a[1]*a[6] - a[0]*a[7]) / det
-	dst[8] = (a[0]*a[4] - a[1]*a[3]) / det
-	return det
 }
