@@ -6,58 +6,6 @@ import (
 	"testing"
 )
 
-// TestSampleAttentionCharts checks the two closed forms the sampler's charts rest on, on
-// random inputs: solveAttention's v satisfies A(v) w = r (and so does -v), and
-// logAttentionJacobian is log |det d(A(v)^{-1} r)/dv| by central differences.
-func TestSampleAttentionCharts(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	for _, cb := range [][2]float64{{1, 1}, {0.5, 1.3}, {2, 0.7}} {
-		d, _ := NewDeep(3, 2, cb[0], cb[1])
-		q, _ := d.NewSampler()
-		for k := 0; k < 50; k++ {
-			// The closed forms lose digits where the softmax saturates (|v| of 4 and more, where
-			// the prior has no mass): draw v at the prior's scale.
-			v := [2]float64{r.NormFloat64(), r.NormFloat64()}
-			rr := [2]float64{r.NormFloat64(), r.NormFloat64()}
-			h := func(v [2]float64) [2]float64 { return solve2(q.attention(v), rr) }
-			// Round trip: w = A(v)^{-1} r, then solve A(v') w = r.
-			w := h(v)
-			got, ok := q.solveAttention(w, rr)
-			if !ok {
-				t.Fatalf("c = %g, beta = %g: no solution for w = A(v)^{-1} r at v = %v", cb[0], cb[1], v)
-			}
-			if math.Abs(math.Abs(got[0])-math.Abs(v[0])) > 1e-8*(1+math.Abs(v[0])) ||
-				math.Abs(math.Abs(got[1])-math.Abs(v[1])) > 1e-8*(1+math.Abs(v[1])) || got[0]*got[1]*v[0]*v[1] < 0 {
-				t.Errorf("c = %g, beta = %g: solveAttention gives %v, want +-%v", cb[0], cb[1], got, v)
-			}
-			for _, sg := range []float64{1, -1} {
-				a := mul2(q.attention([2]float64{sg * got[0], sg * got[1]}), w)
-				if math.Abs(a[0]-rr[0]) > 1e-9 || math.Abs(a[1]-rr[1]) > 1e-9 {
-					t.Errorf("A(%g v) w = %v, want %v", sg, a, rr)
-				}
-			}
-			const eps = 1e-6
-			var J [4]float64
-			for j := 0; j < 2; j++ {
-				vp, vm := v, v
-				vp[j] += eps
-				vm[j] -= eps
-				hp, hm := h(vp), h(vm)
-				J[j], J[2+j] = (hp[0]-hm[0])/(2*eps), (hp[1]-hm[1])/(2*eps)
-			}
-			num := math.Abs(J[0]*J[3] - J[1]*J[2])
-			if f := math.Exp(q.logAttentionJacobian(v, rr)); math.Abs(f-num) > 1e-6*num+1e-12 {
-				t.Errorf("c = %g, beta = %g, v = %v: Jacobian %g, central differences %g", cb[0], cb[1], v, f, num)
-			}
-		}
-	}
-	// No solution where the token difference of w vanishes.
-	d, _ := NewDeep(3, 2, 1, 1)
-	q, _ := d.NewSampler()
-	if _, ok := q.solveAttention([2]float64{0.3, 0.3}, [2]float64{1, 0}); ok {
-		t.Error("solveAttention found a v for w_0 = w_1")
-	}
-}
 
 // sampleCase is one channel input: u, omega (3 x 2) and V.
 type sampleCase struct {

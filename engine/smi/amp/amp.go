@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/engine/internal/spd"
+	"github.com/aimtheory/aim/internal/spd"
 	"github.com/aimtheory/aim/engine/smi"
 	"github.com/aimtheory/aim/engine/stream"
 	"github.com/aimtheory/aim/internal/par"

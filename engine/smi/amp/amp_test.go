@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/engine/internal/spd"
+	"github.com/aimtheory/aim/internal/spd"
 	"github.com/aimtheory/aim/engine/smi"
 	"github.com/aimtheory/aim/engine/stream"
 )
