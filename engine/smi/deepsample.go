@@ -96,4 +96,3 @@ func (m *SampleMoments) set(out []float64, n int, V []float64) error {
 
 // deepPM is P M at L = 3, M = 2.
 const deepPM = 6
-

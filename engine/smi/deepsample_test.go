@@ -6,7 +6,6 @@ import (
 	"testing"
 )
 
-
 // sampleCase is one channel input: u, omega (3 x 2) and V.
 type sampleCase struct {
 	name     string

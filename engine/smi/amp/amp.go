@@ -14,10 +14,10 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/internal/spd"
 	"github.com/aimtheory/aim/engine/smi"
 	"github.com/aimtheory/aim/engine/stream"
 	"github.com/aimtheory/aim/internal/par"
+	"github.com/aimtheory/aim/internal/spd"
 )
 
 // ErrDiverged is wrapped by the error Run returns when the iteration produces NaN or blows up.

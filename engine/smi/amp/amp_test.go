@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/internal/spd"
 	"github.com/aimtheory/aim/engine/smi"
 	"github.com/aimtheory/aim/engine/stream"
+	"github.com/aimtheory/aim/internal/spd"
 )
 
 func smiData(t testing.TB, D int, alpha float64, L int, seed uint64) *smi.Data {
