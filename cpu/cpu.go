@@ -163,9 +163,10 @@ func (d *backend) Info() device.Info {
 	}
 }
 
-// Capabilities: the CPU has the training operations and the symmetric back-projection.
+// Capabilities: the CPU has the training operations, the symmetric back-projection and the
+// deep channel's sampler.
 func (d *backend) Capabilities() device.Caps {
-	return device.Caps{Trainer: d, QuadFormSummer: d}
+	return device.Caps{Trainer: d, QuadFormSummer: d, DeepSampler: d}
 }
 
 // Close drops the scratch arrays of the backend (the Go garbage collector frees them); there

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"sync/atomic"
+
+	"github.com/aimtheory/aim/kernels"
 )
 
 // Checked is the checked front of a Backend: the Device the engine uses. Every method checks
@@ -35,6 +37,9 @@ func New(b Backend) *Checked {
 	}
 	if bc.QuadFormSummer != nil {
 		c.caps.QuadFormSummer = checkedQuadForm{c, bc.QuadFormSummer}
+	}
+	if bc.DeepSampler != nil {
+		c.caps.DeepSampler = checkedDeepSampler{c, bc.DeepSampler}
 	}
 	return c
 }
@@ -814,4 +819,51 @@ func (k checkedQuadForm) QuadFormSum(out, cm, x, scratch Buffer, n, t, d int, al
 	}
 	defer c.guard(op, &err)
 	return k.q.QuadFormSum(ob.raw, cb.raw, xb.raw, sb.raw, n, t, d, alpha)
+}
+
+// checkedDeepSampler is a backend's DeepSampler behind the front's checks.
+type checkedDeepSampler struct {
+	c *Checked
+	d DeepSampler
+}
+
+// DeepSample is the deep channel's sampler after checking n >= 0, draws >= 2, c and beta
+// finite, offset and stride even with stride >= 4 draws, the lengths (in n kernels.DeepIn, out
+// n kernels.DeepOut) and that out does not overlap in.
+func (k checkedDeepSampler) DeepSample(out, in Buffer, n, draws int, cs, beta float64, seed, offset, stride uint64) (err error) {
+	const op = "DeepSample"
+	c := k.c
+	if err := c.open(op); err != nil {
+		return err
+	}
+	if n < 0 {
+		return c.errf(op, "n = %d: %w", n, ErrSize)
+	}
+	if draws < 2 || uint64(draws) > math.MaxUint64/kernels.DeepNormals {
+		return c.errf(op, "%d draws, need >= 2", draws)
+	}
+	if math.IsNaN(cs) || math.IsInf(cs, 0) || math.IsNaN(beta) || math.IsInf(beta, 0) {
+		return c.errf(op, "c = %g, beta = %g: need finite values", cs, beta)
+	}
+	if offset%2 != 0 || stride%2 != 0 || stride < kernels.DeepNormals*uint64(draws) {
+		return c.errf(op, "offset %d, stride %d: need both even and stride >= %d (4 normals per draw)", offset, stride, kernels.DeepNormals*draws)
+	}
+	nin, err := c.sizes(op, "n, kernels.DeepIn", n, kernels.DeepIn)
+	if err != nil {
+		return err
+	}
+	nout, err := c.sizes(op, "n, kernels.DeepOut", n, kernels.DeepOut)
+	if err != nil {
+		return err
+	}
+	bs, err := c.args(op, argSpec{"out", out, nout}, argSpec{"in", in, nin})
+	if err != nil {
+		return err
+	}
+	ob, ib := bs[0], bs[1]
+	if ob.use(nout).overlaps(ib.use(nin)) {
+		return c.errf(op, "out overlaps in")
+	}
+	defer c.guard(op, &err)
+	return k.d.DeepSample(ob.raw, ib.raw, n, draws, cs, beta, seed, offset, stride)
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/aimtheory/aim/kernels"
 )
 
 // recorder is a Backend that computes nothing and records every call, so that the tests can
@@ -82,6 +84,10 @@ func (r *recorder) QuadFormSum(out, c, x, scratch Buffer, n, t, d int, alpha flo
 	r.rec("QuadFormSum")
 	return nil
 }
+func (r *recorder) DeepSample(out, in Buffer, n, draws int, c, beta float64, seed, offset, stride uint64) error {
+	r.rec("DeepSample")
+	return nil
+}
 
 // allCaps sets every field of Caps to r, failing when r does not implement one (a new
 // capability must be added to the recorder, and so to these tests).
@@ -145,6 +151,10 @@ func TestBadArguments(t *testing.T) {
 	gone := freedView(t, d)
 	tr := d.Capabilities().Trainer
 	qf := d.Capabilities().QuadFormSummer
+	ds := d.Capabilities().DeepSampler
+	dIn := must(d.Alloc(2 * kernels.DeepIn))
+	dOut := must(d.Alloc(2 * kernels.DeepOut))
+	dBoth := must(d.Alloc(2 * (kernels.DeepIn + kernels.DeepOut)))
 	sm := Channel{Kind: Softmax, T: 2, Beta: 1}
 	f64 := func(_ float64, err error) error { return err }
 	alloc := func(_ Buffer, err error) error { return err }
@@ -263,6 +273,16 @@ func TestBadArguments(t *testing.T) {
 		{"QuadFormSum short scratch", "QuadFormSum", true, func() error { return qf.QuadFormSum(b, a, big, short3, 2, 2, 4, 1) }, "buffer scratch"},
 		{"QuadFormSum out = scratch", "QuadFormSum", false, func() error { return qf.QuadFormSum(a, b, big, a, 2, 2, 2, 1) }, "distinct"},
 		{"QuadFormSum scratch overlaps x", "QuadFormSum", false, func() error { return qf.QuadFormSum(a, b, lo, mid, 2, 2, 4, 1) }, "distinct"},
+		{"DeepSample negative", "DeepSample", true, func() error { return ds.DeepSample(dOut, dIn, -1, 10, 1, 1, 1, 0, 40) }, "n = -1"},
+		{"DeepSample one draw", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 1, 1, 1, 1, 0, 40) }, "need >= 2"},
+		{"DeepSample NaN beta", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 10, 1, math.NaN(), 1, 0, 40) }, "finite"},
+		{"DeepSample odd offset", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 10, 1, 1, 1, 3, 40) }, "even"},
+		{"DeepSample short stride", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 10, 1, 1, 1, 0, 38) }, "stride >= 40"},
+		{"DeepSample short in", "DeepSample", true, func() error { return ds.DeepSample(dOut, short3, 2, 10, 1, 1, 1, 0, 40) }, "buffer in"},
+		{"DeepSample short out", "DeepSample", true, func() error { return ds.DeepSample(dIn, dIn, 2, 10, 1, 1, 1, 0, 40) }, "buffer out"},
+		{"DeepSample overlap", "DeepSample", false, func() error {
+			return ds.DeepSample(must(View(dBoth, 0, 2*kernels.DeepOut)), must(View(dBoth, 2*kernels.DeepOut-1, 2*kernels.DeepIn)), 2, 10, 1, 1, 1, 0, 40)
+		}, "overlaps"},
 	}
 	seen := map[string]bool{}
 	for _, c := range cases {
@@ -284,7 +304,7 @@ func TestBadArguments(t *testing.T) {
 		}
 	}
 	// Every operation of Ops and of the capabilities has cases.
-	for _, typ := range []reflect.Type{reflect.TypeFor[Ops](), reflect.TypeFor[Trainer](), reflect.TypeFor[QuadFormSummer]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[Ops](), reflect.TypeFor[Trainer](), reflect.TypeFor[QuadFormSummer](), reflect.TypeFor[DeepSampler]()} {
 		for i := 0; i < typ.NumMethod(); i++ {
 			if m := typ.Method(i).Name; !seen[m] {
 				t.Errorf("no bad-argument case for %s", m)
@@ -316,6 +336,8 @@ func TestGoodArguments(t *testing.T) {
 	hi := must(View(big, 16, 16))
 	tr := d.Capabilities().Trainer
 	qf := d.Capabilities().QuadFormSummer
+	ds := d.Capabilities().DeepSampler
+	dBoth := must(d.Alloc(kernels.DeepIn + kernels.DeepOut))
 	sm := Channel{Kind: Softmax, T: 2, Beta: 1}
 	f64 := func(_ float64, err error) error { return err }
 	cases := []struct {
@@ -344,6 +366,10 @@ func TestGoodArguments(t *testing.T) {
 		{"SoftmaxLossGrad", func() error { return f64(tr.SoftmaxLossGrad(sm, lo, lo, hi, 4, 1)) }},
 		{"AdamStep", func() error { return tr.AdamStep(a, b, lo, hi, 0.1, 0.9, 0.99, 1e-8, 1) }},
 		{"QuadFormSum", func() error { return qf.QuadFormSum(a, lo, hi, b, 4, 2, 2, 1) }},
+		{"DeepSample", func() error { // out and in adjacent views of one buffer
+			return ds.DeepSample(must(View(dBoth, 0, kernels.DeepOut)), must(View(dBoth, kernels.DeepOut, kernels.DeepIn)), 1, 10, 1, 1, 1, 2, 40)
+		}},
+		{"DeepSample", func() error { return ds.DeepSample(a, b, 0, 2, 0, 0, 0, 0, 8) }}, // no tasks
 	}
 	for _, c := range cases {
 		before := len(r.calls)
@@ -432,6 +458,7 @@ func TestClose(t *testing.T) {
 	x := must(d.Alloc(4))
 	tr := d.Capabilities().Trainer
 	qf := d.Capabilities().QuadFormSummer
+	ds := d.Capabilities().DeepSampler
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -463,6 +490,7 @@ func TestClose(t *testing.T) {
 		"SoftmaxLossGrad": func() error { _, err := tr.SoftmaxLossGrad(sm, x, x, x, 1, 1); return err }(),
 		"AdamStep":        tr.AdamStep(x, x, x, x, 0.1, 0.9, 0.99, 1e-8, 1),
 		"QuadFormSum":     qf.QuadFormSum(x, x, x, x, 0, 0, 0, 1),
+		"DeepSample":      ds.DeepSample(x, x, 0, 2, 1, 1, 1, 0, 8),
 	} {
 		if !errors.Is(err, ErrClosed) || !strings.HasPrefix(err.Error(), "rec "+op+": ") {
 			t.Errorf("%s after Close: %v", op, err)
@@ -503,7 +531,7 @@ func TestCapabilities(t *testing.T) {
 			}
 		}
 	}
-	if got := full.Names(); !slices.Equal(got, []string{"Trainer", "QuadFormSummer"}) {
+	if got := full.Names(); !slices.Equal(got, []string{"Trainer", "QuadFormSummer", "DeepSampler"}) {
 		t.Errorf("Names of every capability: %v", got)
 	}
 	if got := (Caps{}).Names(); len(got) != 0 {

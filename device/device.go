@@ -308,6 +308,9 @@ type Caps struct {
 	Trainer Trainer
 	// QuadFormSummer: the symmetric back-projection of GAMP-RIE (engine/amp).
 	QuadFormSummer QuadFormSummer
+	// DeepSampler: the importance-sampled posterior moments of the SMI deep attention channel
+	// at L = 3 (engine/smi/se and engine/smi/amp).
+	DeepSampler DeepSampler
 }
 
 // Names returns the names of the capabilities present ("Trainer", "QuadFormSummer"), in the
@@ -389,4 +392,21 @@ type Trainer interface {
 type QuadFormSummer interface {
 	// QuadFormSum computes out = alpha sum_mu X_mu^T C_mu X_mu, overwriting scratch.
 	QuadFormSum(out, c, x, scratch Buffer, n, t, d int, alpha float64) error
+}
+
+// DeepSampler is the optional operation of the sequence multi-index model's deep attention
+// channel at L = 3, M = 2 (docs/SMI.md 2.2): the posterior moments of many channel integrals at
+// once by kernels.DeepSampler's importance sampling (Caps.DeepSampler, which engine/smi/se and
+// engine/smi/amp ask for). The CPU backend runs the CPU twin kernels.DeepSampleBatch, the CUDA
+// backend the kernel deep_sample (one task per thread, the same rule); results agree to
+// rounding.
+type DeepSampler interface {
+	// DeepSample estimates n tasks' posterior moments, each from draws >= 2 draws of the
+	// channel's skip strength c and inverse temperature beta (both finite): task t reads
+	// in[t kernels.DeepIn : (t+1) kernels.DeepIn] (its slot s, u, omega, V) and writes
+	// kernels.DeepOut values to out, whose status entry says whether there is an estimate.
+	// Draw i of a task takes the normals G(seed, offset + s stride + 4 i + k), k < 4, of the
+	// stream of NormalAt; offset and stride are even and stride >= 4 draws, so tasks of
+	// distinct slots draw distinct normals. out must not overlap in.
+	DeepSample(out, in Buffer, n, draws int, c, beta float64, seed, offset, stride uint64) error
 }

@@ -493,9 +493,9 @@ func (d *Device) Libraries() []Library { return append([]Library(nil), d.b.libs.
 // Name returns the GPU's name, e.g. "NVIDIA H200".
 func (d *Device) Name() string { return d.b.name }
 
-// Capabilities: the GPU has the training operations; the back-projection goes through TokenMix
-// then Gemm (no QuadFormSum).
-func (d *backend) Capabilities() device.Caps { return device.Caps{Trainer: d} }
+// Capabilities: the GPU has the training operations and the deep channel's sampler; the
+// back-projection goes through TokenMix then Gemm (no QuadFormSum).
+func (d *backend) Capabilities() device.Caps { return device.Caps{Trainer: d, DeepSampler: d} }
 
 // Info describes the GPU; the memory comes from cuMemGetInfo (zero when it fails or the
 // Device is closed).

@@ -1,0 +1,74 @@
+package cuda
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aimtheory/aim/cpu"
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/kernels"
+)
+
+// deepRun runs DeepSample on dev over the tasks in (kernels.DeepTasks) and returns the results.
+func deepRun(t testing.TB, dev device.Device, in []float64, draws int, c, beta float64) []float64 {
+	t.Helper()
+	n := len(in) / kernels.DeepIn
+	ib := up(t, dev, in)
+	ob := up(t, dev, make([]float64, n*kernels.DeepOut))
+	defer dev.Free(ib)
+	defer dev.Free(ob)
+	const seed, offset, stride = 7, 1<<60 + 1<<40, 1 << 24
+	if err := dev.Capabilities().DeepSampler.DeepSample(ob, ib, n, draws, c, beta, seed, offset, stride); err != nil {
+		t.Fatal(err)
+	}
+	return down(t, dev, ob)
+}
+
+// TestGPUDeepSample compares the kernel deep_sample with its CPU twin on the same tasks
+// (broad, sharp and correlated, kernels.DeepTasks): the statuses equal, and each task's values
+// within 1e-9 relative (the GPU's exp and log differ from Go's in the last bits).
+func TestGPUDeepSample(t *testing.T) {
+	g := gpu(t)
+	c := cpu.New(0)
+	m := &maxErr{t: t, op: "DeepSample"}
+	for _, cb := range [][2]float64{{1, 1}, {0.5, 2}} {
+		for _, n := range []int{1, 37, 600} {
+			in := kernels.DeepTasks(uint64(n), n, cb[0], cb[1])
+			want, got := deepRun(t, c, in, 500, cb[0], cb[1]), deepRun(t, g, in, 500, cb[0], cb[1])
+			for i := 0; i < n; i++ {
+				w, h := want[i*kernels.DeepOut:(i+1)*kernels.DeepOut], got[i*kernels.DeepOut:(i+1)*kernels.DeepOut]
+				if w[kernels.DeepOutStatus] != h[kernels.DeepOutStatus] {
+					t.Fatalf("c = %g, beta = %g, task %d: status %v on the GPU, %v on the CPU", cb[0], cb[1], i, h[kernels.DeepOutStatus], w[kernels.DeepOutStatus])
+				}
+				if w[kernels.DeepOutStatus] != kernels.DeepOK {
+					continue
+				}
+				m.check(relErr(h, w), 1e-9, "c = %g, beta = %g, n = %d, task %d", cb[0], cb[1], n, i)
+			}
+		}
+	}
+	m.report()
+}
+
+// BenchmarkDeepSample times one SE iteration's channel integrals at L = 3 (4000 samples, two
+// halves of 2000 draws: 8000 tasks) on the GPU and on the CPU backend of the host, back to
+// back, and reports both and their ratio.
+func BenchmarkDeepSample(b *testing.B) {
+	g := gpu(b)
+	c := cpu.New(0)
+	const n, draws = 8000, 2000
+	in := kernels.DeepTasks(1, n, 1, 1)
+	var tg, tc time.Duration
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		deepRun(b, g, in, draws, 1, 1)
+		tg += time.Since(t0)
+		t0 = time.Now()
+		deepRun(b, c, in, draws, 1, 1)
+		tc += time.Since(t0)
+	}
+	b.ReportMetric(tg.Seconds()/float64(b.N), "s/gpu")
+	b.ReportMetric(tc.Seconds()/float64(b.N), "s/cpu")
+	b.ReportMetric(tc.Seconds()/tg.Seconds(), "cpu/gpu")
+	b.ReportMetric(float64(n)*draws*float64(b.N)/tg.Seconds(), "draws/s")
+}
