@@ -154,6 +154,7 @@ func smiSEFlags(fs *flag.FlagSet, o *job.SMISEOptions) {
 func integralFlags(fs *flag.FlagSet, o *job.SMIIntegrals, def int) {
 	fs.IntVar(&o.Draws, "draws", o.Draws, fmt.Sprintf("L = 3: importance-sampling draws per channel integral, in two independent halves (0: the default, %d)", def))
 	fs.BoolVar(&o.Cubature, "cubature", o.Cubature, "L = 3: the budget-capped adaptive cubature instead of importance sampling (README)")
+	fs.StringVar(&o.Device, "device", o.Device, "L = 3: where the sampled channel integrals run: cpu (in process), cuda, cuda:I or auto (the same estimates to rounding)")
 }
 
 // quadMaxEvalFlag registers --quad-max-eval, the SMI channel integral's budget, into n.

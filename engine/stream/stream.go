@@ -24,7 +24,7 @@
 //	                               noiseless data of a seed are the same with and without it
 //	[2^62 + 2^61, 2^63)            SMIAMPDraws: the SMI GAMP's importance-sampling draws of the
 //	                               channel integrals (SMIAMPDraw: 2^20 normals per sample and
-//	                               iteration)
+//	                               iteration, each half of them for one of two independent halves)
 //
 // The SMI state evolution's plain Monte Carlo draws (SMISESample) start at 0 of the SE's own
 // seed, which is not the teacher's: the SE has no teacher.
@@ -54,7 +54,7 @@ func Restart(k int) uint64 { return Init + uint64(k)*restart }
 func SMISESample(s, n int) uint64 { return uint64(s) * uint64(n) }
 
 // SMISEDrawNormals is the number of normals each half of one SE sample's importance sampling
-// may take from SMISEDraws (engine/smi.DeepSampler: 4 per draw).
+// may take from SMISEDraws (kernels.DeepSampler: 4 per draw).
 const SMISEDrawNormals = 1 << 24
 
 // SMISEDraw returns the offset of half h (0 or 1) of the importance-sampling draws of the SMI
@@ -64,7 +64,8 @@ func SMISEDraw(s, h int) uint64 {
 }
 
 // SMIAMPDrawNormals is the number of normals one sample's importance sampling may take from
-// SMIAMPDraws in one GAMP iteration.
+// SMIAMPDraws in one GAMP iteration: the first half for the first of its two independent
+// estimates, the second half for the other.
 const SMIAMPDrawNormals = 1 << 20
 
 // SMIAMPDraw returns the offset of the importance-sampling draws of sample mu (of n) at GAMP

@@ -18,6 +18,7 @@ import (
 	"github.com/aimtheory/aim/engine/stream"
 	"github.com/aimtheory/aim/internal/par"
 	"github.com/aimtheory/aim/internal/spd"
+	"github.com/aimtheory/aim/kernels"
 )
 
 // ErrDiverged is wrapped by the error Run returns when the iteration produces NaN or blows up.
@@ -73,6 +74,11 @@ type Options struct {
 	// covariance of dg, so that the sampling noise does not bias Cov downwards. 0: the
 	// budget-capped cubature (QuadTol, QuadMaxEval). DefaultOptions sets DefaultDraws.
 	Draws int
+	// Device runs the sampled integrals (Draws), all N samples' of one iteration in one batch
+	// (smi.SampleBatch): its sampler (device.DeepSampler; the GPU's kernel or the CPU
+	// backend's twin). nil runs the CPU twin in this process on Workers goroutines; the
+	// estimates are the same to rounding.
+	Device device.Device
 	// DampMessages also damps g (g <- (1 - theta) g + theta g_prev) before the back-projection and
 	// the next Onsager term, as in the damped GAMP of Rangan, Schniter, Fletcher and Sarkar
 	// (2015), so that What and the Onsager term see the same messages. On by default: with the
@@ -166,13 +172,18 @@ type Result struct {
 // (smi.Params.Bytes): What, its proposal and B (3 P D), g and g_prev (2 N P M), the per-sample
 // sums of the Jacobian blocks (N P P), the per-sample flags (2 N bytes), and the test set of
 // n_test = o.TestSamples samples (its tokens, n_test M D, its outputs, n_test M M, and the
-// per-sample errors).
+// per-sample errors), and at L = 3 with Draws every sample's omega (N P M) and the batch of
+// sampled integrals (2 N tasks of kernels.DeepIn + kernels.DeepOut values).
 // The per-worker work space (O(P M) numbers and the channel quadrature's regions) is not
 // counted.
 func Bytes(p smi.Params, o Options) uint64 {
 	D, N, M, P := uint64(p.D), uint64(p.N()), uint64(p.M), uint64(p.P())
 	nTest := uint64(max(o.TestSamples, 0))
-	return 8*(3*P*D+2*N*P*M+N*P*P+nTest*M*D+nTest*M*M+nTest) + 2*N
+	var sampled uint64 // omega and the batch of sampled integrals (smi.SampleBatch)
+	if p.L == 3 && o.Draws > 0 {
+		sampled = N*P*M + 2*N*(kernels.DeepIn+kernels.DeepOut)
+	}
+	return 8*(3*P*D+2*N*P*M+N*P*P+nTest*M*D+nTest*M*M+nTest+sampled) + 2*N
 }
 
 // smiWorker is one goroutine's work space.
@@ -180,9 +191,7 @@ type smiWorker struct {
 	ch                  *smi.Deep // the worker's own copy (Deep.OutputU writes its C)
 	post                *smi.DeepPosterior
 	mom                 *smi.DeepMoments
-	sampler             *smi.DeepSampler      // with Options.Draws at L = 3
-	half                [2]*smi.SampleMoments // the two halves' estimates
-	normals             []float64
+	half                [2]*smi.SampleMoments // the two halves' estimates, with Options.Draws at L = 3
 	s                   *smi.DeepScratch
 	omega, cov, tmp, mv []float64
 	z, u, y             []float64
@@ -202,6 +211,8 @@ type smiState struct {
 	inexact    []bool
 	failed     []bool
 	first      bool
+	omega      []float64        // N x P x M, with Options.Draws at L = 3
+	batch      *smi.SampleBatch // 2 N tasks: half h of sample mu is task 2 mu + h
 	// test set
 	nTest      int
 	xt, yt, et []float64
@@ -292,13 +303,15 @@ func newSMIState(data *smi.Data, o Options) (*smiState, error) {
 			omega: make([]float64, P*M), cov: make([]float64, P*P), tmp: make([]float64, P*P), mv: make([]float64, P),
 			z: make([]float64, P*M), u: make([]float64, M), y: make([]float64, M*M)}
 		if s.sampled() {
-			if w.sampler, err = wch.NewSampler(); err != nil {
-				return nil, fmt.Errorf("amp: SMI: %w", err)
-			}
 			w.half = [2]*smi.SampleMoments{ch.NewSampleMoments(), ch.NewSampleMoments()}
-			w.normals = make([]float64, o.Draws*smi.SampleNormals)
 		}
 		s.workers[i] = w
+	}
+	if s.sampled() {
+		if s.batch, err = ch.NewSampleBatch(2 * N); err != nil {
+			return nil, fmt.Errorf("amp: SMI: %w", err)
+		}
+		s.omega = make([]float64, N*P*M)
 	}
 	// Start: What_0 and Chat_0 = I.
 	if o.Init != "zero" {
@@ -385,8 +398,13 @@ func (s *smiState) run() (Result, error) {
 		}
 		V := s.chat
 		first := s.first
+		if s.sampled() {
+			if err := s.sampleAll(it, V, ve, first); err != nil {
+				return res, fmt.Errorf("amp: SMI iteration %d: %w", it, err)
+			}
+		}
 		if err := s.parallel(N, func(w *smiWorker, mu int) {
-			s.sampleChannel(w, it, mu, V, ve, vinv, first)
+			s.sampleChannel(w, mu, V, ve, vinv, first)
 		}); err != nil {
 			return res, fmt.Errorf("amp: SMI iteration %d: %w", it, err)
 		}
@@ -536,13 +554,11 @@ func (s *smiState) run() (Result, error) {
 	return res, nil
 }
 
-// sampleChannel computes sample mu's omega, its channel moments, g (into s.g) and the sum over
-// tokens of the same-token Jacobian blocks (into s.dgSum) at iteration it. V is Chat (the
-// Onsager term), ve the channel's variance V + eps I and vinv its inverse.
-func (s *smiState) sampleChannel(w *smiWorker, it, mu int, V, ve, vinv []float64, first bool) {
+// sampleOmega writes sample mu's omega_{.l} = What x_{mu l} / sqrt(D) - V g_prev_{.l} (no
+// Onsager term at the first iteration) into om (P x M).
+func (s *smiState) sampleOmega(om []float64, mu int, V []float64, first bool) {
 	D, M, P := s.D, s.M, s.P
 	sqrtD := math.Sqrt(float64(D))
-	om := w.omega
 	x := s.data.X[mu*M*D : (mu+1)*M*D]
 	gp := s.gPrev[mu*P*M : (mu+1)*P*M]
 	for k := 0; k < P; k++ {
@@ -557,13 +573,40 @@ func (s *smiState) sampleChannel(w *smiWorker, it, mu int, V, ve, vinv []float64
 			om[k*M+l] = v
 		}
 	}
+}
+
+// sampleAll runs the sampled channel integrals of all N samples of iteration it in one batch
+// on o.Device (nil: the CPU twin): every sample's omega into s.omega, then task 2 mu + h, half h
+// of sample mu with slot 2 ((it - 1) N + mu) + h, whose Draws/2 draws come from
+// stream.SMIAMPDraw(it, N, mu) + h stream.SMIAMPDrawNormals/2.
+func (s *smiState) sampleAll(it int, V, ve []float64, first bool) error {
+	M, N, pm := s.M, s.N, s.P*s.M
+	if err := s.parallel(N, func(w *smiWorker, mu int) {
+		om := s.omega[mu*pm : (mu+1)*pm]
+		s.sampleOmega(om, mu, V, first)
+		for h := 0; h < 2; h++ {
+			s.batch.Set(2*mu+h, 2*(uint64(it-1)*uint64(N)+uint64(mu))+uint64(h), s.data.U[mu*M:(mu+1)*M], om, ve)
+		}
+	}); err != nil {
+		return err
+	}
+	return s.batch.Run(s.o.Device, s.o.Draws/2, s.data.P.Seed, stream.SMIAMPDraws, stream.SMIAMPDrawNormals/2, len(s.workers))
+}
+
+// sampleChannel computes sample mu's channel moments (with Options.Draws at L = 3 from
+// sampleAll's batch, else by the cubature at omega, computed here), g (into s.g) and the sum
+// over tokens of the same-token Jacobian blocks (into s.dgSum). V is Chat (the
+// Onsager term), ve the channel's variance V + eps I and vinv its inverse.
+func (s *smiState) sampleChannel(w *smiWorker, mu int, V, ve, vinv []float64, first bool) {
+	M, P := s.M, s.P
 	g := s.g[mu*P*M : (mu+1)*P*M]
 	dg := s.dgSum[mu*P*P : (mu+1)*P*P]
 	var err error
 	if s.sampled() {
-		err = s.sampleMoments(w, it, mu, om, ve)
+		err = s.sampleMoments(w, mu)
 	} else {
-		err = w.post.Moments(w.mom, s.data.U[mu*M:(mu+1)*M], om, ve)
+		s.sampleOmega(w.omega, mu, V, first)
+		err = w.post.Moments(w.mom, s.data.U[mu*M:(mu+1)*M], w.omega, ve)
 	}
 	if err == nil {
 		err = smiChannelOut(g, dg, w.mom, vinv, P, M, w.cov, w.tmp)
@@ -581,16 +624,12 @@ func (s *smiState) sampleChannel(w *smiWorker, it, mu int, V, ve, vinv []float64
 	s.failed[mu], s.inexact[mu] = false, !w.mom.Exact
 }
 
-// sampleMoments estimates sample mu's posterior moments at iteration it by importance
-// sampling into w.mom: the two halves' mean (m_a + m_b)/2 and a second moment whose covariance
-// is Second - (m_a m_b^T + m_b m_a^T)/2, free of the upward bias of m m^T by the noise of m.
-func (s *smiState) sampleMoments(w *smiWorker, it, mu int, om, ve []float64) error {
-	M, N := s.M, s.N
-	half := s.o.Draws / 2
-	g := w.normals[:2*half*smi.SampleNormals]
-	device.FillNormals(g, s.data.P.Seed, stream.SMIAMPDraw(it, N, mu))
+// sampleMoments takes sample mu's posterior moments from the two halves of sampleAll's batch
+// into w.mom: the halves' mean (m_a + m_b)/2 and a second moment whose covariance is
+// Second - (m_a m_b^T + m_b m_a^T)/2, free of the upward bias of m m^T by the noise of m.
+func (s *smiState) sampleMoments(w *smiWorker, mu int) error {
 	for h, m := range w.half {
-		if err := w.sampler.Moments(m, s.data.U[mu*M:(mu+1)*M], om, ve, g[h*half*smi.SampleNormals:(h+1)*half*smi.SampleNormals]); err != nil {
+		if err := s.batch.Moments(m, 2*mu+h, s.o.Draws/2); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package amp
 import (
 	"errors"
 	"fmt"
+	"github.com/aimtheory/aim/cpu"
 	"math"
 	"reflect"
 	"slices"
@@ -390,14 +391,18 @@ func TestSMIDeterministic(t *testing.T) {
 	}
 }
 
-// testDeterministic runs GAMP at L layers on 1, 2 and 3 workers and wants the same results (at
-// L = 3 the channel integrals are sampled: the draws come from each sample's own stream offset).
+// testDeterministic runs GAMP at L layers on 1, 2, 3 and 4 workers, the last with the cpu
+// device as Options.Device, and wants the same results (at L = 3 the channel integrals are
+// sampled: the draws come from each sample's own stream offset).
 func testDeterministic(t *testing.T, L int) {
 	data := smiData(t, 40, 1, L, 5)
 	var ref Result
-	for i, w := range []int{1, 2, 3} {
+	for i, w := range []int{1, 2, 3, 4} {
 		o := DefaultOptions()
 		o.MaxIter, o.Tol, o.TestSamples, o.Workers = 3, 0, 50, w
+		if w == 4 { // the sampled integrals on a device: the CPU backend's sampler, 2 workers
+			o.Device = cpu.New(2)
+		}
 		res, err := Run(data, o)
 		if err != nil {
 			t.Fatal(err)
@@ -578,7 +583,10 @@ func TestSMISampledChannel(t *testing.T) {
 		t.Fatal("V not SPD")
 	}
 	w := s.workers[0]
-	s.sampleChannel(w, it, mu, V, ve, vinv, true)
+	if err := s.sampleAll(it, V, ve, true); err != nil {
+		t.Fatal(err)
+	}
+	s.sampleChannel(w, mu, V, ve, vinv, true)
 	if s.failed[mu] {
 		t.Fatal("the sampled channel failed")
 	}
@@ -589,15 +597,15 @@ func TestSMISampledChannel(t *testing.T) {
 	smp, _ := ch.NewSampler()
 	ma, mb := ch.NewSampleMoments(), ch.NewSampleMoments()
 	half := o.Draws / 2
-	buf := make([]float64, o.Draws*smi.SampleNormals)
-	device.FillNormals(buf, data.P.Seed, stream.SMIAMPDraw(it, s.N, mu))
+	buf := make([]float64, half*smi.SampleNormals)
 	u := data.U[mu*M : (mu+1)*M]
-	om := w.omega
-	if err := smp.Moments(ma, u, om, ve, buf[:half*smi.SampleNormals]); err != nil {
-		t.Fatal(err)
-	}
-	if err := smp.Moments(mb, u, om, ve, buf[half*smi.SampleNormals:]); err != nil {
-		t.Fatal(err)
+	om := make([]float64, P*M)
+	s.sampleOmega(om, mu, V, true)
+	for h, m := range []*smi.SampleMoments{ma, mb} {
+		device.FillNormals(buf, data.P.Seed, stream.SMIAMPDraw(it, s.N, mu)+uint64(h)*stream.SMIAMPDrawNormals/2)
+		if err := smp.Moments(m, u, om, ve, buf); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mom := ch.NewMoments()
 	pm := P * M

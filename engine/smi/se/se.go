@@ -81,6 +81,11 @@ type Options struct {
 	// cubature's budget-capped error is a bias. DefaultOptions(3) sets DefaultDraws; 0 is the
 	// cubature. The stability coefficients (thresholds) always use the cubature.
 	Draws int
+	// Device runs the sampled integrals (Draws), all of one SE map evaluation in one batch
+	// (smi.SampleBatch): its sampler (device.DeepSampler; the GPU's kernel or the CPU
+	// backend's twin). nil runs the CPU twin in this process on Workers goroutines; the
+	// estimates are the same to rounding.
+	Device device.Device
 	// start, when set, is the initial diagonal (continuation along a curve); free overlaps
 	// below Init start at Init.
 	start []float64
@@ -465,9 +470,16 @@ func fisher(ch *smi.Deep, Q []float64, o Options) (mapAverage, error) {
 	for l := 0; l < P; l++ {
 		V[l*P+l] = 1 - Q[l] + o.Epsilon
 	}
+	var batch *smi.SampleBatch
+	if o.Draws > 0 {
+		var err error
+		if batch, err = sampleAll(ch, Q, V, o); err != nil {
+			return mapAverage{}, err
+		}
+	}
 	a, err := smiAverage(ch, o, P+1, func(acc []float64, w *smiWorker, xi, eta []float64) error {
-		if o.Draws > 0 {
-			return w.sampled(acc, ch, Q, V, xi, eta, o)
+		if batch != nil {
+			return w.sampled(acc, batch, V, o.Draws/2)
 		}
 		if err := w.posterior(ch, Q, V, xi, eta); err != nil {
 			return err
@@ -497,9 +509,7 @@ func fisher(ch *smi.Deep, Q []float64, o Options) (mapAverage, error) {
 type smiWorker struct {
 	post        *smi.DeepPosterior
 	m           *smi.DeepMoments
-	sampler     *smi.DeepSampler      // with Options.Draws
-	half        [2]*smi.SampleMoments // the two halves' estimates
-	normals     []float64
+	half        [2]*smi.SampleMoments // the two halves' estimates, with Options.Draws
 	sample      int // the current sample's index i R + r (its draws' stream offset)
 	s           *smi.DeepScratch
 	omega, z, u []float64
@@ -527,18 +537,39 @@ func (w *smiWorker) draw(ch *smi.Deep, Q, V, xi, eta []float64) {
 	ch.Forward(w.u, w.z, nil, w.s)
 }
 
-// sampled adds one SE sample's terms of fisher by importance sampling: the two halves of
-// o.Draws draws (from the sample's own offsets of o.Seed's stream) give independent posterior
-// means m_a, m_b, and acc[k] gets sum_tokens m_a m_b / V_kk^2 (E[m_a m_b] = E[m]^2 up to the
-// O(1/n^2) bias left by smi.DeepSampler), acc[P] the mean of the halves' log Z_out.
-func (w *smiWorker) sampled(acc []float64, ch *smi.Deep, Q, V, xi, eta []float64, o Options) error {
-	P, M := ch.P(), ch.M
-	w.draw(ch, Q, V, xi, eta)
-	half := o.Draws / 2
-	g := w.normals[:half*smi.SampleNormals]
+// sampleAll runs the sampled channel integrals of every SE sample of smiAverage at once: a
+// first pass of smiAverage's draws gives each sample's omega and u, then one
+// smi.SampleBatch runs on o.Device (nil: the CPU twin). Task 2 i + h is half h (of o.Draws/2
+// draws) of sample i = w.sample, with slot 2 i + h: its draws come from stream.SMISEDraw(i, h).
+func sampleAll(ch *smi.Deep, Q, V []float64, o Options) (*smi.SampleBatch, error) {
+	total := o.Replicates * o.perReplicate(o.Samples)
+	b, err := ch.NewSampleBatch(2 * total)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := smiAverage(ch, o, 0, func(_ []float64, w *smiWorker, xi, eta []float64) error {
+		w.draw(ch, Q, V, xi, eta)
+		for h := 0; h < 2; h++ {
+			b.Set(2*w.sample+h, uint64(2*w.sample+h), w.u, w.omega, V)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := b.Run(o.Device, o.Draws/2, o.Seed, stream.SMISEDraws, stream.SMISEDrawNormals, o.Workers); err != nil {
+		return nil, fmt.Errorf("smi se: %w", err)
+	}
+	return b, nil
+}
+
+// sampled adds one SE sample's terms of fisher from its two halves in b (sampleAll), each of
+// draws draws: independent posterior means m_a, m_b, and acc[k] gets sum_tokens
+// m_a m_b / V_kk^2 (E[m_a m_b] = E[m]^2 up to the O(1/n^2) bias left by the sampler), acc[P]
+// the mean of the halves' log Z_out.
+func (w *smiWorker) sampled(acc []float64, b *smi.SampleBatch, V []float64, draws int) error {
+	P, M := len(acc)-1, len(w.u)
 	for h, m := range w.half {
-		device.FillNormals(g, o.Seed, stream.SMISEDraw(w.sample, h))
-		if err := w.sampler.Moments(m, w.u, w.omega, V, g); err != nil {
+		if err := b.Moments(m, 2*w.sample+h, draws); err != nil {
 			return err
 		}
 	}
@@ -609,11 +640,7 @@ func smiAverage(ch *smi.Deep, o Options, nOut int, f func(acc []float64, w *smiW
 		w := &smiWorker{post: post, m: ch.NewMoments(), s: ch.NewScratch(), omega: make([]float64, pm),
 			z: make([]float64, pm), u: make([]float64, M), xi: make([]float64, 2*pm), cov: make([]float64, pm*pm)}
 		if o.Draws > 0 {
-			if w.sampler, err = ch.NewSampler(); err != nil {
-				return nil, err
-			}
 			w.half = [2]*smi.SampleMoments{ch.NewSampleMoments(), ch.NewSampleMoments()}
-			w.normals = make([]float64, o.Draws/2*smi.SampleNormals)
 		}
 		return w, nil
 	}

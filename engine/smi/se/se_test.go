@@ -2,6 +2,7 @@ package se
 
 import (
 	"errors"
+	"github.com/aimtheory/aim/cpu"
 	"math"
 	"runtime"
 	"slices"
@@ -427,6 +428,15 @@ func TestSMISampledFisher(t *testing.T) {
 		if math.Abs(got[k]-want[k]) > 1e-12*math.Abs(want[k]) {
 			t.Errorf("F_%d = %.15g, written out %.15g", k+1, got[k], want[k])
 		}
+	}
+	// On a device (the CPU backend's sampler): the same values, bit for bit.
+	o.Device = cpu.New(2)
+	onDev, _, err := Fisher(ch, Q, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(onDev, got) {
+		t.Errorf("F on the cpu device %v, in process %v", onDev, got)
 	}
 }
 

@@ -30,8 +30,12 @@ func OpenDevice(name string, workers, threads int) (*Device, error) {
 // Name is the device's name, as the CSVs' device column writes it ("cpu", "cuda", "cuda x2").
 func (d *Device) Name() string { return d.g.Name() }
 
-// Close releases the device.
-func (d *Device) Close() { d.g.Close() }
+// Close releases the device; a nil Device (none opened) is left alone.
+func (d *Device) Close() {
+	if d != nil {
+		d.g.Close()
+	}
+}
 
 // freeBytes is the memory free on the group's fullest member: what each member may allocate.
 func (d *Device) freeBytes() uint64 {

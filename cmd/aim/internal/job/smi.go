@@ -5,6 +5,7 @@ import (
 	"runtime"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/grid"
+	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/smi"
 	smiamp "github.com/aimtheory/aim/engine/smi/amp"
 	smise "github.com/aimtheory/aim/engine/smi/se"
@@ -133,7 +134,14 @@ const (
 type SMIIntegrals struct {
 	Draws    int
 	Cubature bool
+	// Device runs the sampled integrals (device.DeepSampler): cpu (the default: the CPU twin
+	// in this process) or one device of OpenDevice's names (cuda, cuda:I, auto; a group is
+	// refused). The estimates are the same on every device to rounding.
+	Device string
 }
+
+// DefaultSMIDevice is the default of SMIIntegrals.Device.
+const DefaultSMIDevice = "cpu"
 
 // check validates --draws and --cubature for L layers; max bounds the draws.
 func (o SMIIntegrals) check(L, def, max int) error {
@@ -144,8 +152,47 @@ func (o SMIIntegrals) check(L, def, max int) error {
 		return Inputf("--draws %d with --cubature: the cubature takes no draws (choose one)", o.Draws)
 	case (o.Draws > 0 || o.Cubature) && L != 3:
 		return Inputf("--draws and --cubature choose the L = 3 channel integrals; L = %d always uses the cubature", L)
+	case o.Device == "":
+		return Inputf("--device is empty: need cpu, cuda, cuda:I or auto")
+	case o.Device != DefaultSMIDevice && (L != 3 || o.Cubature):
+		return Inputf("--device %s runs the L = 3 sampled channel integrals; with L = %d%s there are none (the cubature runs on the CPU)", o.Device, L,
+			map[bool]string{true: " and --cubature", false: ""}[o.Cubature])
 	}
 	return nil
+}
+
+// open opens the device of the sampled integrals: nil for cpu (the engine's CPU twin in this
+// process), else the one device OpenDevice gives for the name (workers goroutines where it is
+// a CPU). A name that cannot be opened, or a group of several, is bad input.
+func (o SMIIntegrals) open(workers int) (*Device, error) {
+	if o.Device == DefaultSMIDevice {
+		return nil, nil
+	}
+	d, err := OpenDevice(o.Device, workers, 0)
+	if err != nil {
+		return nil, err
+	}
+	if d.g.Len() != 1 {
+		d.Close()
+		return nil, Inputf("--device %s: the sampled integrals run on one device, not a group of %d", o.Device, d.g.Len())
+	}
+	return d, nil
+}
+
+// engineDevice returns what the engine's Options.Device takes: nil for the in-process twin.
+func (d *Device) engineDevice() device.Device {
+	if d == nil {
+		return nil
+	}
+	return d.g.Lead()
+}
+
+// where says where the sampled integrals run, for the manifests' device: empty for cpu.
+func (o SMIIntegrals) where() string {
+	if o.Device == DefaultSMIDevice {
+		return ""
+	}
+	return "; the L = 3 sampled integrals on --device " + o.Device
 }
 
 // draws returns the engine's number of draws: 0 with --cubature, else --draws or def.
@@ -161,7 +208,7 @@ func (o SMIIntegrals) draws(def int) int {
 
 // addParams adds the choice to a manifest's parameters.
 func (o SMIIntegrals) addParams(p map[string]any) {
-	p["draws"], p["cubature"] = o.Draws, o.Cubature
+	p["draws"], p["cubature"], p["device"] = o.Draws, o.Cubature, o.Device
 	p["draws_note"] = "0: the default (L = 3 samples its channel integrals; L = 1, 2 use the cubature)"
 }
 
@@ -175,7 +222,7 @@ func checkQuadMaxEval(n int) error {
 
 func defaultSMISEOptions() SMISEOptions {
 	o := smise.DefaultOptions(2)
-	return SMISEOptions{Samples: o.Samples, Seed: o.Seed, Epsilon: o.Epsilon, MaxIter: o.MaxIter, Tol: o.Tol}
+	return SMISEOptions{Samples: o.Samples, Seed: o.Seed, Epsilon: o.Epsilon, MaxIter: o.MaxIter, Tol: o.Tol, SMIIntegrals: SMIIntegrals{Device: DefaultSMIDevice}}
 }
 
 // check validates the options for L layers.

@@ -40,7 +40,8 @@ type SMIAMPConfig struct {
 func NewSMIAMPConfig() *SMIAMPConfig {
 	o := smiamp.DefaultOptions()
 	return &SMIAMPConfig{SMI: defaultSMI("amp"), D: 1000, Alpha: "0.2,0.5,0.9,1.2,1.5", Seeds: 4, Seed: 1, Iters: o.MaxIter,
-		Damping: 1 - o.Damping, Epsilon: o.Epsilon, Tol: o.Tol, TestSamples: o.TestSamples, Trace: "results/smi-amp-trace.csv"}
+		Damping: 1 - o.Damping, Epsilon: o.Epsilon, Tol: o.Tol, TestSamples: o.TestSamples, Trace: "results/smi-amp-trace.csv",
+		SMIIntegrals: SMIIntegrals{Device: DefaultSMIDevice}}
 }
 
 // Validate checks the configuration, parses its grid and reads the SE CSV of c.SE; every
@@ -218,7 +219,12 @@ func RunSMIAMP(c *SMIAMPConfig, env Env) (*SMIAMPResult, error) {
 }
 
 func (c *SMIAMPConfig) run(env Env) (*SMIAMPResult, error) {
-	res := &SMIAMPResult{Note: fmt.Sprintf("cpu (host GAMP, %d goroutines)", c.workers())}
+	dev, err := c.open(c.Workers)
+	if err != nil {
+		return nil, err
+	}
+	defer dev.Close()
+	res := &SMIAMPResult{Note: fmt.Sprintf("cpu (host GAMP, %d goroutines)%s", c.workers(), c.where())}
 	env.notef("%s", res.Note)
 	bar := env.progress(len(c.alphas)*c.Seeds*c.Iters, "smi amp")
 	defer bar.Finish()
@@ -232,6 +238,7 @@ func (c *SMIAMPConfig) run(env Env) (*SMIAMPResult, error) {
 			}
 			wn := teacherNorms(data.W, c.L, c.D)
 			o := c.options()
+			o.Device = dev.engineDevice()
 			o.Progress = func(smiamp.Iteration) { bar.Add(1) }
 			out, err := smiamp.Run(data, o)
 			bar.Add(c.Iters - len(out.Trace))

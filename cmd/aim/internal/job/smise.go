@@ -165,6 +165,12 @@ func RunSMISE(c *SMISEConfig, env Env) (*SMISEResult, error) {
 		return nil, err
 	}
 	opts := c.options()
+	dev, err := c.open(c.Workers)
+	if err != nil {
+		return nil, err
+	}
+	defer dev.Close()
+	opts.Device = dev.engineDevice()
 	total := 1 + len(c.alphas)
 	if c.GenSamples > 0 {
 		total += len(c.alphas)
@@ -301,7 +307,7 @@ func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
 		th["published"] = map[string]any{"alpha_layer1": 0.793646302451566, "alpha_layer2": 0.14358446549404996,
 			"note": "SPOC-group/SequenceIndexModels data/alpha_critical.csv; not reproduced by the stability formula (docs/SMI.md 2.3)"}
 	}
-	man := env.manifest("smi se", fmt.Sprintf("cpu (theory: SMI state evolution, %d goroutines)", c.workers()), params, start)
+	man := env.manifest("smi se", fmt.Sprintf("cpu (theory: SMI state evolution, %d goroutines)%s", c.workers(), c.where()), params, start)
 	man["thresholds"] = th
 	man["points"] = len(res.Rows)
 	man["unconverged"] = len(res.Failed)

@@ -90,6 +90,12 @@ func RunSMIThresholds(c *SMIThresholdsConfig, env Env) (*SMIThresholdsResult, er
 	}
 	L := c.L
 	opts := c.engine(L, c.Workers)
+	dev, err := c.open(c.Workers)
+	if err != nil {
+		return nil, err
+	}
+	defer dev.Close()
+	opts.Device = dev.engineDevice()
 	bar := env.progress(len(c.cs)*L, "smi thresholds")
 	defer bar.Finish()
 	res := &SMIThresholdsResult{Rows: make([]SMIThresholdsRow, len(c.cs))}
@@ -148,7 +154,7 @@ func ExecuteSMIThresholds(c *SMIThresholdsConfig, env Env) (*SMIThresholdsResult
 	params["c"] = c.cs
 	params["hi"] = c.Hi
 	params["rel_tol"] = thresholdsRelTol
-	man := env.manifest("smi thresholds", fmt.Sprintf("cpu (theory: SMI state evolution, %d goroutines)", c.workers()), params, start)
+	man := env.manifest("smi thresholds", fmt.Sprintf("cpu (theory: SMI state evolution, %d goroutines)%s", c.workers(), c.where()), params, start)
 	var list []map[string]any
 	for _, r := range res.Rows {
 		list = append(list, map[string]any{"c": r.C, "fisher": jsonFloats(r.Fisher), "stability": jsonFloats(r.Stability), "conditional": jsonFloats(r.Conditional)})
