@@ -510,7 +510,7 @@ type smiWorker struct {
 	post        *smi.DeepPosterior
 	m           *smi.DeepMoments
 	half        [2]*smi.SampleMoments // the two halves' estimates, with Options.Draws
-	sample      int // the current sample's index i R + r (its draws' stream offset)
+	sample      int                   // the current sample's index i R + r (its draws' stream offset)
 	s           *smi.DeepScratch
 	omega, z, u []float64
 	xi          []float64
