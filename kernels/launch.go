@@ -17,10 +17,10 @@
 //	              square-sum per sample to part[mu], so part has n entries; grid =
 //	              GridSamples(n). Static shared memory about 31 KB.
 //	per thread    softmax_output, hardmax_output, softmax_gout, hardmax_gout,
-//	              softmax_loss_grad: thread
-//	              mu = blockIdx.x * Block + threadIdx.x handles sample mu (no grid stride);
-//	              grid = GridThreads(n). The g_out and loss kernels also write one partial sum
-//	              per block to part[blockIdx.x], so part has GridThreads(n) entries.
+//	              softmax_loss_grad, deep_sample: thread
+//	              mu = blockIdx.x * Block + threadIdx.x handles sample (task) mu (no grid
+//	              stride); grid = GridThreads(n). The g_out and loss kernels also write one
+//	              partial sum per block to part[blockIdx.x], so part has GridThreads(n) entries.
 //	reductions    dot_partial, sqdist_partial, sumdiag_partial: block b reduces the fixed chunk
 //	              [b ReduceChunk, (b+1) ReduceChunk) of elements (of samples for sumdiag) into
 //	              part[b]; grid = GridReduce(len) (len = 0 gives one partial, 0). The host adds
@@ -59,13 +59,22 @@
 //	gaussian_fill(double *x, long long len, unsigned long long seed,
 //	              unsigned long long offset, double scale)
 //	    x[k] = scale G(seed, offset + k), bit for bit the stream of device.NormalAt;
-//	    work = number of Philox blocks touched
+//	    work = number of Philox blocks touched = (len + (offset & 1) + 1) / 2 (len > 0)
 //	softmax_loss_grad(double *gamma, double *part, const double *yhat, const double *y,
 //	                  long long n, int t, double beta, double scale)
 //	    device.Trainer's SoftmaxLossGrad; part[block] = scale * the block's sum of squares
 //	adam_step(double *w, const double *g, double *m, double *v, long long len, double lr,
 //	          double b1, double b2, double eps, double c1, double c2)
-//	    one Adam update, c1 = 1 - b1^t and c2 = 1 - b2^t from the host; work = len = (len + (offset & 1) + 1) / 2 (len > 0)
+//	    one Adam update, c1 = 1 - b1^t and c2 = 1 - b2^t from the host; work = len
+//	deep_sample(double *out, const double *in, long long n, int draws, double c, double beta,
+//	            unsigned long long seed, unsigned long long offset, unsigned long long stride)
+//	    kernels.DeepSampleBatch's task t: reads in[t DeepIn .. (t+1) DeepIn) = (slot, u (2),
+//	    omega (3 x 2), V (3 x 3), row-major), writes out[t DeepOut .. (t+1) DeepOut) (DeepOut*
+//	    layout; on failure NaN everywhere and the status DeepNotPD, DeepNoPoint or DeepBadSlot,
+//	    the last for a slot that is not an integer in [0, 2^53)). Draw i < draws takes the
+//	    normals G(seed, base + 4 i + k), k < 4, base = offset + slot stride (mod 2^64): two
+//	    gauss_pair calls, at (base + 4 i) >> 1 and (base + 4 i + 2) >> 1. The caller guarantees
+//	    draws >= 2 and offset, stride even (so base is even).
 //
 // The channel kernels follow device.Device's conventions: z-coordinates, full symmetric T x T
 // matrices per sample, only the upper triangle of omega read, g written full and symmetric.

@@ -3,7 +3,8 @@
 // after another, the 256 threads of a block as OS threads, __syncthreads and warp shuffles as
 // barriers), run each kernel on random inputs and compare with its CPU twin in package cpu:
 // bit for bit where the arithmetic is the same (GaussianFill, the elementwise kernels,
-// token_mix), and to 1e-12 where the summation order differs. It validates the kernels' logic
-// (indexing, bounds, reductions, the channel math); timing and real-GPU behaviour wait for the
-// GPU check (bench/gpu-check.sh).
+// token_mix), to 1e-12 where the summation order differs, and deep_sample (twin
+// kernels.DeepSampleBatch) to 1e-9 of each value's scale, glibc's exp and log against Go's. It
+// validates the kernels' logic (indexing, bounds, reductions, the channel math); timing and
+// real-GPU behaviour wait for the GPU check (bench/gpu-check.sh).
 package emu
