@@ -827,10 +827,11 @@ type checkedDeepSampler struct {
 	d DeepSampler
 }
 
-// DeepSample is the deep channel's sampler after checking n >= 0, draws >= 2, c and beta
-// finite, offset and stride even with stride >= 4 draws, the lengths (in n kernels.DeepIn, out
-// n kernels.DeepOut) and that out does not overlap in.
-func (k checkedDeepSampler) DeepSample(out, in Buffer, n, draws int, cs, beta float64, seed, offset, stride uint64) (err error) {
+// DeepSample is the deep channel's sampler after checking n >= 0, kernels.DeepMinL <= L <=
+// kernels.DeepMaxL, draws >= 2, c and beta finite, offset and stride even with stride at least
+// kernels.DeepNormals(L) draws, the lengths (in n kernels.DeepIn(L), out n kernels.DeepOut(L))
+// and that out does not overlap in.
+func (k checkedDeepSampler) DeepSample(out, in Buffer, n, L, draws int, cs, beta float64, seed, offset, stride uint64) (err error) {
 	const op = "DeepSample"
 	c := k.c
 	if err := c.open(op); err != nil {
@@ -839,20 +840,24 @@ func (k checkedDeepSampler) DeepSample(out, in Buffer, n, draws int, cs, beta fl
 	if n < 0 {
 		return c.errf(op, "n = %d: %w", n, ErrSize)
 	}
-	if draws < 2 || uint64(draws) > math.MaxUint64/kernels.DeepNormals {
+	if L < kernels.DeepMinL || L > kernels.DeepMaxL {
+		return c.errf(op, "L = %d layers, need %d <= L <= %d", L, kernels.DeepMinL, kernels.DeepMaxL)
+	}
+	d := uint64(kernels.DeepNormals(L))
+	if draws < 2 || uint64(draws) > math.MaxUint64/d {
 		return c.errf(op, "%d draws, need >= 2", draws)
 	}
 	if math.IsNaN(cs) || math.IsInf(cs, 0) || math.IsNaN(beta) || math.IsInf(beta, 0) {
 		return c.errf(op, "c = %g, beta = %g: need finite values", cs, beta)
 	}
-	if offset%2 != 0 || stride%2 != 0 || stride < kernels.DeepNormals*uint64(draws) {
-		return c.errf(op, "offset %d, stride %d: need both even and stride >= %d (4 normals per draw)", offset, stride, kernels.DeepNormals*draws)
+	if offset%2 != 0 || stride%2 != 0 || stride < d*uint64(draws) {
+		return c.errf(op, "offset %d, stride %d: need both even and stride >= %d (%d normals per draw)", offset, stride, d*uint64(draws), d)
 	}
-	nin, err := c.sizes(op, "n, kernels.DeepIn", n, kernels.DeepIn)
+	nin, err := c.sizes(op, "n, kernels.DeepIn(L)", n, kernels.DeepIn(L))
 	if err != nil {
 		return err
 	}
-	nout, err := c.sizes(op, "n, kernels.DeepOut", n, kernels.DeepOut)
+	nout, err := c.sizes(op, "n, kernels.DeepOut(L)", n, kernels.DeepOut(L))
 	if err != nil {
 		return err
 	}
@@ -865,5 +870,5 @@ func (k checkedDeepSampler) DeepSample(out, in Buffer, n, draws int, cs, beta fl
 		return c.errf(op, "out overlaps in")
 	}
 	defer c.guard(op, &err)
-	return k.d.DeepSample(ob.raw, ib.raw, n, draws, cs, beta, seed, offset, stride)
+	return k.d.DeepSample(ob.raw, ib.raw, n, L, draws, cs, beta, seed, offset, stride)
 }

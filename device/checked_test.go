@@ -84,7 +84,7 @@ func (r *recorder) QuadFormSum(out, c, x, scratch Buffer, n, t, d int, alpha flo
 	r.rec("QuadFormSum")
 	return nil
 }
-func (r *recorder) DeepSample(out, in Buffer, n, draws int, c, beta float64, seed, offset, stride uint64) error {
+func (r *recorder) DeepSample(out, in Buffer, n, L, draws int, c, beta float64, seed, offset, stride uint64) error {
 	r.rec("DeepSample")
 	return nil
 }
@@ -152,9 +152,9 @@ func TestBadArguments(t *testing.T) {
 	tr := d.Capabilities().Trainer
 	qf := d.Capabilities().QuadFormSummer
 	ds := d.Capabilities().DeepSampler
-	dIn := must(d.Alloc(2 * kernels.DeepIn))
-	dOut := must(d.Alloc(2 * kernels.DeepOut))
-	dBoth := must(d.Alloc(2 * (kernels.DeepIn + kernels.DeepOut)))
+	dIn := must(d.Alloc(2 * kernels.DeepIn(3)))
+	dOut := must(d.Alloc(2 * kernels.DeepOut(3)))
+	dBoth := must(d.Alloc(2 * (kernels.DeepIn(3) + kernels.DeepOut(3))))
 	sm := Channel{Kind: Softmax, T: 2, Beta: 1}
 	f64 := func(_ float64, err error) error { return err }
 	alloc := func(_ Buffer, err error) error { return err }
@@ -273,15 +273,16 @@ func TestBadArguments(t *testing.T) {
 		{"QuadFormSum short scratch", "QuadFormSum", true, func() error { return qf.QuadFormSum(b, a, big, short3, 2, 2, 4, 1) }, "buffer scratch"},
 		{"QuadFormSum out = scratch", "QuadFormSum", false, func() error { return qf.QuadFormSum(a, b, big, a, 2, 2, 2, 1) }, "distinct"},
 		{"QuadFormSum scratch overlaps x", "QuadFormSum", false, func() error { return qf.QuadFormSum(a, b, lo, mid, 2, 2, 4, 1) }, "distinct"},
-		{"DeepSample negative", "DeepSample", true, func() error { return ds.DeepSample(dOut, dIn, -1, 10, 1, 1, 1, 0, 40) }, "n = -1"},
-		{"DeepSample one draw", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 1, 1, 1, 1, 0, 40) }, "need >= 2"},
-		{"DeepSample NaN beta", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 10, 1, math.NaN(), 1, 0, 40) }, "finite"},
-		{"DeepSample odd offset", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 10, 1, 1, 1, 3, 40) }, "even"},
-		{"DeepSample short stride", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 10, 1, 1, 1, 0, 38) }, "stride >= 40"},
-		{"DeepSample short in", "DeepSample", true, func() error { return ds.DeepSample(dOut, short3, 2, 10, 1, 1, 1, 0, 40) }, "buffer in"},
-		{"DeepSample short out", "DeepSample", true, func() error { return ds.DeepSample(dIn, dIn, 2, 10, 1, 1, 1, 0, 40) }, "buffer out"},
+		{"DeepSample L = 5", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 5, 10, 1, 1, 1, 0, 40) }, "L = 5 layers"},
+		{"DeepSample negative", "DeepSample", true, func() error { return ds.DeepSample(dOut, dIn, -1, 3, 10, 1, 1, 1, 0, 40) }, "n = -1"},
+		{"DeepSample one draw", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 3, 1, 1, 1, 1, 0, 40) }, "need >= 2"},
+		{"DeepSample NaN beta", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 3, 10, 1, math.NaN(), 1, 0, 40) }, "finite"},
+		{"DeepSample odd offset", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 3, 10, 1, 1, 1, 3, 40) }, "even"},
+		{"DeepSample short stride", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 3, 10, 1, 1, 1, 0, 38) }, "stride >= 40"},
+		{"DeepSample short in", "DeepSample", true, func() error { return ds.DeepSample(dOut, short3, 2, 3, 10, 1, 1, 1, 0, 40) }, "buffer in"},
+		{"DeepSample short out", "DeepSample", true, func() error { return ds.DeepSample(dIn, dIn, 2, 3, 10, 1, 1, 1, 0, 40) }, "buffer out"},
 		{"DeepSample overlap", "DeepSample", false, func() error {
-			return ds.DeepSample(must(View(dBoth, 0, 2*kernels.DeepOut)), must(View(dBoth, 2*kernels.DeepOut-1, 2*kernels.DeepIn)), 2, 10, 1, 1, 1, 0, 40)
+			return ds.DeepSample(must(View(dBoth, 0, 2*kernels.DeepOut(3))), must(View(dBoth, 2*kernels.DeepOut(3)-1, 2*kernels.DeepIn(3))), 2, 3, 10, 1, 1, 1, 0, 40)
 		}, "overlaps"},
 	}
 	seen := map[string]bool{}
@@ -337,7 +338,7 @@ func TestGoodArguments(t *testing.T) {
 	tr := d.Capabilities().Trainer
 	qf := d.Capabilities().QuadFormSummer
 	ds := d.Capabilities().DeepSampler
-	dBoth := must(d.Alloc(kernels.DeepIn + kernels.DeepOut))
+	dBoth := must(d.Alloc(kernels.DeepIn(3) + kernels.DeepOut(3)))
 	sm := Channel{Kind: Softmax, T: 2, Beta: 1}
 	f64 := func(_ float64, err error) error { return err }
 	cases := []struct {
@@ -367,9 +368,9 @@ func TestGoodArguments(t *testing.T) {
 		{"AdamStep", func() error { return tr.AdamStep(a, b, lo, hi, 0.1, 0.9, 0.99, 1e-8, 1) }},
 		{"QuadFormSum", func() error { return qf.QuadFormSum(a, lo, hi, b, 4, 2, 2, 1) }},
 		{"DeepSample", func() error { // out and in adjacent views of one buffer
-			return ds.DeepSample(must(View(dBoth, 0, kernels.DeepOut)), must(View(dBoth, kernels.DeepOut, kernels.DeepIn)), 1, 10, 1, 1, 1, 2, 40)
+			return ds.DeepSample(must(View(dBoth, 0, kernels.DeepOut(3))), must(View(dBoth, kernels.DeepOut(3), kernels.DeepIn(3))), 1, 3, 10, 1, 1, 1, 2, 40)
 		}},
-		{"DeepSample", func() error { return ds.DeepSample(a, b, 0, 2, 0, 0, 0, 0, 8) }}, // no tasks
+		{"DeepSample", func() error { return ds.DeepSample(a, b, 0, 3, 2, 0, 0, 0, 0, 8) }}, // no tasks
 	}
 	for _, c := range cases {
 		before := len(r.calls)
@@ -490,7 +491,7 @@ func TestClose(t *testing.T) {
 		"SoftmaxLossGrad": func() error { _, err := tr.SoftmaxLossGrad(sm, x, x, x, 1, 1); return err }(),
 		"AdamStep":        tr.AdamStep(x, x, x, x, 0.1, 0.9, 0.99, 1e-8, 1),
 		"QuadFormSum":     qf.QuadFormSum(x, x, x, x, 0, 0, 0, 1),
-		"DeepSample":      ds.DeepSample(x, x, 0, 2, 1, 1, 1, 0, 8),
+		"DeepSample":      ds.DeepSample(x, x, 0, 3, 2, 1, 1, 1, 0, 8),
 	} {
 		if !errors.Is(err, ErrClosed) || !strings.HasPrefix(err.Error(), "rec "+op+": ") {
 			t.Errorf("%s after Close: %v", op, err)

@@ -395,18 +395,19 @@ type QuadFormSummer interface {
 }
 
 // DeepSampler is the optional operation of the sequence multi-index model's deep attention
-// channel at L = 3, M = 2 (docs/SMI.md 2.2): the posterior moments of many channel integrals at
-// once by kernels.DeepSampler's importance sampling (Caps.DeepSampler, which engine/smi/se and
-// engine/smi/amp ask for). The CPU backend runs the CPU twin kernels.DeepSampleBatch, the CUDA
-// backend the kernel deep_sample (one task per thread, the same rule); results agree to
-// rounding.
+// channel with M = 2 tokens and kernels.DeepMinL <= L <= kernels.DeepMaxL layers (docs/SMI.md
+// 2.2): the posterior moments of many channel integrals at once by kernels.DeepSampler's
+// importance sampling (Caps.DeepSampler, which engine/smi/se and engine/smi/amp ask for). The
+// CPU backend runs the CPU twin kernels.DeepSampleBatch, the CUDA backend the kernel
+// deep_sample (one task per thread, the same rule); results agree to rounding.
 type DeepSampler interface {
-	// DeepSample estimates n tasks' posterior moments, each from draws >= 2 draws of the
-	// channel's skip strength c and inverse temperature beta (both finite): task t reads
-	// in[t kernels.DeepIn : (t+1) kernels.DeepIn] (its slot s, u, omega, V) and writes
-	// kernels.DeepOut values to out, whose status entry says whether there is an estimate.
-	// Draw i of a task takes the normals G(seed, offset + s stride + 4 i + k), k < 4, of the
-	// stream of NormalAt; offset and stride are even and stride >= 4 draws, so tasks of
-	// distinct slots draw distinct normals. out must not overlap in.
-	DeepSample(out, in Buffer, n, draws int, c, beta float64, seed, offset, stride uint64) error
+	// DeepSample estimates n tasks' posterior moments at L layers, each from draws >= 2 draws,
+	// with the channel's skip strength c and inverse temperature beta (both finite): task t
+	// reads in[t kernels.DeepIn(L) : (t+1) kernels.DeepIn(L)] (its slot s, u, omega, V) and
+	// writes kernels.DeepOut(L) values to out, whose status entry says whether there is an
+	// estimate. Draw i of a task takes the normals G(seed, offset + s stride + d i + k), k < d =
+	// kernels.DeepNormals(L), of the stream of NormalAt; offset and stride are even and
+	// stride >= d draws, so tasks of distinct slots draw distinct normals. out must not overlap
+	// in.
+	DeepSample(out, in Buffer, n, L, draws int, c, beta float64, seed, offset, stride uint64) error
 }

@@ -1,32 +1,55 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/aimtheory/aim/internal/par"
 	"github.com/aimtheory/aim/internal/spd"
 )
 
-// The layout of DeepSample's tasks and results, and the number of normals one draw takes.
+// DeepMaxL is the largest number of layers DeepSampler takes (fixed-size work space, the same
+// in the CUDA kernel); DeepMinL the smallest.
 const (
-	// DeepNormals is the number of standard normals one draw of DeepSampler takes.
-	DeepNormals = 4
-	// DeepIn is the number of values of one task: its slot s (an integer 0 <= s < 2^53 that
-	// places its draws in the normal stream), u (2), omega (3 x 2, row-major: layer then
-	// token) and V (3 x 3, row-major, symmetric positive definite).
-	DeepIn = 18
-	// DeepOut is the number of values of one task's result, at the offsets below.
-	DeepOut = 51
-
-	DeepOutMean   = 0  // 6 values: the posterior mean of Z - omega, first-order bias removed
-	DeepOutSecond = 6  // 36: E[(Z - omega)(Z - omega)^T], row-major 6 x 6, symmetric
-	DeepOutErr    = 42 // 6: the delta-method standard error of each mean
-	DeepOutLogZ   = 48 // log Z_out, first-order bias removed
-	DeepOutESS    = 49 // the effective sample size (sum w)^2 / sum_i W_i^2 over draws
-	DeepOutStatus = 50 // DeepOK or the reason there is no estimate
+	DeepMinL = 2
+	DeepMaxL = 4
 )
 
-// Status values of DeepOut's DeepOutStatus entry.
+// DeepNormals returns the number of standard normals one draw of DeepSampler takes at L
+// layers: 2 (L - 1), one per free coordinate.
+func DeepNormals(L int) int { return 2 * (L - 1) }
+
+// DeepIn returns the number of values of one task at L layers: its slot s (an integer
+// 0 <= s < 2^53 that places its draws in the normal stream), u (2), omega (L x 2, row-major:
+// layer then token) and V (L x L, row-major, symmetric positive definite), in that order.
+func DeepIn(L int) int { return 3 + 2*L + L*L }
+
+// DeepOut returns the number of values of one task's result at L layers, P M = 2 L: the
+// posterior mean of Z - omega (P M values, first-order bias removed), E[(Z - omega)(Z -
+// omega)^T] ((P M)^2, row-major, symmetric), the delta-method standard error of each mean
+// (P M), log Z_out (first-order bias removed), the effective sample size (sum w)^2 /
+// sum_i W_i^2 over draws, and the status (DeepOK or the reason there is no estimate): the
+// offsets DeepOutSecond, DeepOutErr, DeepOutLogZ, DeepOutESS and DeepOutStatus give them.
+func DeepOut(L int) int { pm := 2 * L; return 3 + 2*pm + pm*pm }
+
+// DeepOutSecond returns the offset of the second moments in a result at L layers (the means
+// start at 0).
+func DeepOutSecond(L int) int { return 2 * L }
+
+// DeepOutErr returns the offset of the standard errors of the means.
+func DeepOutErr(L int) int { return 2*L + 4*L*L }
+
+// DeepOutLogZ returns the offset of log Z_out; the effective sample size and the status
+// follow it.
+func DeepOutLogZ(L int) int { return 4*L + 4*L*L }
+
+// DeepOutESS returns the offset of the effective sample size.
+func DeepOutESS(L int) int { return DeepOutLogZ(L) + 1 }
+
+// DeepOutStatus returns the offset of the status.
+func DeepOutStatus(L int) int { return DeepOutLogZ(L) + 2 }
+
+// Status values of a result's status entry.
 const (
 	DeepOK      = 0 // an estimate
 	DeepNotPD   = 1 // V is not positive definite
@@ -34,39 +57,50 @@ const (
 	DeepBadSlot = 3 // the slot is not an integer in [0, 2^53)
 )
 
-// deepBroadV33 is the last layer's variance V_33 above which the charts are not drawn: the
+// deepBroadVLL is the last layer's variance V_LL above which the charts are not drawn: the
 // prior alone then gives the larger effective sample size per draw.
-const deepBroadV33 = 0.25
+const deepBroadVLL = 0.25
 
-// deepPM is P M = 3 x 2, the size of Z.
-const deepPM = 6
+// deepMaxPM is P M at DeepMaxL.
+const deepMaxPM = 2 * DeepMaxL
 
-// DeepSampler estimates the posterior moments of the L = 3, M = 2 deep attention channel of
-// the sequence multi-index model (docs/SMI.md 2.2; engine/smi.Deep) by importance sampling:
-// given u, omega (3 x 2) and V (3 x 3), the density of Z = (z_1, z_2, z_3) is
-// N(Z; omega, V) (per token) times the delta of the output, u = +-B(z_1, z_2) z_3 with
-// B = A(v_2) A(z_1), v_2 = A(z_1) z_2, A(v) = softmax_row(beta v v^T) + c I. With z_3 solved
-// from the output, the integral runs over x = (z_1, z_2) with the Jacobian 1/|det B|.
+// DeepSampler estimates the posterior moments of the deep attention channel of the sequence
+// multi-index model with M = 2 tokens and DeepMinL <= L <= DeepMaxL layers (docs/SMI.md 2.2;
+// engine/smi.Deep) by importance sampling. Given u, omega (L x 2) and V (L x L), Z has
+// independent token columns N(omega, V), and the output fixes u = s B_{L-1} z_L (s = +-1), with
+// v_1 = z_1, B_0 = I, B_k = A(v_k) B_{k-1}, v_k = B_{k-1} z_k and
+// A(v) = softmax_row(beta v v^T) + c I. With z_L solved from the output, the integral runs
+// over the free coordinates x = (z_1, ..., z_{L-1}) with the Jacobian 1/|det B_{L-1}|:
 //
-// The integrand concentrates, once the last layer is learned (V_33 small), on the 2-d surface
-// B(x) omega_3 = s u. Two closed-form charts follow it. In the token basis
+//	f(x) = prod_tokens N(z; omega, V) / |det B_{L-1}(x)|,   z_L = s B_{L-1}(x)^{-1} u.
+//
+// The integrand concentrates, once the last layer is learned (V_LL small), on the surface
+// B_{L-1}(x) omega_L = s u. Closed-form charts follow it. In the token basis
 // e_+- = (1, +-1)/sqrt 2 every attention is triangular,
 // A(v) = [[1 + c, tau_0 - tau_1], [0, tau_0 + tau_1 - 1 + c]] with tau_i = sigma(beta alpha_i),
 // alpha_0 = v_0 (v_0 - v_1), alpha_1 = v_1 (v_1 - v_0), so A(v) w = r has the closed-form
-// solutions v = +-(alpha_0, -alpha_1)/sqrt(alpha_0 + alpha_1) (solveAttention). The proposal
-// is the mixture of
+// solutions v = +-(alpha_0, -alpha_1)/sqrt(alpha_0 + alpha_1) (solveAttention). Chart j
+// (1 <= j <= L - 1) draws z_L ~ N(omega_L, V_LL) and every other layer input v_k, k != j, from
+// a Gaussian (v_1 = z_1 ~ N(omega_1, V_11); for k >= 2, v_k ~ N(m_k, S_k) around the forward
+// map at omega, m_k = B_{k-1}(omega) omega_k, with S_k wider than v_k's spread), then solves
 //
-//	q_0: x ~ N(omega_x, V_xx), the prior (it bounds every weight, since f <= q_0 times a constant);
-//	q_1: z_1 ~ N(omega_1, V_11), z_3 ~ N(omega_3, V_33), then v_2 solves A(v_2) A(z_1) z_3 = s u;
-//	q_2: v_2 ~ N(A(omega_1) omega_2, S_v), z_3 ~ N(omega_3, V_33), then z_1 solves
-//	     A(z_1) z_3 = A(v_2)^{-1} s u;
+//	A(v_j) B_{j-1} z_L = A(v_{j+1})^{-1} ... A(v_{L-1})^{-1} s u
 //
-// and z_2 = A(z_1)^{-1} v_2. Of n draws, n/5 are q_0's and the rest are split evenly between
-// the charts; above V_33 = 0.25 all are q_0's. Each chart is singular where its solved
-// layer's two tokens are equal (the Jacobian |d(A(v)^{-1} r)/dv| of logAttentionJacobian
-// vanishes as (v_0 - v_1)^2); the other chart covers it there. Weights use the balance
-// heuristic, f / sum_k (n_k/n) q_k, with the branch s and the sign of the solved layer
-// enumerated (Rao-Blackwellised) rather than drawn.
+// for v_j, and sets z_k = B_{k-1}^{-1} v_k. Its density at x is
+//
+//	q_j(x) = prod_{k != j} N(v_k) N(z_L) J(v_j, r_j) prod_{k < L, k != j} |det B_{k-1}|,
+//
+// J(v, r) = |det d(A(v)^{-1} r)/dv| (logAttentionJacobian) and r_j = A(v_j) B_{j-1} z_L: the
+// chain x -> (v_1, ..., v_{L-1}) (block triangular, blocks B_{k-1}) -> (v_{-j}, z_L) (the
+// block d z_L / d v_j = B_{j-1}^{-1} dA(v_j)^{-1} r_j / dv_j). The proposal mixes these charts
+// with the prior of x, q_0 = N(omega_x, V_xx), which bounds every weight (f <= q_0 times a
+// constant). Of n draws, n/5 are q_0's and the rest are split evenly between the charts, in
+// the order j = L - 1, ..., 1; above V_LL = 0.25 all are q_0's. Each chart is singular where
+// its solved layer's two tokens are equal (J vanishes as (v_0 - v_1)^2); the other charts cover
+// it there. Weights use the balance heuristic, f / sum_k (n_k/n) q_k, with the branch s and the
+// sign of the solved layer enumerated (Rao-Blackwellised) rather than drawn. A draw takes
+// DeepNormals(L) = 2 (L - 1) normals: the prior's x (layer by layer, token by token), or a
+// chart's v_k in increasing k, then z_L.
 //
 // The reduction streams over the draws (one pass, as the CUDA kernel deep_sample does): the
 // log-weights are taken relative to the running maximum, and the accumulators are rescaled
@@ -86,67 +120,99 @@ const deepPM = 6
 // holds work space.
 type DeepSampler struct {
 	c, beta float64
+	L, pm   int // layers and P M = 2 L
 	// per task
-	u             [2]float64
-	om1, om2, om3 [2]float64
-	vinv          [9]float64 // V^{-1}
-	lxx           [3]float64 // Cholesky factor of V_xx (2 x 2, packed lower: l00, l10, l11)
-	v11, v33      float64
-	mv            [2]float64 // the centre of q_2's v_2, A(omega_1) omega_2
-	sv            float64    // its variance
-	logNorm       float64    // log of the Gaussian normalisation of Z's density
-	frac          [3]float64 // the mixture's fractions of draws, n_k / n
-	logMix        [3]float64 // log of each component's weight and normalisation in q_mix
-	l             [9]float64 // work space of the factorisation
+	u       [2]float64
+	om      [DeepMaxL][2]float64 // omega by layer
+	vinv    [DeepMaxL * DeepMaxL]float64
+	l       [DeepMaxL * DeepMaxL]float64 // the Cholesky factor of V (its leading block is V_xx's)
+	vdiag   [DeepMaxL]float64
+	mc      [DeepMaxL][2]float64 // the centres of the charts' v_k (m_1 = omega_1)
+	sc      [DeepMaxL]float64    // and their variances (S_1 = V_11)
+	logNorm float64              // log of the Gaussian normalisation of Z's density
+	frac    [DeepMaxL]float64    // the mixture's fractions of draws: the prior, then chart j at j
+	logMix  [DeepMaxL]float64    // log of each component's weight and normalisation in q_mix
+	// the current draw's layer inputs and attentions (charts)
+	v [DeepMaxL][2]float64
+	a [DeepMaxL][4]float64
 	// the streaming reduction, relative to exp(mx)
-	mx      float64         // the largest log-weight so far
-	sw      float64         // sum of the points' weights
-	mean    [deepPM]float64 // their weighted mean of Z - omega
-	co      [deepPM * deepPM]float64
-	dw      float64         // the current draw's W_i
-	dn      [deepPM]float64 // and its weighted sum of Z - omega
-	sw2     float64         // sum_i W_i^2
-	mu2, m2 [deepPM]float64 // the W_i^2-weighted mean of zeta_i and centred sum of squares
+	mx      float64            // the largest log-weight so far
+	sw      float64            // sum of the points' weights
+	mean    [deepMaxPM]float64 // their weighted mean of Z - omega
+	co      [deepMaxPM * deepMaxPM]float64
+	dw      float64            // the current draw's W_i
+	dn      [deepMaxPM]float64 // and its weighted sum of Z - omega
+	sw2     float64            // sum_i W_i^2
+	mu2, m2 [deepMaxPM]float64 // the W_i^2-weighted mean of zeta_i and centred sum of squares
 }
 
-// NewDeepSampler returns the sampler of the L = 3, M = 2 deep attention channel with the
-// attention's skip strength c and inverse temperature beta.
-func NewDeepSampler(c, beta float64) *DeepSampler { return &DeepSampler{c: c, beta: beta} }
+// NewDeepSampler returns the sampler of the deep attention channel with L layers
+// (DeepMinL <= L <= DeepMaxL), M = 2 tokens, the attention's skip strength c and inverse
+// temperature beta. It panics on another L (the callers check it).
+func NewDeepSampler(L int, c, beta float64) *DeepSampler {
+	if L < DeepMinL || L > DeepMaxL {
+		panic(fmt.Sprintf("kernels: DeepSampler at L = %d, need %d <= L <= %d", L, DeepMinL, DeepMaxL))
+	}
+	return &DeepSampler{c: c, beta: beta, L: L, pm: 2 * L}
+}
 
-// Moments writes into out (DeepOut values) the estimates from n = len(normals)/DeepNormals >= 2
-// draws for u, omega (3 x 2) and V (3 x 3); normals are i.i.d. N(0, 1).
+// Moments writes into out (DeepOut(L) values) the estimates from n = len(normals) /
+// DeepNormals(L) >= 2 draws for u, omega (L x 2) and V (L x L); normals are i.i.d. N(0, 1).
 func (q *DeepSampler) Moments(out, u, omega, V, normals []float64) {
-	n := len(normals) / DeepNormals
+	L := q.L
+	nn := DeepNormals(L)
+	n := len(normals) / nn
 	if !q.setup(u, omega, V) {
-		deepFail(out, DeepNotPD)
+		deepFail(out, L, DeepNotPD)
 		return
 	}
-	nk := [3]int{n, 0, 0}
-	if q.v33 < deepBroadV33 {
+	// nk[0]: the prior's draws; nk[j]: chart j's.
+	var nk [DeepMaxL]int
+	nk[0] = n
+	if q.vdiag[L-1] < deepBroadVLL {
 		nk[0] = n / 5
-		nk[1] = (n - nk[0]) / 2
-		nk[2] = n - nk[0] - nk[1]
+		rest := n - nk[0]
+		for j := L - 1; j >= 1; j-- {
+			nk[j] = rest / j // the charts j, j-1, ..., 1 share what is left evenly
+			rest -= nk[j]
+		}
 	}
-	for k := range q.frac {
+	for k := 0; k < L; k++ {
 		q.frac[k] = float64(nk[k]) / float64(n)
 	}
 	// The log of each component's weight in the mixture, with its discrete choice (s for q_0;
-	// s and the sign for the charts) and its Gaussians' normalisations (2-d: 1/(2 pi v)).
-	q.logMix[0] = math.Log(q.frac[0]*0.5) - (2*math.Log(2*math.Pi) + 2*math.Log(q.lxx[0]*q.lxx[2]))
-	q.logMix[1] = math.Log(q.frac[1]*0.25) - math.Log(2*math.Pi*q.v11) - math.Log(2*math.Pi*q.v33)
-	q.logMix[2] = math.Log(q.frac[2]*0.25) - math.Log(2*math.Pi*q.sv) - math.Log(2*math.Pi*q.v33)
+	// s and the sign for the charts) and its Gaussians' normalisations (2-d: 1/(2 pi v)); the
+	// prior's is that of N(omega_x, V_xx) per token.
+	var ldx float64
+	for k := 0; k < L-1; k++ {
+		ldx += math.Log(q.l[k*L+k])
+	}
+	q.logMix[0] = math.Log(q.frac[0]*0.5) - (float64(L-1)*math.Log(2*math.Pi) + 2*ldx)
+	for j := 1; j < L; j++ {
+		lm := math.Log(q.frac[j]*0.25) - math.Log(2*math.Pi*q.vdiag[L-1])
+		for k := 1; k < L; k++ {
+			if k != j {
+				lm -= math.Log(2 * math.Pi * q.sc[k-1])
+			}
+		}
+		q.logMix[j] = lm
+	}
 	q.reset()
+	chart, end := L-1, nk[0]+nk[L-1] // the chart of draw i >= nk[0], and the end of its draws
 	for i := 0; i < n; i++ {
-		g := normals[i*DeepNormals : (i+1)*DeepNormals]
+		g := normals[i*nn : (i+1)*nn]
 		q.dw = 0
-		clear(q.dn[:])
-		switch {
-		case i < nk[0]:
+		for a := 0; a < q.pm; a++ {
+			q.dn[a] = 0
+		}
+		if i < nk[0] {
 			q.drawPrior(g)
-		case i < nk[0]+nk[1]:
-			q.drawChart1(g)
-		default:
-			q.drawChart2(g)
+		} else {
+			for i >= end {
+				chart--
+				end += nk[chart]
+			}
+			q.drawChart(chart, g)
 		}
 		q.endDraw()
 	}
@@ -154,36 +220,47 @@ func (q *DeepSampler) Moments(out, u, omega, V, normals []float64) {
 }
 
 // deepFail writes a result without an estimate: NaN values and the status.
-func deepFail(out []float64, status int) {
-	for i := range out[:DeepOut] {
+func deepFail(out []float64, L, status int) {
+	n := DeepOut(L)
+	for i := range out[:n] {
 		out[i] = math.NaN()
 	}
-	out[DeepOutStatus] = float64(status)
+	out[DeepOutStatus(L)] = float64(status)
 }
 
 // setup takes the task's inputs; it reports false when V is not positive definite.
 func (q *DeepSampler) setup(u, omega, V []float64) bool {
+	L := q.L
 	q.u = [2]float64{u[0], u[1]}
-	q.om1 = [2]float64{omega[0], omega[1]}
-	q.om2 = [2]float64{omega[2], omega[3]}
-	q.om3 = [2]float64{omega[4], omega[5]}
-	// V = L L^T: V_xx's factor is L's leading 2 x 2 block, and log det V = 2 sum log L_ii.
-	if !spd.Factor(q.l[:], V, 3) || !spd.Invert(q.vinv[:], V, 3) {
+	for k := 0; k < L; k++ {
+		q.om[k] = [2]float64{omega[2*k], omega[2*k+1]}
+		q.vdiag[k] = V[k*L+k]
+	}
+	// V = L L^T: V_xx's factor is L's leading block, and log det V = 2 sum log L_ii.
+	if !spd.Factor(q.l[:L*L], V, L) || !spd.Invert(q.vinv[:L*L], V, L) {
 		return false
 	}
-	q.v11, q.v33 = V[0], V[8]
-	l00, l10, l11 := q.l[0], q.l[3], q.l[4]
-	q.lxx = [3]float64{l00, l10, l11}
-	logDet := 2 * (math.Log(l00) + math.Log(l11) + math.Log(q.l[8]))
+	var logDet float64
+	for k := 0; k < L; k++ {
+		logDet += 2 * math.Log(q.l[k*L+k])
+	}
 	// Z's density per token is N(0, V): two tokens.
-	q.logNorm = -(3*math.Log(2*math.Pi) + logDet)
-	// q_2's proposal for v_2 = A(z_1) z_2: centred at A(omega_1) omega_2, with a variance S_v
-	// wider than v_2's spread, twice (1 + c)^2 V_22 (1 + c is A's largest eigenvalue) plus
-	// |omega_2|^2 min(V_11, 1)/4 for the attention's own motion with z_1, plus 0.01.
-	a1 := q.attention(q.om1)
-	q.mv = mul2(a1, q.om2)
+	q.logNorm = -(float64(L)*math.Log(2*math.Pi) + logDet)
+	// The charts' proposals for v_k = B_{k-1} z_k, k >= 2: centred on the forward map at omega,
+	// with a variance wider than v_k's spread, twice (1 + c)^(2(k-1)) V_kk ((1 + c) is A's
+	// largest eigenvalue) plus |omega_k|^2 min(V_11, 1)/4 for the attentions' own motion with
+	// the earlier layers, plus 0.01. At k = 1, v_1 = z_1 ~ N(omega_1, V_11).
+	q.mc[0], q.sc[0] = q.om[0], q.vdiag[0]
 	c1 := 1 + q.c
-	q.sv = 2*c1*c1*V[4] + 0.25*(q.om2[0]*q.om2[0]+q.om2[1]*q.om2[1])*math.Min(q.v11, 1) + 0.01
+	b := q.attention(q.om[0]) // B_1 at omega
+	g := c1 * c1
+	for k := 1; k < L-1; k++ {
+		m := mul2(b, q.om[k])
+		q.mc[k] = m
+		q.sc[k] = 2*g*q.vdiag[k] + 0.25*(q.om[k][0]*q.om[k][0]+q.om[k][1]*q.om[k][1])*math.Min(q.vdiag[0], 1) + 0.01
+		b = matMul2(q.attention(m), b)
+		g *= c1 * c1
+	}
 	return true
 }
 
@@ -242,88 +319,134 @@ func (q *DeepSampler) logJacobianAt(a [4]float64, v, r [2]float64) float64 {
 }
 
 func (q *DeepSampler) drawPrior(g []float64) {
-	var z1, z2 [2]float64
+	L := q.L
+	var z [DeepMaxL - 1][2]float64
 	for l := 0; l < 2; l++ {
-		z1[l] = q.om1[l] + q.lxx[0]*g[l]
-		z2[l] = q.om2[l] + q.lxx[1]*g[l] + q.lxx[2]*g[2+l]
+		for k := 0; k < L-1; k++ {
+			x := q.om[k][l]
+			for i := 0; i <= k; i++ {
+				x += q.l[k*L+i] * g[i*2+l]
+			}
+			z[k][l] = x
+		}
 	}
-	a1 := q.attention(z1)
-	q.point(z1, z2, a1, 1, 0.5)
-	q.point(z1, z2, a1, -1, 0.5)
+	q.point(&z, 1, 0.5)
+	q.point(&z, -1, 0.5)
 }
 
-func (q *DeepSampler) drawChart1(g []float64) {
-	s1, s3 := math.Sqrt(q.v11), math.Sqrt(q.v33)
-	z1 := [2]float64{q.om1[0] + s1*g[0], q.om1[1] + s1*g[1]}
-	z3 := [2]float64{q.om3[0] + s3*g[2], q.om3[1] + s3*g[3]}
-	a1 := q.attention(z1)
-	w := mul2(a1, z3)
+// drawChart draws chart j's v_k (k != j) and z_L from g and adds the points of both branches s
+// and both signs of the solved v_j.
+func (q *DeepSampler) drawChart(j int, g []float64) {
+	L := q.L
+	gi := 0
+	for k := 1; k < L; k++ {
+		if k == j {
+			continue
+		}
+		sd := math.Sqrt(q.sc[k-1])
+		q.v[k-1] = [2]float64{q.mc[k-1][0] + sd*g[gi], q.mc[k-1][1] + sd*g[gi+1]}
+		gi += 2
+	}
+	s3 := math.Sqrt(q.vdiag[L-1])
+	zL := [2]float64{q.om[L-1][0] + s3*g[gi], q.om[L-1][1] + s3*g[gi+1]}
+	// w = B_{j-1} z_L from the layers below j.
+	w := zL
+	for k := 1; k < j; k++ {
+		q.a[k-1] = q.attention(q.v[k-1])
+		w = mul2(q.a[k-1], w)
+	}
+	for k := j + 1; k < L; k++ {
+		q.a[k-1] = q.attention(q.v[k-1])
+	}
 	for _, s := range [2]float64{1, -1} {
-		v2, ok := q.solveAttention(w, [2]float64{s * q.u[0], s * q.u[1]})
+		r := [2]float64{s * q.u[0], s * q.u[1]}
+		for k := L - 1; k > j; k-- {
+			r = solve2(q.a[k-1], r)
+		}
+		vj, ok := q.solveAttention(w, r)
 		if !ok {
 			continue
 		}
 		for _, sg := range [2]float64{1, -1} {
-			q.point(z1, solve2(a1, [2]float64{sg * v2[0], sg * v2[1]}), a1, s, 0.25)
+			q.v[j-1] = [2]float64{sg * vj[0], sg * vj[1]}
+			q.a[j-1] = q.attention(q.v[j-1])
+			// z_k = B_{k-1}^{-1} v_k.
+			var z [DeepMaxL - 1][2]float64
+			b := [4]float64{1, 0, 0, 1}
+			for k := 1; k < L; k++ {
+				z[k-1] = solve2(b, q.v[k-1])
+				b = matMul2(q.a[k-1], b)
+			}
+			q.point(&z, s, 0.25)
 		}
 	}
 }
 
-func (q *DeepSampler) drawChart2(g []float64) {
-	sv, s3 := math.Sqrt(q.sv), math.Sqrt(q.v33)
-	v2 := [2]float64{q.mv[0] + sv*g[0], q.mv[1] + sv*g[1]}
-	z3 := [2]float64{q.om3[0] + s3*g[2], q.om3[1] + s3*g[3]}
-	a2 := q.attention(v2)
-	for _, s := range [2]float64{1, -1} {
-		r := solve2(a2, [2]float64{s * q.u[0], s * q.u[1]})
-		z1, ok := q.solveAttention(z3, r)
-		if !ok {
-			continue
-		}
-		for _, sg := range [2]float64{1, -1} {
-			zz := [2]float64{sg * z1[0], sg * z1[1]}
-			a1 := q.attention(zz)
-			q.point(zz, solve2(a1, v2), a1, s, 0.25)
-		}
+// point adds the point (z_1, ..., z_{L-1}, branch s), drawn with the discrete probability pc,
+// with its log-weight log(pc f / q_mix); a point whose weight is not finite is left out.
+func (q *DeepSampler) point(zx *[DeepMaxL - 1][2]float64, s, pc float64) {
+	L := q.L
+	// The forward map: v_k, A(v_k) and B_k; ldb[k] = log |det B_k| (B_0 = I).
+	var v [DeepMaxL][2]float64
+	var a [DeepMaxL][4]float64
+	var ldb [DeepMaxL]float64
+	b := [4]float64{1, 0, 0, 1}
+	for k := 1; k < L; k++ {
+		v[k-1] = mul2(b, zx[k-1])
+		a[k-1] = q.attention(v[k-1])
+		b = matMul2(a[k-1], b)
+		ldb[k] = math.Log(math.Abs(b[0]*b[3] - b[1]*b[2]))
 	}
-}
-
-// point adds the point (z_1, z_2, branch s), with a1 = A(z_1), drawn with the discrete
-// probability pc, with its log-weight log(pc f / q_mix); a point whose weight is not finite
-// is left out.
-func (q *DeepSampler) point(z1, z2 [2]float64, a1 [4]float64, s, pc float64) {
-	v2 := mul2(a1, z2)
-	a2 := q.attention(v2)
-	B := [4]float64{a2[0]*a1[0] + a2[1]*a1[2], a2[0]*a1[1] + a2[1]*a1[3], a2[2]*a1[0] + a2[3]*a1[2], a2[2]*a1[1] + a2[3]*a1[3]}
-	detB := B[0]*B[3] - B[1]*B[2]
 	su := [2]float64{s * q.u[0], s * q.u[1]}
-	z3 := solve2(B, su)
-	var z [deepPM]float64
+	zL := solve2(b, su)
+	var z [deepMaxPM]float64 // Z - omega, layer by layer
+	for k := 0; k < L-1; k++ {
+		z[2*k], z[2*k+1] = zx[k][0]-q.om[k][0], zx[k][1]-q.om[k][1]
+	}
+	z[2*L-2], z[2*L-1] = zL[0]-q.om[L-1][0], zL[1]-q.om[L-1][1]
 	var quad float64
 	for l := 0; l < 2; l++ {
-		x := [3]float64{z1[l] - q.om1[l], z2[l] - q.om2[l], z3[l] - q.om3[l]}
-		z[l], z[2+l], z[4+l] = x[0], x[1], x[2]
-		for i := 0; i < 3; i++ {
-			for j := 0; j < 3; j++ {
-				quad += x[i] * q.vinv[i*3+j] * x[j]
+		for i := 0; i < L; i++ {
+			for j := 0; j < L; j++ {
+				quad += z[2*i+l] * q.vinv[i*L+j] * z[2*j+l]
 			}
 		}
 	}
-	logF := q.logNorm - quad/2 - math.Log(math.Abs(detB))
+	logF := q.logNorm - quad/2 - ldb[L-1]
 	// q_0: the prior of x (the Cholesky factor's quadratic form), s with probability 1/2.
 	var q0 float64
 	for l := 0; l < 2; l++ {
-		e0 := z[l] / q.lxx[0]
-		e1 := (z[2+l] - q.lxx[1]*e0) / q.lxx[2]
-		q0 += e0*e0 + e1*e1
+		var e [DeepMaxL]float64
+		for k := 0; k < L-1; k++ {
+			x := z[2*k+l]
+			for i := 0; i < k; i++ {
+				x -= q.l[k*L+i] * e[i]
+			}
+			e[k] = x / q.l[k*L+k]
+			q0 += e[k] * e[k]
+		}
 	}
 	lq := q.logMix[0] - q0/2
-	if q.frac[1] > 0 {
-		n3 := quad2(z3, q.om3) / q.v33
-		lq1 := q.logMix[1] - (quad2(z1, q.om1)/q.v11+n3)/2 + q.logJacobianAt(a2, v2, su)
-		lq2 := q.logMix[2] - (quad2(v2, q.mv)/q.sv+n3)/2 + math.Log(math.Abs(a1[0]*a1[3]-a1[1]*a1[2])) +
-			q.logJacobianAt(a1, z1, mul2(a1, z3))
-		lq = logSumExp3(lq, lq1, lq2)
+	if q.vdiag[L-1] < deepBroadVLL {
+		// The charts share N(z_L), the Gaussians of every v_k and sum_k log |det B_{k-1}|; chart
+		// j leaves out v_j's Gaussian and |det B_{j-1}| and adds J(v_j, r_j).
+		nL := quad2(zL, q.om[L-1]) / q.vdiag[L-1]
+		var nv [DeepMaxL]float64
+		var sumN, sumDet float64
+		for k := 1; k < L; k++ {
+			nv[k] = quad2(v[k-1], q.mc[k-1]) / q.sc[k-1]
+			sumN += nv[k]
+			sumDet += ldb[k-1]
+		}
+		lse := lq
+		bj := [4]float64{1, 0, 0, 1} // B_{j-1}
+		for j := 1; j < L; j++ {
+			r := mul2(a[j-1], mul2(bj, zL))
+			lj := q.logMix[j] - (sumN-nv[j]+nL)/2 + (sumDet - ldb[j-1]) + q.logJacobianAt(a[j-1], v[j-1], r)
+			lse = logAddExp(lse, lj)
+			bj = matMul2(a[j-1], bj)
+		}
+		lq = lse
 	}
 	lw := math.Log(pc) + logF - lq
 	if math.IsNaN(lw) || math.IsInf(lw, 0) {
@@ -336,27 +459,30 @@ func (q *DeepSampler) point(z1, z2 [2]float64, a1 [4]float64, s, pc float64) {
 func (q *DeepSampler) reset() {
 	q.mx = math.Inf(-1)
 	q.sw, q.sw2 = 0, 0
-	clear(q.mean[:])
-	clear(q.co[:])
-	clear(q.mu2[:])
-	clear(q.m2[:])
+	for a := 0; a < q.pm; a++ {
+		q.mean[a], q.mu2[a], q.m2[a] = 0, 0, 0
+		for b := 0; b < q.pm; b++ {
+			q.co[a*q.pm+b] = 0
+		}
+	}
 }
 
 // add takes the point z (Z - omega) of log-weight lw into the running sums: the weight is
 // exp(lw - mx), and a new maximum rescales every sum first (exp(mx_old - mx), squared for the
 // sums of squared weights).
-func (q *DeepSampler) add(z *[deepPM]float64, lw float64) {
+func (q *DeepSampler) add(z *[deepMaxPM]float64, lw float64) {
+	pm := q.pm
 	if lw > q.mx {
 		f := math.Exp(q.mx - lw)
 		f2 := f * f
 		q.sw *= f
 		q.dw *= f
 		q.sw2 *= f2
-		for a := 0; a < deepPM; a++ {
+		for a := 0; a < pm; a++ {
 			q.dn[a] *= f
 			q.m2[a] *= f2
-			for b := a; b < deepPM; b++ {
-				q.co[a*deepPM+b] *= f
+			for b := a; b < pm; b++ {
+				q.co[a*pm+b] *= f
 			}
 		}
 		q.mx = lw
@@ -364,15 +490,15 @@ func (q *DeepSampler) add(z *[deepPM]float64, lw float64) {
 	w := math.Exp(lw - q.mx)
 	sw := q.sw + w
 	r, k := w/sw, w*(q.sw/sw)
-	var d [deepPM]float64
-	for a := 0; a < deepPM; a++ {
+	var d [deepMaxPM]float64
+	for a := 0; a < pm; a++ {
 		q.dn[a] += w * z[a]
 		d[a] = z[a] - q.mean[a]
 		q.mean[a] += d[a] * r
 	}
-	for a := 0; a < deepPM; a++ {
-		for b := a; b < deepPM; b++ {
-			q.co[a*deepPM+b] += k * d[a] * d[b]
+	for a := 0; a < pm; a++ {
+		for b := a; b < pm; b++ {
+			q.co[a*pm+b] += k * d[a] * d[b]
 		}
 	}
 	q.dw += w
@@ -388,7 +514,7 @@ func (q *DeepSampler) endDraw() {
 	w2 := q.dw * q.dw
 	s2 := q.sw2 + w2
 	r, k := w2/s2, w2*(q.sw2/s2)
-	for a := 0; a < deepPM; a++ {
+	for a := 0; a < q.pm; a++ {
 		d := q.dn[a]/q.dw - q.mu2[a]
 		q.mu2[a] += d * r
 		q.m2[a] += k * d * d
@@ -398,33 +524,42 @@ func (q *DeepSampler) endDraw() {
 
 // finish writes the estimates of n draws (DeepSampler's formulas) into out.
 func (q *DeepSampler) finish(out []float64, n int) {
+	L, pm := q.L, q.pm
 	if !(q.sw > 0) {
-		deepFail(out, DeepNoPoint)
+		deepFail(out, L, DeepNoPoint)
 		return
 	}
 	sw := q.sw
-	for a := 0; a < deepPM; a++ {
+	sec, er := DeepOutSecond(L), DeepOutErr(L)
+	for a := 0; a < pm; a++ {
 		m := q.mean[a]
 		dm := m - q.mu2[a]
-		out[DeepOutMean+a] = m - q.sw2*dm/(sw*sw)
-		out[DeepOutErr+a] = math.Sqrt(q.m2[a]+q.sw2*dm*dm) / sw
-		for b := a; b < deepPM; b++ {
-			v := q.co[a*deepPM+b]/sw + m*q.mean[b]
-			out[DeepOutSecond+a*deepPM+b], out[DeepOutSecond+b*deepPM+a] = v, v
+		out[a] = m - q.sw2*dm/(sw*sw)
+		out[er+a] = math.Sqrt(q.m2[a]+q.sw2*dm*dm) / sw
+		for b := a; b < pm; b++ {
+			v := q.co[a*pm+b]/sw + m*q.mean[b]
+			out[sec+a*pm+b], out[sec+b*pm+a] = v, v
 		}
 	}
 	zhat := sw / float64(n)
 	varZ := (q.sw2/float64(n) - zhat*zhat) / float64(n)
 	// E log Zhat = log Z - Var/(2 Z^2) + O(1/n^2): remove the first-order bias.
-	out[DeepOutLogZ] = math.Log(zhat) + q.mx + varZ/(2*zhat*zhat)
-	out[DeepOutESS] = sw * sw / q.sw2
-	out[DeepOutStatus] = DeepOK
+	out[DeepOutLogZ(L)] = math.Log(zhat) + q.mx + varZ/(2*zhat*zhat)
+	out[DeepOutESS(L)] = sw * sw / q.sw2
+	out[DeepOutStatus(L)] = DeepOK
 }
 
+// mul2 is a b for the 2 x 2 a (row-major) and the 2-vector b.
 func mul2(a [4]float64, b [2]float64) [2]float64 {
 	return [2]float64{a[0]*b[0] + a[1]*b[1], a[2]*b[0] + a[3]*b[1]}
 }
 
+// matMul2 is the product a b of 2 x 2 matrices (row-major).
+func matMul2(a, b [4]float64) [4]float64 {
+	return [4]float64{a[0]*b[0] + a[1]*b[2], a[0]*b[1] + a[1]*b[3], a[2]*b[0] + a[3]*b[2], a[2]*b[1] + a[3]*b[3]}
+}
+
+// solve2 is a^{-1} b by Cramer's rule.
 func solve2(a [4]float64, b [2]float64) [2]float64 {
 	det := a[0]*a[3] - a[1]*a[2]
 	return [2]float64{(a[3]*b[0] - a[1]*b[1]) / det, (-a[2]*b[0] + a[0]*b[1]) / det}
@@ -436,12 +571,13 @@ func quad2(x, m [2]float64) float64 {
 	return a*a + b*b
 }
 
-func logSumExp3(a, b, c float64) float64 {
-	m := math.Max(a, math.Max(b, c))
+// logAddExp is log(e^a + e^b), -Inf when both are.
+func logAddExp(a, b float64) float64 {
+	m := math.Max(a, b)
 	if math.IsInf(m, -1) {
 		return m
 	}
-	return m + math.Log(math.Exp(a-m)+math.Exp(b-m)+math.Exp(c-m))
+	return m + math.Log(math.Exp(a-m)+math.Exp(b-m))
 }
 
 // deepChunk is the number of tasks per chunk of DeepSampleBatch's worker pool.
@@ -450,32 +586,36 @@ const deepChunk = 4
 // MaxDeepSlot bounds a task's slot: below it every integer is exact in float64.
 const MaxDeepSlot = 1 << 53
 
-// DeepSampleBatch runs DeepSampler (c, beta) over n tasks: task t's inputs are
-// in[t DeepIn : (t+1) DeepIn] (DeepIn), its result goes to out[t DeepOut : (t+1) DeepOut], and
-// its draws take the normals G(seed, offset + s stride + k), k < DeepNormals draws, s the
-// task's slot, written by fill(dst, seed, off) as dst[k] = G(seed, off + k) (package device's
-// FillNormals, passed in because package device depends on this one). Workers run chunks of
-// tasks (par.For); each task is computed alone, so the results do not depend on workers.
-// This is the CPU twin of the kernel deep_sample.
-func DeepSampleBatch(out, in []float64, n, draws int, c, beta float64, seed, offset, stride uint64, workers int,
+// DeepSampleBatch runs DeepSampler (L layers, c, beta) over n tasks: task t's inputs are
+// in[t DeepIn(L) : (t+1) DeepIn(L)], its result goes to out[t DeepOut(L) : (t+1) DeepOut(L)],
+// and its draws take the normals G(seed, offset + s stride + k), k < DeepNormals(L) draws, s
+// the task's slot, written by fill(dst, seed, off) as dst[k] = G(seed, off + k) (package
+// device's FillNormals, passed in because package device depends on this one). Workers run
+// chunks of tasks (par.For); each task is computed alone, so the results do not depend on
+// workers. This is the CPU twin of the kernel deep_sample.
+func DeepSampleBatch(out, in []float64, n, L, draws int, c, beta float64, seed, offset, stride uint64, workers int,
 	fill func(dst []float64, seed, offset uint64)) error {
+	if L < DeepMinL || L > DeepMaxL {
+		return fmt.Errorf("deep channel sampler: L = %d, need %d <= L <= %d", L, DeepMinL, DeepMaxL)
+	}
 	type state struct {
 		q *DeepSampler
 		g []float64
 	}
+	nin, nout := DeepIn(L), DeepOut(L)
 	return par.For(workers, par.Chunks(n, deepChunk), func() (state, error) {
-		return state{NewDeepSampler(c, beta), make([]float64, draws*DeepNormals)}, nil
+		return state{NewDeepSampler(L, c, beta), make([]float64, draws*DeepNormals(L))}, nil
 	}, func(s state, ch int) error {
 		lo, hi := par.Span(ch, n, deepChunk)
 		for t := lo; t < hi; t++ {
-			task, res := in[t*DeepIn:(t+1)*DeepIn], out[t*DeepOut:(t+1)*DeepOut]
+			task, res := in[t*nin:(t+1)*nin], out[t*nout:(t+1)*nout]
 			slot := task[0]
 			if !(slot >= 0 && slot < MaxDeepSlot && slot == math.Floor(slot)) {
-				deepFail(res, DeepBadSlot)
+				deepFail(res, L, DeepBadSlot)
 				continue
 			}
 			fill(s.g, seed, offset+uint64(slot)*stride)
-			s.q.Moments(res, task[1:3], task[3:9], task[9:18], s.g)
+			s.q.Moments(res, task[1:3], task[3:3+2*L], task[3+2*L:nin], s.g)
 		}
 		return nil
 	})

@@ -12,7 +12,7 @@ import (
 func TestDeepAttentionCharts(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, cb := range [][2]float64{{1, 1}, {0.5, 1.3}, {2, 0.7}} {
-		q := NewDeepSampler(cb[0], cb[1])
+		q := NewDeepSampler(3, cb[0], cb[1])
 		for k := 0; k < 50; k++ {
 			// The closed forms lose digits where the softmax saturates (|v| of 4 and more, where
 			// the prior has no mass): draw v at the prior's scale.
@@ -51,7 +51,7 @@ func TestDeepAttentionCharts(t *testing.T) {
 		}
 	}
 	// No solution where the token difference of w vanishes.
-	q := NewDeepSampler(1, 1)
+	q := NewDeepSampler(3, 1, 1)
 	if _, ok := q.solveAttention([2]float64{0.3, 0.3}, [2]float64{1, 0}); ok {
 		t.Error("solveAttention found a v for w_0 = w_1")
 	}
@@ -61,16 +61,17 @@ func TestDeepAttentionCharts(t *testing.T) {
 // two-pass formulas written out (the global maximum first, then plain sums), on random points
 // whose log-weights span 60 units and rise and fall, with draws of 0 to 4 points.
 func TestDeepReduce(t *testing.T) {
+	const deepPM = 6
 	r := rand.New(rand.NewPCG(5, 6))
 	for trial := 0; trial < 20; trial++ {
 		n := 2 + r.IntN(200)
 		type pt struct {
-			z    [deepPM]float64
+			z    [deepMaxPM]float64
 			lw   float64
 			draw int
 		}
 		var pts []pt
-		q := NewDeepSampler(1, 1)
+		q := NewDeepSampler(3, 1, 1)
 		q.reset()
 		for i := 0; i < n; i++ {
 			q.dw = 0
@@ -87,11 +88,11 @@ func TestDeepReduce(t *testing.T) {
 			}
 			q.endDraw()
 		}
-		got := make([]float64, DeepOut)
+		got := make([]float64, DeepOut(3))
 		q.finish(got, n)
 		if len(pts) == 0 {
-			if got[DeepOutStatus] != DeepNoPoint {
-				t.Fatalf("no points: status %v", got[DeepOutStatus])
+			if got[DeepOutStatus(3)] != DeepNoPoint {
+				t.Fatalf("no points: status %v", got[DeepOutStatus(3)])
 			}
 			continue
 		}
@@ -101,10 +102,10 @@ func TestDeepReduce(t *testing.T) {
 			mx = math.Max(mx, p.lw)
 		}
 		var sw, sw2 float64
-		var m, bias, e2 [deepPM]float64
+		var m, bias, e2 [deepMaxPM]float64
 		var sec [deepPM * deepPM]float64
 		W := make([]float64, n)
-		N := make([][deepPM]float64, n)
+		N := make([][deepMaxPM]float64, n)
 		for _, p := range pts {
 			w := math.Exp(p.lw - mx)
 			sw += w
@@ -128,17 +129,17 @@ func TestDeepReduce(t *testing.T) {
 				e2[a] += ra * ra
 			}
 		}
-		want := make([]float64, DeepOut)
+		want := make([]float64, DeepOut(3))
 		for a := 0; a < deepPM; a++ {
-			want[DeepOutMean+a] = m[a] - bias[a]/(sw*sw)
-			want[DeepOutErr+a] = math.Sqrt(e2[a]) / sw
+			want[a] = m[a] - bias[a]/(sw*sw)
+			want[DeepOutErr(3)+a] = math.Sqrt(e2[a]) / sw
 			for b := 0; b < deepPM; b++ {
-				want[DeepOutSecond+a*deepPM+b] = sec[a*deepPM+b] / sw
+				want[DeepOutSecond(3)+a*deepPM+b] = sec[a*deepPM+b] / sw
 			}
 		}
 		zhat := sw / float64(n)
-		want[DeepOutLogZ] = math.Log(zhat) + mx + (sw2/float64(n)-zhat*zhat)/float64(n)/(2*zhat*zhat)
-		want[DeepOutESS] = sw * sw / sw2
+		want[DeepOutLogZ(3)] = math.Log(zhat) + mx + (sw2/float64(n)-zhat*zhat)/float64(n)/(2*zhat*zhat)
+		want[DeepOutESS(3)] = sw * sw / sw2
 		for i := range want {
 			if d := math.Abs(got[i] - want[i]); !(d <= 1e-12*(1+math.Abs(want[i]))) {
 				t.Errorf("trial %d (%d draws, %d points): out[%d] = %.17g, two passes %.17g", trial, n, len(pts), i, got[i], want[i])

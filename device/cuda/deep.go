@@ -10,7 +10,7 @@ var _ device.DeepSampler = (*backend)(nil)
 // DeepSample is device.DeepSampler: the kernel deep_sample, one task per thread
 // (kernels.DeepSampleBatch is its CPU twin), each thread drawing its normals from the stream
 // of device.NormalAt itself.
-func (d *backend) DeepSample(out, in device.Buffer, n, draws int, c, beta float64, seed, offset, stride uint64) error {
+func (d *backend) DeepSample(out, in device.Buffer, n, L, draws int, c, beta float64, seed, offset, stride uint64) error {
 	const op = "cuda DeepSample"
 	if err := fitsInt32(op, "draws", draws); err != nil {
 		return err
@@ -20,6 +20,6 @@ func (d *backend) DeepSample(out, in device.Buffer, n, draws int, c, beta float6
 		return nil
 	}
 	return wrap(op, d.do(func() error {
-		return d.launchSync("deep_sample", kernels.GridThreads(int64(n)), ob.ptr, ib.ptr, int64(n), int32(draws), c, beta, seed, offset, stride)
+		return d.launchSync("deep_sample", kernels.GridThreads(int64(n)), ob.ptr, ib.ptr, int64(n), int32(L), int32(draws), c, beta, seed, offset, stride)
 	}))
 }

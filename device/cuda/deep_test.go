@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,66 +10,75 @@ import (
 	"github.com/aimtheory/aim/kernels"
 )
 
-// deepRun runs DeepSample on dev over the tasks in (kernels.DeepTasks) and returns the results.
-func deepRun(t testing.TB, dev device.Device, in []float64, draws int, c, beta float64) []float64 {
+// deepRun runs DeepSample at L layers on dev over the tasks in (kernels.DeepTasks) and
+// returns the results.
+func deepRun(t testing.TB, dev device.Device, in []float64, L, draws int, c, beta float64) []float64 {
 	t.Helper()
-	n := len(in) / kernels.DeepIn
+	n := len(in) / kernels.DeepIn(L)
 	ib := up(t, dev, in)
-	ob := up(t, dev, make([]float64, n*kernels.DeepOut))
+	ob := up(t, dev, make([]float64, n*kernels.DeepOut(L)))
 	defer dev.Free(ib)
 	defer dev.Free(ob)
 	const seed, offset, stride = 7, 1<<60 + 1<<40, 1 << 24
-	if err := dev.Capabilities().DeepSampler.DeepSample(ob, ib, n, draws, c, beta, seed, offset, stride); err != nil {
+	if err := dev.Capabilities().DeepSampler.DeepSample(ob, ib, n, L, draws, c, beta, seed, offset, stride); err != nil {
 		t.Fatal(err)
 	}
 	return down(t, dev, ob)
 }
 
 // TestGPUDeepSample compares the kernel deep_sample with its CPU twin on the same tasks
-// (broad, sharp and correlated, kernels.DeepTasks): the statuses equal, and each task's values
-// within 1e-9 relative (the GPU's exp and log differ from Go's in the last bits).
+// (broad, sharp and correlated, kernels.DeepTasks) at L = 2, 3 and 4: the statuses equal, and
+// each task's values within 1e-9 relative (the GPU's exp and log differ from Go's in the last
+// bits).
 func TestGPUDeepSample(t *testing.T) {
 	g := gpu(t)
 	c := cpu.New(0)
 	m := &maxErr{t: t, op: "DeepSample"}
-	for _, cb := range [][2]float64{{1, 1}, {0.5, 2}} {
-		for _, n := range []int{1, 37, 600} {
-			in := kernels.DeepTasks(uint64(n), n, cb[0], cb[1])
-			want, got := deepRun(t, c, in, 500, cb[0], cb[1]), deepRun(t, g, in, 500, cb[0], cb[1])
-			for i := 0; i < n; i++ {
-				w, h := want[i*kernels.DeepOut:(i+1)*kernels.DeepOut], got[i*kernels.DeepOut:(i+1)*kernels.DeepOut]
-				if w[kernels.DeepOutStatus] != h[kernels.DeepOutStatus] {
-					t.Fatalf("c = %g, beta = %g, task %d: status %v on the GPU, %v on the CPU", cb[0], cb[1], i, h[kernels.DeepOutStatus], w[kernels.DeepOutStatus])
+	for L := kernels.DeepMinL; L <= kernels.DeepMaxL; L++ {
+		nout, st := kernels.DeepOut(L), kernels.DeepOutStatus(L)
+		for _, cb := range [][2]float64{{1, 1}, {0.5, 2}} {
+			for _, n := range []int{1, 37, 600} {
+				in := kernels.DeepTasks(uint64(n), n, L, cb[0], cb[1])
+				want, got := deepRun(t, c, in, L, 500, cb[0], cb[1]), deepRun(t, g, in, L, 500, cb[0], cb[1])
+				for i := 0; i < n; i++ {
+					w, h := want[i*nout:(i+1)*nout], got[i*nout:(i+1)*nout]
+					if w[st] != h[st] {
+						t.Fatalf("L = %d, c = %g, beta = %g, task %d: status %v on the GPU, %v on the CPU", L, cb[0], cb[1], i, h[st], w[st])
+					}
+					if w[st] != kernels.DeepOK {
+						continue
+					}
+					m.check(relErr(h, w), 1e-9, "L = %d, c = %g, beta = %g, n = %d, task %d", L, cb[0], cb[1], n, i)
 				}
-				if w[kernels.DeepOutStatus] != kernels.DeepOK {
-					continue
-				}
-				m.check(relErr(h, w), 1e-9, "c = %g, beta = %g, n = %d, task %d", cb[0], cb[1], n, i)
 			}
 		}
 	}
 	m.report()
 }
 
-// BenchmarkDeepSample times one SE iteration's channel integrals at L = 3 (4000 samples, two
-// halves of 2000 draws: 8000 tasks) on the GPU and on the CPU backend of the host, back to
-// back, and reports both and their ratio.
+// BenchmarkDeepSample times one SE iteration's channel integrals at L = 3 and 4 (4000
+// samples, two halves of 2000 draws: 8000 tasks) on the GPU and on the CPU backend of the
+// host, back to back, and reports both and their ratio.
 func BenchmarkDeepSample(b *testing.B) {
 	g := gpu(b)
 	c := cpu.New(0)
 	const n, draws = 8000, 2000
-	in := kernels.DeepTasks(1, n, 1, 1)
-	var tg, tc time.Duration
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		deepRun(b, g, in, draws, 1, 1)
-		tg += time.Since(t0)
-		t0 = time.Now()
-		deepRun(b, c, in, draws, 1, 1)
-		tc += time.Since(t0)
+	for _, L := range []int{3, 4} {
+		b.Run(fmt.Sprintf("L%d", L), func(b *testing.B) {
+			in := kernels.DeepTasks(1, n, L, 1, 1)
+			var tg, tc time.Duration
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				deepRun(b, g, in, L, draws, 1, 1)
+				tg += time.Since(t0)
+				t0 = time.Now()
+				deepRun(b, c, in, L, draws, 1, 1)
+				tc += time.Since(t0)
+			}
+			b.ReportMetric(tg.Seconds()/float64(b.N), "s/gpu")
+			b.ReportMetric(tc.Seconds()/float64(b.N), "s/cpu")
+			b.ReportMetric(tc.Seconds()/tg.Seconds(), "cpu/gpu")
+			b.ReportMetric(float64(n)*draws*float64(b.N)/tg.Seconds(), "draws/s")
+		})
 	}
-	b.ReportMetric(tg.Seconds()/float64(b.N), "s/gpu")
-	b.ReportMetric(tc.Seconds()/float64(b.N), "s/cpu")
-	b.ReportMetric(tc.Seconds()/tg.Seconds(), "cpu/gpu")
-	b.ReportMetric(float64(n)*draws*float64(b.N)/tg.Seconds(), "draws/s")
 }

@@ -1,7 +1,7 @@
 // Package smi is the sequence multi-index model and deep tied attention (docs/SMI.md): its
 // teachers and data (model.go), the deep attention channel y = g(W x^T / sqrt(D)) with L tied
 // rank-1 layers (deep.go) and its posterior integrals by adaptive cubature (deepmoments.go,
-// cubature.go) and, at L = 3, by importance sampling (deepsample.go), with the state evolution
+// cubature.go) and, at L = 3 and 4, by importance sampling (deepsample.go), with the state evolution
 // and thresholds, GAMP and SGD in the sub-packages se, amp and sgd.
 package smi
 
@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/aimtheory/aim/kernels"
 )
 
 // Deep is the output channel of deep tied low-rank attention seen as a sequence multi-index
@@ -59,6 +61,24 @@ func (d *Deep) CheckInvertible() error {
 	if d.L > MaxDeepLayers {
 		return fmt.Errorf("L = %d layers: the channel quadrature runs over 2(L-1) = %d dimensions; "+
 			"at most L = %d is supported (the forward map and SGD work for any L)", d.L, 2*(d.L-1), MaxDeepLayers)
+	}
+	return nil
+}
+
+// MaxSampledLayers is the deepest network whose posterior moments the importance sampler
+// (kernels.DeepSampler, DeepSampler) estimates: 2(L-1) = 6 free pre-activations at L = 4.
+const MaxSampledLayers = kernels.DeepMaxL
+
+// CheckPosterior reports whether the posterior over Z given y can be computed for this channel
+// by the cubature (sampled false: CheckInvertible) or by importance sampling (sampled true:
+// M = 2 and 2 <= L <= MaxSampledLayers).
+func (d *Deep) CheckPosterior(sampled bool) error {
+	if !sampled || d.M != 2 {
+		return d.CheckInvertible()
+	}
+	if d.L < kernels.DeepMinL || d.L > MaxSampledLayers {
+		return fmt.Errorf("L = %d layers: the sampled channel integrals run over 2(L-1) = %d dimensions; "+
+			"%d <= L <= %d is supported (the forward map and SGD work for any L)", d.L, 2*(d.L-1), kernels.DeepMinL, MaxSampledLayers)
 	}
 	return nil
 }

@@ -8,22 +8,25 @@ import (
 	"github.com/aimtheory/aim/kernels"
 )
 
-// DeepSampler estimates the posterior moments of the L = 3 deep attention channel (the same
-// integrals as DeepPosterior, docs/SMI.md 2.2) by importance sampling (kernels.DeepSampler,
-// which states the rule), without bias in Z_out and with an error that it measures, where the
-// cubature's error is a bias of unknown sign. The state evolution and GAMP run it in batches
-// through SampleBatch (on a device, or its CPU twin); this type is one integral at a time.
+// DeepSampler estimates the posterior moments of the deep attention channel at L = 3 or 4
+// (M = 2; the same integrals as DeepPosterior, docs/SMI.md 2.2) by importance sampling
+// (kernels.DeepSampler, which states the rule), without bias in Z_out and with an error that
+// it measures, where the cubature's error is a bias of unknown sign. At L = 4 (6 dimensions)
+// there is no cubature. The state evolution and GAMP run it in batches through SampleBatch (on
+// a device, or its CPU twin); this type is one integral at a time.
 //
 // Measured (README, "What is computed"): against the cubature at ten times its budget, every
 // mean within 4.5 standard errors plus that cubature's own error, broad and sharp, diagonal
-// and correlated V (TestSampleAgainstCubature); over SE samples at a sharp last layer the
-// product of two independent halves' means has the cubature's E[g_out^2] within its paired
-// noise (TestSampleHalvesUnbiased). About 600 ns per draw.
+// and correlated V (TestSampleAgainstCubature, L = 2 and 3); at L = 4 against the prior alone
+// at 2^20 draws (TestSampleL4); over SE samples at a sharp last layer the product of two
+// independent halves' means has the cubature's E[g_out^2] within its paired noise
+// (TestSampleHalvesUnbiased). About 600 ns per draw at L = 3.
 //
 // One DeepSampler per goroutine: it holds work space.
 type DeepSampler struct {
 	k   *kernels.DeepSampler
-	out [kernels.DeepOut]float64
+	L   int
+	out []float64
 }
 
 // SampleMoments are DeepMoments with the standard errors of the importance-sampling estimate.
@@ -33,21 +36,13 @@ type SampleMoments struct {
 	ESS     float64   // effective sample size (sum w)^2 / sum w^2
 }
 
-// NewSampler returns the importance sampler of the channel's posterior; it needs L = 3 and
-// M = 2.
+// NewSampler returns the importance sampler of the channel's posterior; it needs M = 2 and
+// 2 <= L <= MaxSampledLayers.
 func (d *Deep) NewSampler() (*DeepSampler, error) {
-	if err := d.sampled(); err != nil {
+	if err := d.CheckPosterior(true); err != nil {
 		return nil, err
 	}
-	return &DeepSampler{k: kernels.NewDeepSampler(d.C, d.Beta)}, nil
-}
-
-// sampled reports why the sampler does not apply to the channel, or nil.
-func (d *Deep) sampled() error {
-	if d.L != 3 || d.M != 2 {
-		return fmt.Errorf("deep channel sampler: L = %d, M = %d: implemented for L = 3, M = 2", d.L, d.M)
-	}
-	return nil
+	return &DeepSampler{k: kernels.NewDeepSampler(d.L, d.C, d.Beta), L: d.L, out: make([]float64, kernels.DeepOut(d.L))}, nil
 }
 
 // NewSampleMoments returns moments sized for the sampler.
@@ -59,109 +54,111 @@ func (d *Deep) NewSampleMoments() *SampleMoments {
 // (DeepMoments.Exact false).
 const MinSampleESS = 10
 
-// SampleNormals is the number of standard normals one draw takes.
-const SampleNormals = kernels.DeepNormals
+// SampleNormals returns the number of standard normals one draw takes at L layers.
+func SampleNormals(L int) int { return kernels.DeepNormals(L) }
 
-// Moments estimates the posterior moments of Z - omega given u, omega (3 x 2) and V (3 x 3,
-// symmetric positive definite) from n = len(normals)/SampleNormals draws; normals are i.i.d.
-// N(0, 1) (the caller's stream fixes them).
+// Moments estimates the posterior moments of Z - omega given u, omega (L x 2) and V (L x L,
+// symmetric positive definite) from n = len(normals)/SampleNormals(L) draws; normals are
+// i.i.d. N(0, 1) (the caller's stream fixes them).
 func (q *DeepSampler) Moments(m *SampleMoments, u, omega, V, normals []float64) error {
-	n := len(normals) / SampleNormals
+	n := len(normals) / SampleNormals(q.L)
 	if n < 2 {
 		return fmt.Errorf("deep channel sampler: %d draws, need >= 2", n)
 	}
-	q.k.Moments(q.out[:], u, omega, V, normals)
-	return m.set(q.out[:], n, V)
+	q.k.Moments(q.out, u, omega, V, normals)
+	return m.set(q.out, q.L, n, V)
 }
 
-// set takes one result of kernels.DeepSampler (kernels.DeepOut values) from n draws; V is for
-// the error message.
-func (m *SampleMoments) set(out []float64, n int, V []float64) error {
-	switch int(out[kernels.DeepOutStatus]) {
+// set takes one result of kernels.DeepSampler at L layers (kernels.DeepOut(L) values) from n
+// draws; V is for the error message.
+func (m *SampleMoments) set(out []float64, L, n int, V []float64) error {
+	switch st := out[kernels.DeepOutStatus(L)]; st {
 	case kernels.DeepOK:
 	case kernels.DeepNotPD:
 		return fmt.Errorf("deep channel sampler: V = %v is not positive definite", V)
 	case kernels.DeepNoPoint:
 		return fmt.Errorf("deep channel sampler: no draw of %d reached the output (Z_out estimate 0)", n)
 	default:
-		return fmt.Errorf("deep channel sampler: status %v", out[kernels.DeepOutStatus])
+		return fmt.Errorf("deep channel sampler: status %v", st)
 	}
-	copy(m.Mean, out[kernels.DeepOutMean:kernels.DeepOutMean+deepPM])
-	copy(m.Second, out[kernels.DeepOutSecond:kernels.DeepOutSecond+deepPM*deepPM])
-	copy(m.MeanErr, out[kernels.DeepOutErr:kernels.DeepOutErr+deepPM])
-	m.LogZ = out[kernels.DeepOutLogZ]
-	m.ESS = out[kernels.DeepOutESS]
+	pm := 2 * L
+	copy(m.Mean, out[:pm])
+	copy(m.Second, out[kernels.DeepOutSecond(L):kernels.DeepOutSecond(L)+pm*pm])
+	copy(m.MeanErr, out[kernels.DeepOutErr(L):kernels.DeepOutErr(L)+pm])
+	m.LogZ = out[kernels.DeepOutLogZ(L)]
+	m.ESS = out[kernels.DeepOutESS(L)]
 	m.Evals = n
 	m.Exact = m.ESS >= MinSampleESS
 	return nil
 }
 
-// deepPM is P M at L = 3, M = 2.
-const deepPM = 6
-
-// SampleBatch is a batch of L = 3 channel integrals for the importance sampler, run together
-// (Run) on a device's sampler (device.DeepSampler: the GPU kernel deep_sample, or the CPU
-// backend's twin) or, without a device, on the CPU twin kernels.DeepSampleBatch in this
-// process: the same rule and the same normals, so the same estimates to rounding. Task t is
-// (slot s, u, omega, V) (Set); its draws read the normals offset + s stride + k of the seed's
-// stream.
+// SampleBatch is a batch of channel integrals for the importance sampler (L = 2 to
+// MaxSampledLayers), run together (Run) on a device's sampler (device.DeepSampler: the GPU
+// kernel deep_sample, or the CPU backend's twin) or, without a device, on the CPU twin
+// kernels.DeepSampleBatch in this process: the same rule and the same normals, so the same
+// estimates to rounding. Task t is (slot s, u, omega, V) (Set); its draws read the normals
+// offset + s stride + k of the seed's stream.
 type SampleBatch struct {
-	In, Out []float64 // kernels.DeepIn and kernels.DeepOut values per task
-	n       int
+	In, Out []float64 // kernels.DeepIn(L) and kernels.DeepOut(L) values per task
+	n, L    int
 	c, beta float64
 }
 
-// NewSampleBatch returns a batch of n tasks of the channel's sampler (L = 3, M = 2).
+// NewSampleBatch returns a batch of n tasks of the channel's sampler (M = 2,
+// 2 <= L <= MaxSampledLayers).
 func (d *Deep) NewSampleBatch(n int) (*SampleBatch, error) {
-	if err := d.sampled(); err != nil {
+	if err := d.CheckPosterior(true); err != nil {
 		return nil, err
 	}
-	return &SampleBatch{In: make([]float64, n*kernels.DeepIn), Out: make([]float64, n*kernels.DeepOut), n: n, c: d.C, beta: d.Beta}, nil
+	return &SampleBatch{In: make([]float64, n*kernels.DeepIn(d.L)), Out: make([]float64, n*kernels.DeepOut(d.L)), n: n, L: d.L,
+		c: d.C, beta: d.Beta}, nil
 }
 
 // Len is the number of tasks.
 func (b *SampleBatch) Len() int { return b.n }
 
-// Set sets task t: its slot s < 2^53, u (M = 2), omega (3 x 2) and V (3 x 3).
+// Set sets task t: its slot s < 2^53, u (M = 2), omega (L x 2) and V (L x L).
 func (b *SampleBatch) Set(t int, slot uint64, u, omega, V []float64) {
-	task := b.In[t*kernels.DeepIn : (t+1)*kernels.DeepIn]
+	nin, L := kernels.DeepIn(b.L), b.L
+	task := b.In[t*nin : (t+1)*nin]
 	task[0] = float64(slot)
 	copy(task[1:3], u)
-	copy(task[3:9], omega)
-	copy(task[9:18], V)
+	copy(task[3:3+2*L], omega)
+	copy(task[3+2*L:], V)
 }
 
-// sampleBlock is the number of tasks per device call of Run (4.5 MB of device memory).
+// sampleBlock is the number of tasks per device call of Run (at most 6 MB of device memory).
 const sampleBlock = 1 << 13
 
 // Run runs every task with draws >= 2 draws, the draws of slot s from the normals
-// offset + s stride + k of seed's stream (offset and stride even, stride >= 4 draws), on dev's
-// sampler, in blocks of up to 8192 tasks, or with dev nil on the CPU twin over workers
-// goroutines (0: GOMAXPROCS). A device without the sampler is an error.
+// offset + s stride + k of seed's stream (offset and stride even, stride >= SampleNormals(L)
+// draws), on dev's sampler, in blocks of up to 8192 tasks, or with dev nil on the CPU twin over
+// workers goroutines (0: GOMAXPROCS). A device without the sampler is an error.
 func (b *SampleBatch) Run(dev device.Device, draws int, seed, offset, stride uint64, workers int) error {
 	if dev == nil {
-		return kernels.DeepSampleBatch(b.Out, b.In, b.n, draws, b.c, b.beta, seed, offset, stride, par.Workers(workers), device.FillNormals)
+		return kernels.DeepSampleBatch(b.Out, b.In, b.n, b.L, draws, b.c, b.beta, seed, offset, stride, par.Workers(workers), device.FillNormals)
 	}
 	ds := dev.Capabilities().DeepSampler
 	if ds == nil {
 		return fmt.Errorf("deep channel sampler: device %s has no DeepSampler", dev.Info().Name)
 	}
+	nin, nout := kernels.DeepIn(b.L), kernels.DeepOut(b.L)
 	nb := min(b.n, sampleBlock)
-	bufs, err := device.AllocAll(dev, nb*kernels.DeepIn, nb*kernels.DeepOut)
+	bufs, err := device.AllocAll(dev, nb*nin, nb*nout)
 	if err != nil {
 		return fmt.Errorf("deep channel sampler: %w", err)
 	}
 	defer device.FreeAll(dev, bufs...)
 	for lo := 0; lo < b.n; lo += sampleBlock {
 		k := min(sampleBlock, b.n-lo)
-		in, out := device.MustView(bufs[0], 0, k*kernels.DeepIn), device.MustView(bufs[1], 0, k*kernels.DeepOut)
-		if err := dev.Upload(in, b.In[lo*kernels.DeepIn:(lo+k)*kernels.DeepIn]); err != nil {
+		in, out := device.MustView(bufs[0], 0, k*nin), device.MustView(bufs[1], 0, k*nout)
+		if err := dev.Upload(in, b.In[lo*nin:(lo+k)*nin]); err != nil {
 			return err
 		}
-		if err := ds.DeepSample(out, in, k, draws, b.c, b.beta, seed, offset, stride); err != nil {
+		if err := ds.DeepSample(out, in, k, b.L, draws, b.c, b.beta, seed, offset, stride); err != nil {
 			return err
 		}
-		if err := dev.Download(b.Out[lo*kernels.DeepOut:(lo+k)*kernels.DeepOut], out); err != nil {
+		if err := dev.Download(b.Out[lo*nout:(lo+k)*nout], out); err != nil {
 			return err
 		}
 	}
@@ -171,6 +168,6 @@ func (b *SampleBatch) Run(dev device.Device, draws int, seed, offset, stride uin
 // Moments sets m from task t's result of Run with draws draws (an error for a task without an
 // estimate).
 func (b *SampleBatch) Moments(m *SampleMoments, t, draws int) error {
-	task := b.In[t*kernels.DeepIn : (t+1)*kernels.DeepIn]
-	return m.set(b.Out[t*kernels.DeepOut:(t+1)*kernels.DeepOut], draws, task[9:18])
+	nin, nout := kernels.DeepIn(b.L), kernels.DeepOut(b.L)
+	return m.set(b.Out[t*nout:(t+1)*nout], b.L, draws, b.In[t*nin+3+2*b.L:(t+1)*nin])
 }

@@ -1,6 +1,6 @@
 // Package amp runs GAMP for the sequence multi-index model of deep tied attention
 // (docs/SMI.md 3): the P x D estimate of W* with its P x P posterior covariance, the channel's
-// g_out from the posterior quadrature of package smi (at L = 3 its importance sampler), and
+// g_out from the posterior quadrature of package smi (at L = 3 and 4 its importance sampler), and
 // the teacher-normalised overlaps and test error per iteration.
 package amp
 
@@ -67,12 +67,14 @@ type Options struct {
 	// (smi.DefaultDeepTol, smi.DefaultDeepMaxEval).
 	QuadTol     float64
 	QuadMaxEval int
-	// Draws, when positive, replaces the cubature of the L = 3 channel (it is ignored at
-	// L = 1, 2) by importance sampling (smi.DeepSampler) with Draws draws per sample and
-	// iteration, from the data seed's stream at stream.SMIAMPDraw(iteration, mu): two halves, whose
-	// averaged moments give g and whose cross product m_a m_b^T replaces m m^T in the posterior
-	// covariance of dg, so that the sampling noise does not bias Cov downwards. 0: the
-	// budget-capped cubature (QuadTol, QuadMaxEval). DefaultOptions sets DefaultDraws.
+	// Draws, when positive, replaces the cubature of the L = 3 channel by importance sampling
+	// (smi.DeepSampler), and L = 4, which has no cubature, needs it; it is ignored at L = 1, 2.
+	// Each sample takes Draws draws per iteration from the data seed's stream at
+	// stream.SMIAMPDraw(iteration, mu) (half h at h stream.SMIAMPDrawNormals/2 from there):
+	// two halves, whose averaged moments give g and whose cross product m_a m_b^T replaces
+	// m m^T in the posterior covariance of dg, so that the sampling noise does not bias Cov
+	// downwards. 0: the budget-capped cubature (QuadTol, QuadMaxEval). DefaultOptions sets
+	// DefaultDraws.
 	Draws int
 	// Device runs the sampled integrals (Draws), all N samples' of one iteration in one batch
 	// (smi.SampleBatch): its sampler (device.DeepSampler; the GPU's kernel or the CPU
@@ -98,13 +100,13 @@ func DefaultOptions() Options {
 		DampMessages: true, Draws: DefaultDraws}
 }
 
-// DefaultDraws is the number of importance-sampling draws per sample of the L = 3 channel
+// DefaultDraws is the number of importance-sampling draws per sample of the L >= 3 channel
 // (Options.Draws): two halves of 500.
 const DefaultDraws = 1000
 
-// MaxDraws bounds Options.Draws: each sample's draws read at most stream.SMIAMPDrawNormals
-// normals.
-const MaxDraws = stream.SMIAMPDrawNormals / smi.SampleNormals
+// MaxDraws bounds Options.Draws: each half of a sample's draws reads at most
+// stream.SMIAMPDrawNormals/2 normals, 2(L-1) per draw (the bound is the deepest sampled L's).
+const MaxDraws = 2 * (stream.SMIAMPDrawNormals / 2 / (2 * (smi.MaxSampledLayers - 1)))
 
 func (o Options) validate() error {
 	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
@@ -172,16 +174,16 @@ type Result struct {
 // (smi.Params.Bytes): What, its proposal and B (3 P D), g and g_prev (2 N P M), the per-sample
 // sums of the Jacobian blocks (N P P), the per-sample flags (2 N bytes), and the test set of
 // n_test = o.TestSamples samples (its tokens, n_test M D, its outputs, n_test M M, and the
-// per-sample errors), and at L = 3 with Draws every sample's omega (N P M) and the batch of
-// sampled integrals (2 N tasks of kernels.DeepIn + kernels.DeepOut values).
+// per-sample errors), and at L >= 3 with Draws every sample's omega (N P M) and the batch of
+// sampled integrals (2 N tasks of kernels.DeepIn(L) + kernels.DeepOut(L) values).
 // The per-worker work space (O(P M) numbers and the channel quadrature's regions) is not
 // counted.
 func Bytes(p smi.Params, o Options) uint64 {
 	D, N, M, P := uint64(p.D), uint64(p.N()), uint64(p.M), uint64(p.P())
 	nTest := uint64(max(o.TestSamples, 0))
 	var sampled uint64 // omega and the batch of sampled integrals (smi.SampleBatch)
-	if p.L == 3 && o.Draws > 0 {
-		sampled = N*P*M + 2*N*(kernels.DeepIn+kernels.DeepOut)
+	if p.L >= 3 && o.Draws > 0 {
+		sampled = N*P*M + 2*N*uint64(kernels.DeepIn(p.L)+kernels.DeepOut(p.L))
 	}
 	return 8*(3*P*D+2*N*P*M+N*P*P+nTest*M*D+nTest*M*M+nTest+sampled) + 2*N
 }
@@ -191,7 +193,7 @@ type smiWorker struct {
 	ch                  *smi.Deep // the worker's own copy (Deep.OutputU writes its C)
 	post                *smi.DeepPosterior
 	mom                 *smi.DeepMoments
-	half                [2]*smi.SampleMoments // the two halves' estimates, with Options.Draws at L = 3
+	half                [2]*smi.SampleMoments // the two halves' estimates, with Options.Draws at L >= 3
 	s                   *smi.DeepScratch
 	omega, cov, tmp, mv []float64
 	z, u, y             []float64
@@ -211,7 +213,7 @@ type smiState struct {
 	inexact    []bool
 	failed     []bool
 	first      bool
-	omega      []float64        // N x P x M, with Options.Draws at L = 3
+	omega      []float64        // N x P x M, with Options.Draws at L >= 3
 	batch      *smi.SampleBatch // 2 N tasks: half h of sample mu is task 2 mu + h
 	// test set
 	nTest      int
@@ -224,7 +226,7 @@ type smiState struct {
 //	loop  V = Chat
 //	      omega_{mu,.,l} = What x_{mu l} / sqrt(D) - V g_prev_{mu,.,l}   (no Onsager term at t = 1)
 //	      per sample, with the posterior of z_{.l} ~ N(omega_{.l}, V + eps I) given y_mu
-//	      (smi.DeepPosterior; at L = 3 smi.DeepSampler, Options.Draws) and V_e = V + eps I:
+//	      (smi.DeepPosterior; at L >= 3 smi.DeepSampler, Options.Draws) and V_e = V + eps I:
 //	        g_{.l} = V_e^{-1} E[z_{.l} - omega_{.l}],
 //	        dg_l = dg_{.l}/d omega_{.l} = V_e^{-1} Cov(z_{.l}) V_e^{-1} - V_e^{-1}   (exact)
 //	      A = -(1/D) sum_mu sum_l dg_l  (symmetrised)
@@ -245,7 +247,7 @@ type smiState struct {
 // Iteration.Failed; more than 1% of failures in one iteration is an error. NaN or Inf in
 // the iterate, a singular I + A, or a V + eps I that is not positive definite return an error
 // wrapping ErrDiverged that names the iteration. The data's channel must pass
-// smi.Deep.CheckInvertible (M = 2, L <= 3).
+// smi.Deep.CheckPosterior (M = 2; L <= 3, or L = 4 with Draws).
 func Run(data *smi.Data, o Options) (Result, error) {
 	if data == nil {
 		return Result{}, errors.New("amp: SMI data is nil")
@@ -269,7 +271,7 @@ func newSMIState(data *smi.Data, o Options) (*smiState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("amp: SMI data: %w", err)
 	}
-	if err := ch.CheckInvertible(); err != nil {
+	if err := ch.CheckPosterior(sampledAt(p.L, o)); err != nil {
 		return nil, fmt.Errorf("amp: SMI GAMP needs the channel posterior: %w", err)
 	}
 	D, N, M, P := p.D, p.N(), p.M, p.P()
@@ -289,15 +291,17 @@ func newSMIState(data *smi.Data, o Options) (*smiState, error) {
 	s.workers = make([]*smiWorker, nw)
 	for i := range s.workers {
 		wch := *ch
-		post, err := wch.NewPosterior()
-		if err != nil {
-			return nil, fmt.Errorf("amp: SMI: %w", err)
-		}
-		if o.QuadTol > 0 {
-			post.Tol = o.QuadTol
-		}
-		if o.QuadMaxEval > 0 {
-			post.MaxEval = o.QuadMaxEval
+		var post *smi.DeepPosterior // the cubature, where the integrals are not sampled
+		if !sampledAt(P, o) {
+			if post, err = wch.NewPosterior(); err != nil {
+				return nil, fmt.Errorf("amp: SMI: %w", err)
+			}
+			if o.QuadTol > 0 {
+				post.Tol = o.QuadTol
+			}
+			if o.QuadMaxEval > 0 {
+				post.MaxEval = o.QuadMaxEval
+			}
 		}
 		w := &smiWorker{ch: &wch, post: post, mom: ch.NewMoments(), s: ch.NewScratch(),
 			omega: make([]float64, P*M), cov: make([]float64, P*P), tmp: make([]float64, P*P), mv: make([]float64, P),
@@ -332,8 +336,11 @@ func newSMIState(data *smi.Data, o Options) (*smiState, error) {
 	return s, nil
 }
 
-// sampled reports whether the channel integrals are sampled (Options.Draws at L = 3).
-func (s *smiState) sampled() bool { return s.o.Draws > 0 && s.P == 3 }
+// sampled reports whether the channel integrals are sampled (Options.Draws at L >= 3).
+func (s *smiState) sampled() bool { return sampledAt(s.P, s.o) }
+
+// sampledAt reports whether GAMP at L layers with options o samples its channel integrals.
+func sampledAt(L int, o Options) bool { return o.Draws > 0 && L >= 3 }
 
 // smiChunk is the number of consecutive samples a worker takes at a time (one posterior
 // quadrature costs up to milliseconds, so small chunks balance the load); colChunk is the
@@ -593,7 +600,7 @@ func (s *smiState) sampleAll(it int, V, ve []float64, first bool) error {
 	return s.batch.Run(s.o.Device, s.o.Draws/2, s.data.P.Seed, stream.SMIAMPDraws, stream.SMIAMPDrawNormals/2, len(s.workers))
 }
 
-// sampleChannel computes sample mu's channel moments (with Options.Draws at L = 3 from
+// sampleChannel computes sample mu's channel moments (with Options.Draws at L >= 3 from
 // sampleAll's batch, else by the cubature at omega, computed here), g (into s.g) and the sum
 // over tokens of the same-token Jacobian blocks (into s.dgSum). V is Chat (the
 // Onsager term), ve the channel's variance V + eps I and vinv its inverse.

@@ -505,11 +505,17 @@ func TestSMIRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	l4 := smiData(t, 20, 1, 4, 1)
+	l5 := smiData(t, 20, 1, 5, 1)
 	if _, err := Run(m3, DefaultOptions()); err == nil || !strings.Contains(err.Error(), "M = 3") {
 		t.Errorf("M = 3: got %v", err)
 	}
-	if _, err := Run(l4, DefaultOptions()); err == nil || !strings.Contains(err.Error(), "L = 4") {
-		t.Errorf("L = 4: got %v", err)
+	cub := DefaultOptions()
+	cub.Draws = 0
+	if _, err := Run(l4, cub); err == nil || !strings.Contains(err.Error(), "L = 4") {
+		t.Errorf("L = 4 without sampling: got %v", err)
+	}
+	if _, err := Run(l5, DefaultOptions()); err == nil || !strings.Contains(err.Error(), "L = 5") {
+		t.Errorf("L = 5: got %v", err)
 	}
 	if _, err := Run(nil, DefaultOptions()); err == nil {
 		t.Error("nil data accepted")
@@ -597,7 +603,7 @@ func TestSMISampledChannel(t *testing.T) {
 	smp, _ := ch.NewSampler()
 	ma, mb := ch.NewSampleMoments(), ch.NewSampleMoments()
 	half := o.Draws / 2
-	buf := make([]float64, half*smi.SampleNormals)
+	buf := make([]float64, half*smi.SampleNormals(3))
 	u := data.U[mu*M : (mu+1)*M]
 	om := make([]float64, P*M)
 	s.sampleOmega(om, mu, V, true)

@@ -74,12 +74,13 @@ type Options struct {
 	// budget (smi.DefaultDeepTol, DefaultDeepMaxEval) when positive.
 	QuadTol     float64
 	QuadMaxEval int
-	// Draws, when positive, replaces the cubature in q-hat and psi_out at L = 3 by importance
+	// Draws, when positive, replaces the cubature in q-hat and psi_out at L >= 3 by importance
 	// sampling (smi.DeepSampler) with Draws draws per channel integral, split into two
 	// independent halves whose posterior means multiply: E[m_a m_b] = m m^T, so the sampling
 	// noise adds variance to the average (counted in Point.QErr) but no bias, where the
-	// cubature's budget-capped error is a bias. DefaultOptions(3) sets DefaultDraws; 0 is the
-	// cubature. The stability coefficients (thresholds) always use the cubature.
+	// cubature's budget-capped error is a bias. DefaultOptions(L >= 3) sets DefaultDraws; 0 is the
+	// cubature. The stability coefficients (Stability) take the halves' covariances the same
+	// way. L = 4 has no cubature and needs Draws.
 	Draws int
 	// Device runs the sampled integrals (Draws), all of one SE map evaluation in one batch
 	// (smi.SampleBatch): its sampler (device.DeepSampler; the GPU's kernel or the CPU
@@ -100,7 +101,7 @@ type Options struct {
 func DefaultOptions(L int) Options {
 	o := Options{Samples: 4000, Seed: 1, Replicates: 8, MaxSamples: 64000, Damping: AuthorsDamping(L),
 		Epsilon: 1e-3, Init: 0.05, MaxIter: 200, Tol: 1e-5}
-	if L == 3 {
+	if L >= 3 {
 		o.Draws = DefaultDraws
 	}
 	return o
@@ -114,8 +115,9 @@ func DefaultOptions(L int) Options {
 // the bias is below the noise, and at 2000 it is 1%.
 const DefaultDraws = 4000
 
-// MaxDraws bounds Options.Draws: each half reads at most stream.SMISEDrawNormals normals.
-const MaxDraws = 2 * stream.SMISEDrawNormals / smi.SampleNormals
+// MaxDraws bounds Options.Draws: each half reads at most stream.SMISEDrawNormals normals, 2(L-1)
+// per draw (the bound is the deepest sampled L's).
+const MaxDraws = 2 * (stream.SMISEDrawNormals / (2 * (smi.MaxSampledLayers - 1)))
 
 // Start is where the SE iteration starts (engine/fixedpoint.Start, shared with the AIM's SE).
 type Start = fixedpoint.Start
@@ -150,7 +152,10 @@ func AuthorsDamping(L int) float64 {
 }
 
 func (o Options) validate(ch *smi.Deep) error {
-	if err := ch.CheckInvertible(); err != nil {
+	if ch.L > smi.MaxDeepLayers && ch.M == 2 && o.Draws == 0 {
+		return fmt.Errorf("SMI SE: L = %d layers: the cubature stops at L = %d; deeper channels need the sampled integrals (draws > 0)", ch.L, smi.MaxDeepLayers)
+	}
+	if err := ch.CheckPosterior(o.Draws > 0 && ch.L >= 3); err != nil {
 		return err
 	}
 	switch {
@@ -172,8 +177,8 @@ func (o Options) validate(ch *smi.Deep) error {
 		return fmt.Errorf("SMI SE: draws = %d: need 0 (the cubature) or 4 <= draws <= %d", o.Draws, MaxDraws)
 	case o.Draws > 0 && o.Draws < 4:
 		return fmt.Errorf("SMI SE: draws = %d: need at least 4 (two halves of 2)", o.Draws)
-	case o.Draws > 0 && ch.L != 3:
-		return fmt.Errorf("SMI SE: draws = %d: importance sampling is implemented for L = 3 (L = %d uses the cubature; set draws to 0)", o.Draws, ch.L)
+	case o.Draws > 0 && ch.L < 3:
+		return fmt.Errorf("SMI SE: draws = %d: importance sampling is for L >= 3 (L = %d uses the cubature; set draws to 0)", o.Draws, ch.L)
 	case o.Start < Uninformed || o.Start > Both:
 		return fmt.Errorf("SMI SE: start = %v: want uninformed, informed or both", o.Start)
 	}
@@ -514,7 +519,7 @@ type smiWorker struct {
 	s           *smi.DeepScratch
 	omega, z, u []float64
 	xi          []float64
-	cov         []float64 // (P M) x (P M) posterior covariance
+	cov, cov2   []float64 // (P M) x (P M) posterior covariances (cov2: the second half's)
 }
 
 // posterior draws one SE sample, omega = Q^{1/2} xi and Z = omega + V^{1/2} eta (Q and V
@@ -627,18 +632,21 @@ func smiAverage(ch *smi.Deep, o Options, nOut int, f func(acc []float64, w *smiW
 		lastErr         error
 	}
 	newWorker := func() (*smiWorker, error) {
-		post, err := ch.NewPosterior()
-		if err != nil {
-			return nil, err
-		}
-		if o.QuadTol > 0 {
-			post.Tol = o.QuadTol
-		}
-		if o.QuadMaxEval > 0 {
-			post.MaxEval = o.QuadMaxEval
+		var post *smi.DeepPosterior // the cubature, where the channel has one (L <= 3)
+		if ch.CheckInvertible() == nil {
+			var err error
+			if post, err = ch.NewPosterior(); err != nil {
+				return nil, err
+			}
+			if o.QuadTol > 0 {
+				post.Tol = o.QuadTol
+			}
+			if o.QuadMaxEval > 0 {
+				post.MaxEval = o.QuadMaxEval
+			}
 		}
 		w := &smiWorker{post: post, m: ch.NewMoments(), s: ch.NewScratch(), omega: make([]float64, pm),
-			z: make([]float64, pm), u: make([]float64, M), xi: make([]float64, 2*pm), cov: make([]float64, pm*pm)}
+			z: make([]float64, pm), u: make([]float64, M), xi: make([]float64, 2*pm), cov: make([]float64, pm*pm), cov2: make([]float64, pm*pm)}
 		if o.Draws > 0 {
 			w.half = [2]*smi.SampleMoments{ch.NewSampleMoments(), ch.NewSampleMoments()}
 		}
@@ -723,7 +731,11 @@ func smiAverage(ch *smi.Deep, o Options, nOut int, f func(acc []float64, w *smiW
 // grows from 0 when alpha F_l > 1: at Q = 0 this is the weak-recovery threshold
 // alpha_l = 1/F_l, and with the later layers at their fixed point it is the conditional
 // (grand-staircase) threshold of an earlier layer. Only the layers with Q_ll = 0 are
-// meaningful.
+// meaningful. With o.Draws (L >= 3) the covariances come from the two independent halves of
+// each sample's importance sampling, Cov_a and Cov_b, and the average of
+// tr((Cov_a/V - I)(Cov_b/V - I)^T) has no bias from their noise (the square of one estimate
+// would be biased up by its variance); what is left is the O(1/n) bias of each
+// self-normalised covariance.
 func Stability(ch *smi.Deep, Q []float64, o Options) ([]float64, error) {
 	if err := o.validate(ch); err != nil {
 		return nil, err
@@ -740,22 +752,45 @@ func stability(ch *smi.Deep, Q []float64, o Options) (average, error) {
 	for l := 0; l < P; l++ {
 		V[l*P+l] = 1 - Q[l] + o.Epsilon
 	}
-	return smiAverage(ch, o, P, func(acc []float64, w *smiWorker, xi, eta []float64) error {
-		if err := w.posterior(ch, Q, V, xi, eta); err != nil {
-			return err
+	var batch *smi.SampleBatch
+	if o.Draws > 0 {
+		var err error
+		if batch, err = sampleAll(ch, Q, V, o); err != nil {
+			return average{}, err
 		}
-		cov := w.cov
-		w.m.Cov(cov)
+	}
+	return smiAverage(ch, o, P, func(acc []float64, w *smiWorker, xi, eta []float64) error {
+		// Cov/v - I of layer k's tokens from ca and cb: the same matrix (the cubature), or two
+		// independent halves' (sampled), whose product has the mean ||E[Cov]/v - I||_F^2.
+		ca, cb := w.cov, w.cov
+		if batch != nil {
+			for h, m := range w.half {
+				if err := batch.Moments(m, 2*w.sample+h, o.Draws/2); err != nil {
+					return err
+				}
+			}
+			cb = w.cov2
+			w.half[0].Cov(ca)
+			w.half[1].Cov(cb)
+			w.m.Exact = w.half[0].Exact && w.half[1].Exact
+		} else {
+			if err := w.posterior(ch, Q, V, xi, eta); err != nil {
+				return err
+			}
+			w.m.Cov(ca)
+		}
 		for k := 0; k < P; k++ {
 			v := V[k*P+k]
 			var s float64
 			for a := 0; a < M; a++ {
 				for b := 0; b < M; b++ {
-					c := cov[(k*M+a)*pm+k*M+b] / v
+					i := (k*M+a)*pm + k*M + b
+					x, y := ca[i]/v, cb[i]/v
 					if a == b {
-						c--
+						x--
+						y--
 					}
-					s += c * c
+					s += x * y
 				}
 			}
 			acc[k] += s / (v * v)

@@ -393,7 +393,7 @@ func TestSMISampledFisher(t *testing.T) {
 	s := ch.NewScratch()
 	xi := make([]float64, 2*pm)
 	omega, z, u := make([]float64, pm), make([]float64, pm), make([]float64, M)
-	g := make([]float64, o.Draws/2*smi.SampleNormals)
+	g := make([]float64, o.Draws/2*smi.SampleNormals(3))
 	want := make([]float64, P)
 	per := o.Samples / o.Replicates
 	for r := 0; r < o.Replicates; r++ {

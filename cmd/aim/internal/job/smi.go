@@ -42,14 +42,15 @@ func (f *SMI) check() error {
 }
 
 // channel returns the deep attention channel at skip c; with posterior it also checks that the
-// channel's posterior can be integrated (M = 2, L <= 3). Every problem is bad input.
+// channel's posterior can be integrated (M = 2; L <= 3 by the cubature, L = 3 and 4 by
+// sampling). Every problem is bad input.
 func (f *SMI) channel(c float64, posterior bool) (*smi.Deep, error) {
 	ch, err := smi.NewDeep(f.L, f.M, c, f.Beta)
 	if err != nil {
 		return nil, InputError{err}
 	}
 	if posterior {
-		if err := ch.CheckInvertible(); err != nil {
+		if err := ch.CheckPosterior(f.L >= 3); err != nil {
 			return nil, InputError{err}
 		}
 	}
@@ -128,7 +129,7 @@ const (
 	SMIAMPDefaultDraws = smiamp.DefaultDraws
 )
 
-// SMIIntegrals chooses how the L = 3 channel integrals are taken, for `aim smi se`,
+// SMIIntegrals chooses how the L >= 3 channel integrals are taken, for `aim smi se`,
 // `smi thresholds` and `smi amp`: Draws importance-sampling draws per integral (0: the
 // engine's default), or with Cubature the budget-capped adaptive cubature.
 type SMIIntegrals struct {
@@ -150,12 +151,14 @@ func (o SMIIntegrals) check(L, def, max int) error {
 		return Inputf("--draws %d: need 0 (the default, %d) or 4 <= draws <= %d", o.Draws, def, max)
 	case o.Draws > 0 && o.Cubature:
 		return Inputf("--draws %d with --cubature: the cubature takes no draws (choose one)", o.Draws)
-	case (o.Draws > 0 || o.Cubature) && L != 3:
-		return Inputf("--draws and --cubature choose the L = 3 channel integrals; L = %d always uses the cubature", L)
+	case (o.Draws > 0 || o.Cubature) && L < 3:
+		return Inputf("--draws and --cubature choose the L >= 3 channel integrals; L = %d always uses the cubature", L)
+	case o.Cubature && L > smi.MaxDeepLayers:
+		return Inputf("--cubature: L = %d has no cubature (it stops at L = %d, 4 dimensions); its integrals are sampled (--draws)", L, smi.MaxDeepLayers)
 	case o.Device == "":
 		return Inputf("--device is empty: need cpu, cuda, cuda:I or auto")
-	case o.Device != DefaultSMIDevice && (L != 3 || o.Cubature):
-		return Inputf("--device %s runs the L = 3 sampled channel integrals; with L = %d%s there are none (the cubature runs on the CPU)", o.Device, L,
+	case o.Device != DefaultSMIDevice && (L < 3 || o.Cubature):
+		return Inputf("--device %s runs the L >= 3 sampled channel integrals; with L = %d%s there are none (the cubature runs on the CPU)", o.Device, L,
 			map[bool]string{true: " and --cubature", false: ""}[o.Cubature])
 	}
 	return nil
@@ -192,7 +195,7 @@ func (o SMIIntegrals) where() string {
 	if o.Device == DefaultSMIDevice {
 		return ""
 	}
-	return "; the L = 3 sampled integrals on --device " + o.Device
+	return "; the sampled channel integrals on --device " + o.Device
 }
 
 // draws returns the engine's number of draws: 0 with --cubature, else --draws or def.
@@ -209,7 +212,7 @@ func (o SMIIntegrals) draws(def int) int {
 // addParams adds the choice to a manifest's parameters.
 func (o SMIIntegrals) addParams(p map[string]any) {
 	p["draws"], p["cubature"], p["device"] = o.Draws, o.Cubature, o.Device
-	p["draws_note"] = "0: the default (L = 3 samples its channel integrals; L = 1, 2 use the cubature)"
+	p["draws_note"] = "0: the default (L = 3, 4 sample their channel integrals; L = 1, 2 use the cubature)"
 }
 
 // checkQuadMaxEval validates --quad-max-eval, shared by `aim smi se`, `smi thresholds` and `smi amp`.
