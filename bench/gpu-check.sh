@@ -32,7 +32,8 @@
 #   8. the same streamed D = 4000 for GD (gd.Run also evaluates the loss after its last step:
 #      5 passes), if the budget allows                   limit  75 s, expected 50-60 s
 #   9. the Go GPU benchmarks, warm (-test.benchtime=2x: Dgemm, forward and back-projection,
-#      GAMP-RIE at D = 1000 and 2000, the largest D that fits, GD steps), if the budget allows
+#      GAMP-RIE at D = 1000 and 2000, the largest D that fits, GD steps, the SMI deep channel's
+#      sampler at L = 3 and 4 beside the host's CPU), if the budget allows
 #                                                         limit  45 s, expected 30 s
 #  10. GAMP-RIE with the hardmax channel at T = 3 (the polytope kernel hardmaxt_gout), D = 150,
 #      alpha = 0.2, 5 iterations, on the GPU and then on the CPU (seconds in the CSVs; ~80 s a

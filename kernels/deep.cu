@@ -1,54 +1,75 @@
-// deep.cu: deep_sample, the importance sampler of the L = 3, M = 2 deep attention channel, one
-// task per thread.
+// deep.cu: deep_sample, the importance sampler of the deep attention channel with M = 2 tokens
+// and DEEP_MIN_L <= L <= DEEP_MAX_L layers, one task per thread.
 //
 // Twin: kernels/deep.go, type DeepSampler (Moments, setup, Attention2, solveAttention,
-// logJacobianAt, drawPrior, drawChart1, drawChart2, point, reset, add, endDraw, finish, mul2,
-// solve2, quad2, logSumExp3, deepFail) and the per-task logic of DeepSampleBatch (the slot
-// check and the place of the task's draws in the normal stream), around internal/spd's Factor,
-// SolveFactored and Invert (n = 3). Each __device__ function below is a line-by-line port of
-// the Go function named in its comment, with the same variable names and the same order of
-// operations, in double; DeepSampler's fields are the members of struct deep_sampler, kept in
-// the thread's registers and local memory (no shared memory). math.Exp, Log and Sqrt become
-// CUDA's exp, log and sqrt (sqrt and division are correctly rounded, as in Go; exp and log are
-// within an ulp or two of Go's, so results agree to rounding, not bit for bit), math.Abs fabs,
+// logJacobianAt, drawPrior, drawChart, point, reset, add, endDraw, finish, mul2, matMul2,
+// solve2, quad2, logAddExp, deepFail, and the layout functions DeepIn, DeepOut, DeepNormals,
+// DeepOutSecond, DeepOutErr, DeepOutLogZ, DeepOutESS, DeepOutStatus) and the per-task logic of
+// DeepSampleBatch (the slot check and the place of the task's draws in the normal stream),
+// around internal/spd's Factor, SolveFactored and Invert (n = L). Each __device__ function
+// below is a line-by-line port of the Go function named in its comment, with the same variable
+// names and the same order of operations, in double; DeepSampler's fields are the members of
+// struct deep_sampler, fixed-size arrays for DEEP_MAX_L layers (as deepMaxPM and the
+// [DeepMaxL] arrays in Go) of which loops bounded by L use the leading part, kept in the
+// thread's registers and local memory (no shared memory). math.Exp, Log and Sqrt become CUDA's
+// exp, log and sqrt (sqrt and division are correctly rounded, as in Go; exp and log are within
+// an ulp or two of Go's, so results agree to rounding, not bit for bit), math.Abs fabs,
 // math.Floor floor, and math.Max/Min/IsInf/IsNaN go_max/fmin/is_inf/is_nan with Go's semantics
 // (fmin only where both arguments are finite and positive).
 //
-// The normals: draw i (0 <= i < draws) of the task with slot s takes G(seed, base + 4 i + k),
-// k = 0..3, base = offset + s stride (indices modulo 2^64), the stream of device.NormalAt
-// (normal.cuh) that DeepSampleBatch fills with device.FillNormals. The caller makes offset and
-// stride even, so base + 4 i is even and the draw is exactly two Philox blocks:
-// gauss_pair((base + 4 i) >> 1) gives normals 0 and 1, gauss_pair((base + 4 i + 2) >> 1) normals
-// 2 and 3 (the sum taken modulo 2^64 before the shift, as FillNormals does).
+// The normals: draw i (0 <= i < draws) of the task with slot s takes the DeepNormals(L) =
+// 2 (L - 1) normals G(seed, base + 2 (L - 1) i + k), k < 2 (L - 1), base = offset + s stride
+// (indices modulo 2^64), the stream of device.NormalAt (normal.cuh) that DeepSampleBatch fills
+// with device.FillNormals. The caller makes offset and stride even, so base + 2 (L - 1) i is
+// even and the draw is exactly L - 1 Philox blocks: pair p < L - 1 is
+// gauss_pair((base + 2 (L - 1) i + 2 p) >> 1), normals 2 p and 2 p + 1 (the sum taken modulo
+// 2^64 before the shift, as FillNormals does).
 //
 // Launch: thread t = blockIdx.x * BLOCK + threadIdx.x handles task t (no grid stride); grid =
-// GridThreads(n). Task t reads in[t*18 .. t*18+17] = (slot, u_0, u_1, omega (3 x 2, row-major),
-// V (3 x 3, row-major)) and writes out[t*51 .. t*51+50] as kernels.DeepSampleBatch does:
-// kernels.DeepOut's layout, or NaN everywhere and a status (V not positive definite, no point,
-// a slot that is not an integer in [0, 2^53)). draws >= 2.
+// GridThreads(n). Task t reads in[t DeepIn(L) .. (t+1) DeepIn(L)) = (slot, u_0, u_1, omega
+// (L x 2, row-major), V (L x L, row-major)) and writes out[t DeepOut(L) .. (t+1) DeepOut(L)) as
+// kernels.DeepSampleBatch does: the layout of DeepOut(L), or NaN everywhere and a status (V not
+// positive definite, no point, a slot that is not an integer in [0, 2^53)). draws >= 2.
+//
+// An L outside DEEP_MIN_L..DEEP_MAX_L does not fit the work space. The device front
+// (device.Checked) refuses it before the launch and DeepSampleBatch returns an error, so Go has
+// no status for it; the kernel, should it get one anyway, reads nothing and, for
+// 1 <= L <= DEEP_FAIL_MAX_L, writes NaN everywhere and the kernel-only status DEEP_BAD_L at the
+// layout of DeepOut(L) (defined for every L); for L <= 0 or L > DEEP_FAIL_MAX_L it writes
+// nothing at all (no buffer of that layout is plausible, and nothing is written out of bounds
+// of one).
 
 #include "common.cuh"
 #include "normal.cuh"
 
-// The layout of kernels.DeepIn / DeepOut and the status codes (deep.go).
-#define DEEP_NORMALS 4
-#define DEEP_IN 18
-#define DEEP_OUT 51
-#define DEEP_OUT_MEAN 0
-#define DEEP_OUT_SECOND 6
-#define DEEP_OUT_ERR 42
-#define DEEP_OUT_LOGZ 48
-#define DEEP_OUT_ESS 49
-#define DEEP_OUT_STATUS 50
+// The number of layers and the status codes (deep.go's DeepMinL, DeepMaxL, Deep*).
+#define DEEP_MIN_L 2
+#define DEEP_MAX_L 4
+#define DEEP_MAX_PM (2 * DEEP_MAX_L) // deepMaxPM: P M at DEEP_MAX_L, the size of Z
 #define DEEP_OK 0
 #define DEEP_NOT_PD 1
 #define DEEP_NO_POINT 2
 #define DEEP_BAD_SLOT 3
-#define DEEP_PM 6                           // deepPM = P M, the size of Z
-#define DEEP_BROAD_V33 0.25                 // deepBroadV33
+#define DEEP_BAD_L 4        // kernel only (see the top of this file): L outside DEEP_MIN_L..DEEP_MAX_L
+#define DEEP_FAIL_MAX_L 64  // the largest bad L whose layout still gets NaN and DEEP_BAD_L
+#define DEEP_BROAD_VLL 0.25                 // deepBroadVLL
 #define MAX_DEEP_SLOT 9007199254740992.0    // 0x1p53 MaxDeepSlot
 #define DEEP_SQRT2 1.4142135623730951       // 0x1.6a09e667f3bcdp+00 math.Sqrt2
 #define DEEP_TWO_PI 6.2831853071795862      // 0x1.921fb54442d18p+02 2 * math.Pi
+
+// The layout of a task and of its result at L layers (deep.go's DeepNormals, DeepIn, DeepOut,
+// DeepOutSecond, DeepOutErr, DeepOutLogZ, DeepOutESS, DeepOutStatus; the means start at 0).
+static __device__ __forceinline__ int deep_normals(int L) { return 2 * (L - 1); }
+static __device__ __forceinline__ int deep_in(int L) { return 3 + 2 * L + L * L; }
+static __device__ __forceinline__ int deep_out(int L) {
+    int pm = 2 * L;
+    return 3 + 2 * pm + pm * pm;
+}
+static __device__ __forceinline__ int deep_out_second(int L) { return 2 * L; }
+static __device__ __forceinline__ int deep_out_err(int L) { return 2 * L + 4 * L * L; }
+static __device__ __forceinline__ int deep_out_logz(int L) { return 4 * L + 4 * L * L; }
+static __device__ __forceinline__ int deep_out_ess(int L) { return deep_out_logz(L) + 1; }
+static __device__ __forceinline__ int deep_out_status(int L) { return deep_out_logz(L) + 2; }
 
 // ---------------------------------------------------------------------------------------
 // Go's math.Inf(-1), NaN, IsInf, IsNaN and Max.
@@ -77,7 +98,7 @@ static __device__ __forceinline__ double go_max(double x, double y) {
 }
 
 // ---------------------------------------------------------------------------------------
-// internal/spd (row-major n x n, n <= 3 here).
+// internal/spd (row-major n x n, n <= DEEP_MAX_L here).
 
 // spd_factor is spd.Factor: the lower Cholesky factor of a into l (its upper triangle left
 // alone); false when a is not positive definite or not finite. Only a's lower triangle is read.
@@ -122,11 +143,11 @@ static __device__ void spd_solve_factored(double *x, const double *l, const doub
 // spd_invert is spd.Invert: a^{-1} into dst, exactly symmetric (the mean of the computed inverse
 // and its transpose); false when a is not positive definite or the inverse is not finite.
 static __device__ bool spd_invert(double *dst, const double *a, int n) {
-    double l[9];
+    double l[DEEP_MAX_L * DEEP_MAX_L];
     if (!spd_factor(l, a, n)) {
         return false;
     }
-    double col[3];
+    double col[DEEP_MAX_L];
     for (int c = 0; c < n; c++) {
         for (int i = 0; i < n; i++) {
             col[i] = 0;
@@ -170,9 +191,29 @@ static __device__ __forceinline__ deep_v2 make_v2(double a, double b) {
     return v;
 }
 
-// mul2 is mul2: a b.
+// identity2 is Go's [4]float64{1, 0, 0, 1}.
+static __device__ __forceinline__ deep_m2 identity2() {
+    deep_m2 m;
+    m.e[0] = 1;
+    m.e[1] = 0;
+    m.e[2] = 0;
+    m.e[3] = 1;
+    return m;
+}
+
+// mul2 is mul2: a b for the 2 x 2 a and the 2-vector b.
 static __device__ __forceinline__ deep_v2 mul2(deep_m2 a, deep_v2 b) {
     return make_v2(a.e[0] * b.e[0] + a.e[1] * b.e[1], a.e[2] * b.e[0] + a.e[3] * b.e[1]);
+}
+
+// mat_mul2 is matMul2: the product a b of 2 x 2 matrices.
+static __device__ __forceinline__ deep_m2 mat_mul2(deep_m2 a, deep_m2 b) {
+    deep_m2 m;
+    m.e[0] = a.e[0] * b.e[0] + a.e[1] * b.e[2];
+    m.e[1] = a.e[0] * b.e[1] + a.e[1] * b.e[3];
+    m.e[2] = a.e[2] * b.e[0] + a.e[3] * b.e[2];
+    m.e[3] = a.e[2] * b.e[1] + a.e[3] * b.e[3];
+    return m;
 }
 
 // solve2 is solve2: a^{-1} b by Cramer's rule.
@@ -187,13 +228,13 @@ static __device__ __forceinline__ double quad2(deep_v2 x, deep_v2 m) {
     return a * a + b * b;
 }
 
-// log_sum_exp3 is logSumExp3.
-static __device__ double log_sum_exp3(double a, double b, double c) {
-    double m = go_max(a, go_max(b, c));
+// log_add_exp is logAddExp: log(e^a + e^b), -Inf when both are.
+static __device__ double log_add_exp(double a, double b) {
+    double m = go_max(a, b);
     if (is_inf(m, -1)) {
         return m;
     }
-    return m + log(exp(a - m) + exp(b - m) + exp(c - m));
+    return m + log(exp(a - m) + exp(b - m));
 }
 
 // attention2 is Attention2: A(v) = softmax_row(beta v v^T) + c I, row-major.
@@ -211,27 +252,30 @@ static __device__ deep_m2 attention2(double c, double beta, deep_v2 v) {
 // deep_sampler holds DeepSampler's fields.
 struct deep_sampler {
     double c, beta;
+    int L, pm; // layers and P M = 2 L
     // per task
     deep_v2 u;
-    deep_v2 om1, om2, om3;
-    double vinv[9]; // V^{-1}
-    double lxx[3];  // Cholesky factor of V_xx (2 x 2, packed lower: l00, l10, l11)
-    double v11, v33;
-    deep_v2 mv;       // the centre of q_2's v_2, A(omega_1) omega_2
-    double sv;        // its variance
-    double logNorm;   // log of the Gaussian normalisation of Z's density
-    double frac[3];   // the mixture's fractions of draws, n_k / n
-    double logMix[3]; // log of each component's weight and normalisation in q_mix
-    double l[9];      // work space of the factorisation
+    deep_v2 om[DEEP_MAX_L]; // omega by layer
+    double vinv[DEEP_MAX_L * DEEP_MAX_L];
+    double l[DEEP_MAX_L * DEEP_MAX_L]; // the Cholesky factor of V (its leading block is V_xx's)
+    double vdiag[DEEP_MAX_L];
+    deep_v2 mc[DEEP_MAX_L];     // the centres of the charts' v_k (m_1 = omega_1)
+    double sc[DEEP_MAX_L];      // and their variances (S_1 = V_11)
+    double logNorm;             // log of the Gaussian normalisation of Z's density
+    double frac[DEEP_MAX_L];    // the mixture's fractions of draws: the prior, then chart j at j
+    double logMix[DEEP_MAX_L];  // log of each component's weight and normalisation in q_mix
+    // the current draw's layer inputs and attentions (charts)
+    deep_v2 v[DEEP_MAX_L];
+    deep_m2 a[DEEP_MAX_L];
     // the streaming reduction, relative to exp(mx)
-    double mx;                      // the largest log-weight so far
-    double sw;                      // sum of the points' weights
-    double mean[DEEP_PM];           // their weighted mean of Z - omega
-    double co[DEEP_PM * DEEP_PM];   // their centred sums of products (upper triangle)
-    double dw;                      // the current draw's W_i
-    double dn[DEEP_PM];             // and its weighted sum of Z - omega
-    double sw2;                     // sum_i W_i^2
-    double mu2[DEEP_PM], m2[DEEP_PM]; // the W_i^2-weighted mean of zeta_i and centred sum of squares
+    double mx;                            // the largest log-weight so far
+    double sw;                            // sum of the points' weights
+    double mean[DEEP_MAX_PM];             // their weighted mean of Z - omega
+    double co[DEEP_MAX_PM * DEEP_MAX_PM]; // their centred sums of products (upper triangle, pm x pm)
+    double dw;                            // the current draw's W_i
+    double dn[DEEP_MAX_PM];               // and its weighted sum of Z - omega
+    double sw2;                           // sum_i W_i^2
+    double mu2[DEEP_MAX_PM], m2[DEEP_MAX_PM]; // the W_i^2-weighted mean of zeta_i and centred sum of squares
 };
 
 // attention is DeepSampler.attention.
@@ -240,38 +284,46 @@ static __device__ __forceinline__ deep_m2 attention(const deep_sampler *q, deep_
 }
 
 // deep_fail is deepFail: NaN values and the status.
-static __device__ void deep_fail(double *out, int status) {
-    for (int i = 0; i < DEEP_OUT; i++) {
+static __device__ void deep_fail(double *out, int L, int status) {
+    int n = deep_out(L);
+    for (int i = 0; i < n; i++) {
         out[i] = deep_nan();
     }
-    out[DEEP_OUT_STATUS] = (double)status;
+    out[deep_out_status(L)] = (double)status;
 }
 
 // setup is DeepSampler.setup: false when V is not positive definite.
 static __device__ bool setup(deep_sampler *q, const double *u, const double *omega, const double *V) {
+    int L = q->L;
     q->u = make_v2(u[0], u[1]);
-    q->om1 = make_v2(omega[0], omega[1]);
-    q->om2 = make_v2(omega[2], omega[3]);
-    q->om3 = make_v2(omega[4], omega[5]);
-    // V = L L^T: V_xx's factor is L's leading 2 x 2 block, and log det V = 2 sum log L_ii.
-    if (!spd_factor(q->l, V, 3) || !spd_invert(q->vinv, V, 3)) {
+    for (int k = 0; k < L; k++) {
+        q->om[k] = make_v2(omega[2 * k], omega[2 * k + 1]);
+        q->vdiag[k] = V[k * L + k];
+    }
+    // V = L L^T: V_xx's factor is L's leading block, and log det V = 2 sum log L_ii.
+    if (!spd_factor(q->l, V, L) || !spd_invert(q->vinv, V, L)) {
         return false;
     }
-    q->v11 = V[0];
-    q->v33 = V[8];
-    double l00 = q->l[0], l10 = q->l[3], l11 = q->l[4];
-    q->lxx[0] = l00;
-    q->lxx[1] = l10;
-    q->lxx[2] = l11;
-    double logDet = 2 * (log(l00) + log(l11) + log(q->l[8]));
+    double logDet = 0;
+    for (int k = 0; k < L; k++) {
+        logDet += 2 * log(q->l[k * L + k]);
+    }
     // Z's density per token is N(0, V): two tokens.
-    q->logNorm = -(3 * log(DEEP_TWO_PI) + logDet);
-    // q_2's proposal for v_2 = A(z_1) z_2 (deep.go).
-    deep_m2 a1 = attention(q, q->om1);
-    q->mv = mul2(a1, q->om2);
+    q->logNorm = -((double)L * log(DEEP_TWO_PI) + logDet);
+    // The charts' proposals for v_k = B_{k-1} z_k, k >= 2 (deep.go).
+    q->mc[0] = q->om[0];
+    q->sc[0] = q->vdiag[0];
     double c1 = 1 + q->c;
-    // fmin is math.Min here: v11 is finite and positive (spd_factor checked it).
-    q->sv = 2 * c1 * c1 * V[4] + 0.25 * (q->om2.e[0] * q->om2.e[0] + q->om2.e[1] * q->om2.e[1]) * fmin(q->v11, 1.0) + 0.01;
+    deep_m2 b = attention(q, q->om[0]); // B_1 at omega
+    double g = c1 * c1;
+    for (int k = 1; k < L - 1; k++) {
+        deep_v2 m = mul2(b, q->om[k]);
+        q->mc[k] = m;
+        // fmin is math.Min here: vdiag[0] is finite and positive (spd_factor checked it).
+        q->sc[k] = 2 * g * q->vdiag[k] + 0.25 * (q->om[k].e[0] * q->om[k].e[0] + q->om[k].e[1] * q->om[k].e[1]) * fmin(q->vdiag[0], 1.0) + 0.01;
+        b = mat_mul2(attention(q, m), b);
+        g *= c1 * c1;
+    }
     return true;
 }
 
@@ -282,7 +334,7 @@ static __device__ bool solve_attention(const deep_sampler *q, deep_v2 w, deep_v2
     if (wm == 0) {
         return false;
     }
-    double g = rm / wm;                    // tau_0 + tau_1 - 1 + c
+    double g = rm / wm;                      // tau_0 + tau_1 - 1 + c
     double dl = (rp - (1 + q->c) * wp) / wm; // tau_0 - tau_1
     double t0 = (g + 1 - q->c + dl) / 2;
     double t1 = (g + 1 - q->c - dl) / 2;
@@ -314,29 +366,30 @@ static __device__ void reset(deep_sampler *q) {
     q->mx = deep_neg_inf();
     q->sw = 0;
     q->sw2 = 0;
-    for (int a = 0; a < DEEP_PM; a++) {
+    for (int a = 0; a < q->pm; a++) {
         q->mean[a] = 0;
         q->mu2[a] = 0;
         q->m2[a] = 0;
-    }
-    for (int a = 0; a < DEEP_PM * DEEP_PM; a++) {
-        q->co[a] = 0;
+        for (int b = 0; b < q->pm; b++) {
+            q->co[a * q->pm + b] = 0;
+        }
     }
 }
 
 // add is DeepSampler.add: the point z (Z - omega) of log-weight lw into the running sums.
 static __device__ void add(deep_sampler *q, const double *z, double lw) {
+    int pm = q->pm;
     if (lw > q->mx) {
         double f = exp(q->mx - lw);
         double f2 = f * f;
         q->sw *= f;
         q->dw *= f;
         q->sw2 *= f2;
-        for (int a = 0; a < DEEP_PM; a++) {
+        for (int a = 0; a < pm; a++) {
             q->dn[a] *= f;
             q->m2[a] *= f2;
-            for (int b = a; b < DEEP_PM; b++) {
-                q->co[a * DEEP_PM + b] *= f;
+            for (int b = a; b < pm; b++) {
+                q->co[a * pm + b] *= f;
             }
         }
         q->mx = lw;
@@ -344,15 +397,15 @@ static __device__ void add(deep_sampler *q, const double *z, double lw) {
     double w = exp(lw - q->mx);
     double sw = q->sw + w;
     double r = w / sw, k = w * (q->sw / sw);
-    double d[DEEP_PM];
-    for (int a = 0; a < DEEP_PM; a++) {
+    double d[DEEP_MAX_PM];
+    for (int a = 0; a < pm; a++) {
         q->dn[a] += w * z[a];
         d[a] = z[a] - q->mean[a];
         q->mean[a] += d[a] * r;
     }
-    for (int a = 0; a < DEEP_PM; a++) {
-        for (int b = a; b < DEEP_PM; b++) {
-            q->co[a * DEEP_PM + b] += k * d[a] * d[b];
+    for (int a = 0; a < pm; a++) {
+        for (int b = a; b < pm; b++) {
+            q->co[a * pm + b] += k * d[a] * d[b];
         }
     }
     q->dw += w;
@@ -368,7 +421,7 @@ static __device__ void end_draw(deep_sampler *q) {
     double w2 = q->dw * q->dw;
     double s2 = q->sw2 + w2;
     double r = w2 / s2, k = w2 * (q->sw2 / s2);
-    for (int a = 0; a < DEEP_PM; a++) {
+    for (int a = 0; a < q->pm; a++) {
         double d = q->dn[a] / q->dw - q->mu2[a];
         q->mu2[a] += d * r;
         q->m2[a] += k * d * d;
@@ -376,47 +429,75 @@ static __device__ void end_draw(deep_sampler *q) {
     q->sw2 = s2;
 }
 
-// point is DeepSampler.point: the point (z_1, z_2, branch s), with a1 = A(z_1), drawn with the
-// discrete probability pc, with log-weight log(pc f / q_mix); left out when not finite.
-static __device__ void point(deep_sampler *q, deep_v2 z1, deep_v2 z2, deep_m2 a1, double s, double pc) {
-    deep_v2 v2 = mul2(a1, z2);
-    deep_m2 a2 = attention(q, v2);
-    deep_m2 B;
-    B.e[0] = a2.e[0] * a1.e[0] + a2.e[1] * a1.e[2];
-    B.e[1] = a2.e[0] * a1.e[1] + a2.e[1] * a1.e[3];
-    B.e[2] = a2.e[2] * a1.e[0] + a2.e[3] * a1.e[2];
-    B.e[3] = a2.e[2] * a1.e[1] + a2.e[3] * a1.e[3];
-    double detB = B.e[0] * B.e[3] - B.e[1] * B.e[2];
+// point is DeepSampler.point: the point (z_1, ..., z_{L-1} = zx[0 .. L-2], branch s), drawn
+// with the discrete probability pc, with log-weight log(pc f / q_mix); left out when not
+// finite.
+static __device__ void point(deep_sampler *q, const deep_v2 *zx, double s, double pc) {
+    int L = q->L;
+    // The forward map: v_k, A(v_k) and B_k; ldb[k] = log |det B_k| (B_0 = I).
+    deep_v2 v[DEEP_MAX_L];
+    deep_m2 a[DEEP_MAX_L];
+    double ldb[DEEP_MAX_L];
+    ldb[0] = 0;
+    deep_m2 b = identity2();
+    for (int k = 1; k < L; k++) {
+        v[k - 1] = mul2(b, zx[k - 1]);
+        a[k - 1] = attention(q, v[k - 1]);
+        b = mat_mul2(a[k - 1], b);
+        ldb[k] = log(fabs(b.e[0] * b.e[3] - b.e[1] * b.e[2]));
+    }
     deep_v2 su = make_v2(s * q->u.e[0], s * q->u.e[1]);
-    deep_v2 z3 = solve2(B, su);
-    double z[DEEP_PM];
+    deep_v2 zL = solve2(b, su);
+    double z[DEEP_MAX_PM]; // Z - omega, layer by layer
+    for (int k = 0; k < L - 1; k++) {
+        z[2 * k] = zx[k].e[0] - q->om[k].e[0];
+        z[2 * k + 1] = zx[k].e[1] - q->om[k].e[1];
+    }
+    z[2 * L - 2] = zL.e[0] - q->om[L - 1].e[0];
+    z[2 * L - 1] = zL.e[1] - q->om[L - 1].e[1];
     double quad = 0;
     for (int l = 0; l < 2; l++) {
-        double x[3] = {z1.e[l] - q->om1.e[l], z2.e[l] - q->om2.e[l], z3.e[l] - q->om3.e[l]};
-        z[l] = x[0];
-        z[2 + l] = x[1];
-        z[4 + l] = x[2];
-        for (int i = 0; i < 3; i++) {
-            for (int j = 0; j < 3; j++) {
-                quad += x[i] * q->vinv[i * 3 + j] * x[j];
+        for (int i = 0; i < L; i++) {
+            for (int j = 0; j < L; j++) {
+                quad += z[2 * i + l] * q->vinv[i * L + j] * z[2 * j + l];
             }
         }
     }
-    double logF = q->logNorm - quad / 2 - log(fabs(detB));
+    double logF = q->logNorm - quad / 2 - ldb[L - 1];
     // q_0: the prior of x (the Cholesky factor's quadratic form), s with probability 1/2.
     double q0 = 0;
     for (int l = 0; l < 2; l++) {
-        double e0 = z[l] / q->lxx[0];
-        double e1 = (z[2 + l] - q->lxx[1] * e0) / q->lxx[2];
-        q0 += e0 * e0 + e1 * e1;
+        double e[DEEP_MAX_L];
+        for (int k = 0; k < L - 1; k++) {
+            double x = z[2 * k + l];
+            for (int i = 0; i < k; i++) {
+                x -= q->l[k * L + i] * e[i];
+            }
+            e[k] = x / q->l[k * L + k];
+            q0 += e[k] * e[k];
+        }
     }
     double lq = q->logMix[0] - q0 / 2;
-    if (q->frac[1] > 0) {
-        double n3 = quad2(z3, q->om3) / q->v33;
-        double lq1 = q->logMix[1] - (quad2(z1, q->om1) / q->v11 + n3) / 2 + log_jacobian_at(q, a2, v2, su);
-        double lq2 = q->logMix[2] - (quad2(v2, q->mv) / q->sv + n3) / 2 + log(fabs(a1.e[0] * a1.e[3] - a1.e[1] * a1.e[2])) +
-                     log_jacobian_at(q, a1, z1, mul2(a1, z3));
-        lq = log_sum_exp3(lq, lq1, lq2);
+    if (q->vdiag[L - 1] < DEEP_BROAD_VLL) {
+        // The charts share N(z_L), the Gaussians of every v_k and sum_k log |det B_{k-1}|;
+        // chart j leaves out v_j's Gaussian and |det B_{j-1}| and adds J(v_j, r_j).
+        double nL = quad2(zL, q->om[L - 1]) / q->vdiag[L - 1];
+        double nv[DEEP_MAX_L];
+        double sumN = 0, sumDet = 0;
+        for (int k = 1; k < L; k++) {
+            nv[k] = quad2(v[k - 1], q->mc[k - 1]) / q->sc[k - 1];
+            sumN += nv[k];
+            sumDet += ldb[k - 1];
+        }
+        double lse = lq;
+        deep_m2 bj = identity2(); // B_{j-1}
+        for (int j = 1; j < L; j++) {
+            deep_v2 r = mul2(a[j - 1], mul2(bj, zL));
+            double lj = q->logMix[j] - (sumN - nv[j] + nL) / 2 + (sumDet - ldb[j - 1]) + log_jacobian_at(q, a[j - 1], v[j - 1], r);
+            lse = log_add_exp(lse, lj);
+            bj = mat_mul2(a[j - 1], bj);
+        }
+        lq = lse;
     }
     double lw = log(pc) + logF - lq;
     if (is_nan(lw) || is_inf(lw, 0)) {
@@ -427,147 +508,201 @@ static __device__ void point(deep_sampler *q, deep_v2 z1, deep_v2 z2, deep_m2 a1
 
 // draw_prior is DeepSampler.drawPrior: x ~ N(omega_x, V_xx), both branches.
 static __device__ void draw_prior(deep_sampler *q, const double *g) {
-    deep_v2 z1, z2;
+    int L = q->L;
+    deep_v2 z[DEEP_MAX_L - 1];
     for (int l = 0; l < 2; l++) {
-        z1.e[l] = q->om1.e[l] + q->lxx[0] * g[l];
-        z2.e[l] = q->om2.e[l] + q->lxx[1] * g[l] + q->lxx[2] * g[2 + l];
+        for (int k = 0; k < L - 1; k++) {
+            double x = q->om[k].e[l];
+            for (int i = 0; i <= k; i++) {
+                x += q->l[k * L + i] * g[i * 2 + l];
+            }
+            z[k].e[l] = x;
+        }
     }
-    deep_m2 a1 = attention(q, z1);
-    point(q, z1, z2, a1, 1, 0.5);
-    point(q, z1, z2, a1, -1, 0.5);
+    point(q, z, 1, 0.5);
+    point(q, z, -1, 0.5);
 }
 
-// draw_chart1 is DeepSampler.drawChart1: z_1, z_3 drawn, v_2 solved.
-static __device__ void draw_chart1(deep_sampler *q, const double *g) {
-    double s1 = sqrt(q->v11), s3 = sqrt(q->v33);
-    deep_v2 z1 = make_v2(q->om1.e[0] + s1 * g[0], q->om1.e[1] + s1 * g[1]);
-    deep_v2 z3 = make_v2(q->om3.e[0] + s3 * g[2], q->om3.e[1] + s3 * g[3]);
-    deep_m2 a1 = attention(q, z1);
-    deep_v2 w = mul2(a1, z3);
+// draw_chart is DeepSampler.drawChart: chart j's v_k (k != j) and z_L drawn from g, the points
+// of both branches s and both signs of the solved v_j.
+static __device__ void draw_chart(deep_sampler *q, int j, const double *g) {
+    int L = q->L;
+    int gi = 0;
+    for (int k = 1; k < L; k++) {
+        if (k == j) {
+            continue;
+        }
+        double sd = sqrt(q->sc[k - 1]);
+        q->v[k - 1] = make_v2(q->mc[k - 1].e[0] + sd * g[gi], q->mc[k - 1].e[1] + sd * g[gi + 1]);
+        gi += 2;
+    }
+    double s3 = sqrt(q->vdiag[L - 1]);
+    deep_v2 zL = make_v2(q->om[L - 1].e[0] + s3 * g[gi], q->om[L - 1].e[1] + s3 * g[gi + 1]);
+    // w = B_{j-1} z_L from the layers below j.
+    deep_v2 w = zL;
+    for (int k = 1; k < j; k++) {
+        q->a[k - 1] = attention(q, q->v[k - 1]);
+        w = mul2(q->a[k - 1], w);
+    }
+    for (int k = j + 1; k < L; k++) {
+        q->a[k - 1] = attention(q, q->v[k - 1]);
+    }
     for (int is = 0; is < 2; is++) {
         double s = is == 0 ? 1.0 : -1.0;
-        deep_v2 v2;
-        if (!solve_attention(q, w, make_v2(s * q->u.e[0], s * q->u.e[1]), &v2)) {
+        deep_v2 r = make_v2(s * q->u.e[0], s * q->u.e[1]);
+        for (int k = L - 1; k > j; k--) {
+            r = solve2(q->a[k - 1], r);
+        }
+        deep_v2 vj;
+        if (!solve_attention(q, w, r, &vj)) {
             continue;
         }
         for (int ig = 0; ig < 2; ig++) {
             double sg = ig == 0 ? 1.0 : -1.0;
-            point(q, z1, solve2(a1, make_v2(sg * v2.e[0], sg * v2.e[1])), a1, s, 0.25);
-        }
-    }
-}
-
-// draw_chart2 is DeepSampler.drawChart2: v_2, z_3 drawn, z_1 solved.
-static __device__ void draw_chart2(deep_sampler *q, const double *g) {
-    double sv = sqrt(q->sv), s3 = sqrt(q->v33);
-    deep_v2 v2 = make_v2(q->mv.e[0] + sv * g[0], q->mv.e[1] + sv * g[1]);
-    deep_v2 z3 = make_v2(q->om3.e[0] + s3 * g[2], q->om3.e[1] + s3 * g[3]);
-    deep_m2 a2 = attention(q, v2);
-    for (int is = 0; is < 2; is++) {
-        double s = is == 0 ? 1.0 : -1.0;
-        deep_v2 r = solve2(a2, make_v2(s * q->u.e[0], s * q->u.e[1]));
-        deep_v2 z1;
-        if (!solve_attention(q, z3, r, &z1)) {
-            continue;
-        }
-        for (int ig = 0; ig < 2; ig++) {
-            double sg = ig == 0 ? 1.0 : -1.0;
-            deep_v2 zz = make_v2(sg * z1.e[0], sg * z1.e[1]);
-            deep_m2 a1 = attention(q, zz);
-            point(q, zz, solve2(a1, v2), a1, s, 0.25);
+            q->v[j - 1] = make_v2(sg * vj.e[0], sg * vj.e[1]);
+            q->a[j - 1] = attention(q, q->v[j - 1]);
+            // z_k = B_{k-1}^{-1} v_k.
+            deep_v2 z[DEEP_MAX_L - 1];
+            deep_m2 b = identity2();
+            for (int k = 1; k < L; k++) {
+                z[k - 1] = solve2(b, q->v[k - 1]);
+                b = mat_mul2(q->a[k - 1], b);
+            }
+            point(q, z, s, 0.25);
         }
     }
 }
 
 // finish is DeepSampler.finish: the estimates of n draws into out.
 static __device__ void finish(const deep_sampler *q, double *out, int n) {
+    int L = q->L, pm = q->pm;
     if (!(q->sw > 0)) {
-        deep_fail(out, DEEP_NO_POINT);
+        deep_fail(out, L, DEEP_NO_POINT);
         return;
     }
     double sw = q->sw;
-    for (int a = 0; a < DEEP_PM; a++) {
+    int sec = deep_out_second(L), er = deep_out_err(L);
+    for (int a = 0; a < pm; a++) {
         double m = q->mean[a];
         double dm = m - q->mu2[a];
-        out[DEEP_OUT_MEAN + a] = m - q->sw2 * dm / (sw * sw);
-        out[DEEP_OUT_ERR + a] = sqrt(q->m2[a] + q->sw2 * dm * dm) / sw;
-        for (int b = a; b < DEEP_PM; b++) {
-            double v = q->co[a * DEEP_PM + b] / sw + m * q->mean[b];
-            out[DEEP_OUT_SECOND + a * DEEP_PM + b] = v;
-            out[DEEP_OUT_SECOND + b * DEEP_PM + a] = v;
+        out[a] = m - q->sw2 * dm / (sw * sw);
+        out[er + a] = sqrt(q->m2[a] + q->sw2 * dm * dm) / sw;
+        for (int b = a; b < pm; b++) {
+            double v = q->co[a * pm + b] / sw + m * q->mean[b];
+            out[sec + a * pm + b] = v;
+            out[sec + b * pm + a] = v;
         }
     }
     double zhat = sw / (double)n;
     double varZ = (q->sw2 / (double)n - zhat * zhat) / (double)n;
     // E log Zhat = log Z - Var/(2 Z^2) + O(1/n^2): remove the first-order bias.
-    out[DEEP_OUT_LOGZ] = log(zhat) + q->mx + varZ / (2 * zhat * zhat);
-    out[DEEP_OUT_ESS] = sw * sw / q->sw2;
-    out[DEEP_OUT_STATUS] = DEEP_OK;
+    out[deep_out_logz(L)] = log(zhat) + q->mx + varZ / (2 * zhat * zhat);
+    out[deep_out_ess(L)] = sw * sw / q->sw2;
+    out[deep_out_status(L)] = DEEP_OK;
 }
 
 // moments is DeepSampler.Moments for n draws whose normals start at index base of the stream
-// of key (base even): draw i takes G(base + 4 i + k), k < DEEP_NORMALS.
+// of key (base even): draw i takes G(base + nn i + k), k < nn = deep_normals(L).
 static __device__ void moments(deep_sampler *q, double *out, const double *u, const double *omega, const double *V,
                                int n, uint2 key, u64 base) {
+    int L = q->L;
+    int nn = deep_normals(L);
     if (!setup(q, u, omega, V)) {
-        deep_fail(out, DEEP_NOT_PD);
+        deep_fail(out, L, DEEP_NOT_PD);
         return;
     }
-    int nk[3] = {n, 0, 0};
-    if (q->v33 < DEEP_BROAD_V33) {
+    // nk[0]: the prior's draws; nk[j]: chart j's.
+    int nk[DEEP_MAX_L] = {0};
+    nk[0] = n;
+    if (q->vdiag[L - 1] < DEEP_BROAD_VLL) {
         nk[0] = n / 5;
-        nk[1] = (n - nk[0]) / 2;
-        nk[2] = n - nk[0] - nk[1];
+        int rest = n - nk[0];
+        for (int j = L - 1; j >= 1; j--) {
+            nk[j] = rest / j; // the charts j, j-1, ..., 1 share what is left evenly
+            rest -= nk[j];
+        }
     }
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < L; k++) {
         q->frac[k] = (double)nk[k] / (double)n;
     }
     // The log of each component's weight in the mixture, with its discrete choice and its
     // Gaussians' normalisations (deep.go).
-    q->logMix[0] = log(q->frac[0] * 0.5) - (2 * log(DEEP_TWO_PI) + 2 * log(q->lxx[0] * q->lxx[2]));
-    q->logMix[1] = log(q->frac[1] * 0.25) - log(DEEP_TWO_PI * q->v11) - log(DEEP_TWO_PI * q->v33);
-    q->logMix[2] = log(q->frac[2] * 0.25) - log(DEEP_TWO_PI * q->sv) - log(DEEP_TWO_PI * q->v33);
+    double ldx = 0;
+    for (int k = 0; k < L - 1; k++) {
+        ldx += log(q->l[k * L + k]);
+    }
+    q->logMix[0] = log(q->frac[0] * 0.5) - ((double)(L - 1) * log(DEEP_TWO_PI) + 2 * ldx);
+    for (int j = 1; j < L; j++) {
+        double lm = log(q->frac[j] * 0.25) - log(DEEP_TWO_PI * q->vdiag[L - 1]);
+        for (int k = 1; k < L; k++) {
+            if (k != j) {
+                lm -= log(DEEP_TWO_PI * q->sc[k - 1]);
+            }
+        }
+        q->logMix[j] = lm;
+    }
     reset(q);
+    int chart = L - 1, end = nk[0] + nk[L - 1]; // the chart of draw i >= nk[0], and the end of its draws
     for (int i = 0; i < n; i++) {
-        double g[DEEP_NORMALS];
-        const u64 idx = base + 4ULL * (u64)i; // indices modulo 2^64, as FillNormals
-        gauss_pair(idx >> 1, key, &g[0], &g[1]);
-        gauss_pair((idx + 2ULL) >> 1, key, &g[2], &g[3]);
+        double g[2 * (DEEP_MAX_L - 1)];
+        const u64 idx = base + (u64)nn * (u64)i; // indices modulo 2^64, as FillNormals
+        for (int p = 0; p < L - 1; p++) {
+            gauss_pair((idx + 2ULL * (u64)p) >> 1, key, &g[2 * p], &g[2 * p + 1]);
+        }
         q->dw = 0;
-        for (int a = 0; a < DEEP_PM; a++) {
+        for (int a = 0; a < q->pm; a++) {
             q->dn[a] = 0;
         }
         if (i < nk[0]) {
             draw_prior(q, g);
-        } else if (i < nk[0] + nk[1]) {
-            draw_chart1(q, g);
         } else {
-            draw_chart2(q, g);
+            while (i >= end) {
+                chart--;
+                end += nk[chart];
+            }
+            draw_chart(q, chart, g);
         }
         end_draw(q);
     }
     finish(q, out, n);
 }
 
-// deep_sample runs DeepSampler (c, beta) on task t = blockIdx.x * BLOCK + threadIdx.x of n:
+// deep_fail_bad_l writes the result of task t for an L outside DEEP_MIN_L..DEEP_MAX_L (see the
+// top of this file): NaN and DEEP_BAD_L at the layout of DeepOut(L) for
+// 1 <= L <= DEEP_FAIL_MAX_L, nothing otherwise.
+static __device__ void deep_fail_bad_l(double *out, i64 t, int L) {
+    if (L < 1 || L > DEEP_FAIL_MAX_L) {
+        return;
+    }
+    deep_fail(out + t * deep_out(L), L, DEEP_BAD_L);
+}
+
+// deep_sample runs DeepSampler (L, c, beta) on task t = blockIdx.x * BLOCK + threadIdx.x of n:
 // the per-task body of kernels.DeepSampleBatch (the slot check, the task's normals at
 // offset + slot stride, Moments). See the top of this file.
-extern "C" __global__ void deep_sample(double *out, const double *in, long long n, int draws, double c, double beta,
-                                       unsigned long long seed, unsigned long long offset, unsigned long long stride) {
+extern "C" __global__ void deep_sample(double *out, const double *in, long long n, int L, int draws, double c,
+                                       double beta, unsigned long long seed, unsigned long long offset,
+                                       unsigned long long stride) {
     const i64 t = (i64)blockIdx.x * BLOCK + threadIdx.x;
     if (t >= n) {
         return;
     }
-    const double *task = in + t * DEEP_IN;
-    double *res = out + t * DEEP_OUT;
+    if (L < DEEP_MIN_L || L > DEEP_MAX_L) {
+        deep_fail_bad_l(out, t, L);
+        return;
+    }
+    const double *task = in + t * deep_in(L);
+    double *res = out + t * deep_out(L);
     const double slot = task[0];
     if (!(slot >= 0 && slot < MAX_DEEP_SLOT && slot == floor(slot))) {
-        deep_fail(res, DEEP_BAD_SLOT);
+        deep_fail(res, L, DEEP_BAD_SLOT);
         return;
     }
     const uint2 key = make_uint2((u32)seed, (u32)(seed >> 32));
     deep_sampler q;
     q.c = c;
     q.beta = beta;
-    moments(&q, res, task + 1, task + 3, task + 9, draws, key, offset + (u64)slot * stride);
+    q.L = L;
+    q.pm = 2 * L;
+    moments(&q, res, task + 1, task + 3, task + 3 + 2 * L, draws, key, offset + (u64)slot * stride);
 }

@@ -55,6 +55,7 @@ const (
 	DeepNotPD   = 1 // V is not positive definite
 	DeepNoPoint = 2 // no draw reached the output (the estimate of Z_out is 0)
 	DeepBadSlot = 3 // the slot is not an integer in [0, 2^53)
+	DeepBadL    = 4 // the kernel only: L outside DeepMinL..DeepMaxL (the device front refuses it first)
 )
 
 // deepBroadVLL is the last layer's variance V_LL above which the charts are not drawn: the

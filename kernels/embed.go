@@ -36,7 +36,7 @@ var modules = map[string]struct {
 	"gaussian_fill":     {"gauss", 5},
 	"softmax_loss_grad": {"train", 8},
 	"adam_step":         {"train", 11},
-	"deep_sample":       {"deep", 9},
+	"deep_sample":       {"deep", 10},
 }
 
 // PTX returns the embedded PTX text of every module, keyed by module name (the .cu file name

@@ -66,15 +66,20 @@
 //	adam_step(double *w, const double *g, double *m, double *v, long long len, double lr,
 //	          double b1, double b2, double eps, double c1, double c2)
 //	    one Adam update, c1 = 1 - b1^t and c2 = 1 - b2^t from the host; work = len
-//	deep_sample(double *out, const double *in, long long n, int draws, double c, double beta,
-//	            unsigned long long seed, unsigned long long offset, unsigned long long stride)
-//	    kernels.DeepSampleBatch's task t: reads in[t DeepIn .. (t+1) DeepIn) = (slot, u (2),
-//	    omega (3 x 2), V (3 x 3), row-major), writes out[t DeepOut .. (t+1) DeepOut) (DeepOut*
-//	    layout; on failure NaN everywhere and the status DeepNotPD, DeepNoPoint or DeepBadSlot,
-//	    the last for a slot that is not an integer in [0, 2^53)). Draw i < draws takes the
-//	    normals G(seed, base + 4 i + k), k < 4, base = offset + slot stride (mod 2^64): two
-//	    gauss_pair calls, at (base + 4 i) >> 1 and (base + 4 i + 2) >> 1. The caller guarantees
-//	    draws >= 2 and offset, stride even (so base is even).
+//	deep_sample(double *out, const double *in, long long n, int L, int draws, double c,
+//	            double beta, unsigned long long seed, unsigned long long offset,
+//	            unsigned long long stride)
+//	    kernels.DeepSampleBatch's task t at L layers (DeepMinL <= L <= DeepMaxL): reads
+//	    in[t DeepIn(L) .. (t+1) DeepIn(L)) = (slot, u (2), omega (L x 2), V (L x L),
+//	    row-major), writes out[t DeepOut(L) .. (t+1) DeepOut(L)) (the layout of DeepOut(L) and
+//	    DeepOut*(L); on failure NaN everywhere and the status DeepNotPD, DeepNoPoint or
+//	    DeepBadSlot, the last for a slot that is not an integer in [0, 2^53)). Draw i < draws
+//	    takes the DeepNormals(L) = 2 (L - 1) normals G(seed, base + 2 (L - 1) i + k),
+//	    base = offset + slot stride (mod 2^64): L - 1 gauss_pair calls, pair p at
+//	    (base + 2 (L - 1) i + 2 p) >> 1. The caller guarantees draws >= 2, offset and stride
+//	    even (so base is even) and L in range; for another L the kernel reads nothing and, for
+//	    1 <= L <= 64, writes NaN everywhere and the kernel-only status 4 at DeepOut(L)'s
+//	    layout, for any other L nothing.
 //
 // The channel kernels follow device.Device's conventions: z-coordinates, full symmetric T x T
 // matrices per sample, only the upper triangle of omega read, g written full and symmetric.

@@ -593,49 +593,71 @@ func TestHardmaxTGOut(t *testing.T) {
 	}
 }
 
-// deepTask returns one deep_sample task (kernels.DeepIn values) of the given kind: "broad"
-// (V_33 > 0.25: the prior alone), "sharp" (V_33 about 1e-3, u the forward model's output at a
-// point near omega, so the charts find solutions), "corr" (sharp, with V's off-diagonals
-// large), "notpd" (V indefinite). u is +-B(z_1, z_2) z_3 at Z = omega + noise, except for a
-// broad task, where it is that or (half the time) random.
-func deepTask(r *rand.Rand, kind string, slot, c, beta float64) []float64 {
-	task := make([]float64, kernels.DeepIn)
+// deepTask returns one deep_sample task at L layers (kernels.DeepIn(L) values) of the given
+// kind, V = C C^T with C lower triangular: "broad" (V_LL > 0.25: the prior alone), "sharp"
+// (V_LL about 1e-3, u the forward model's output at a point near omega, so the charts find
+// solutions), "corr" (sharp, with V's off-diagonals large: the earlier layers strongly
+// correlated, the last one mildly), "notpd" (V_12 = V_21 = 1.5 sqrt(V_11 V_22), indefinite).
+// u is +-B_{L-1}(z_1, ..., z_{L-1}) z_L at Z = omega + noise, except for a broad task, where
+// it is that or (half the time) random.
+func deepTask(r *rand.Rand, kind string, L int, slot, c, beta float64) []float64 {
+	task := make([]float64, kernels.DeepIn(L))
 	task[0] = slot
-	omega := task[3:9]
+	omega, V := task[3:3+2*L], task[3+2*L:]
 	for i := range omega {
 		omega[i] = r.NormFloat64()
 	}
-	// V = L L^T, L lower triangular.
-	a, d, g := 0.3+0.9*r.Float64(), 0.3+0.7*r.Float64(), 0.6+0.6*r.Float64()
-	b, e, f := 0.0, 0.0, 0.0
-	switch kind {
-	case "broad":
-		b, e, f = 0.5*r.NormFloat64(), 0.3*r.NormFloat64(), 0.3*r.NormFloat64()
-	case "sharp":
-		b, e, f, g = 0.2*r.NormFloat64(), 0.005*r.NormFloat64(), 0.005*r.NormFloat64(), 0.02+0.02*r.Float64()
-	case "corr":
-		b, e, f, g = 0.8*d*(1+r.Float64()), 0.02*(1+r.Float64()), -0.015*(1+r.Float64()), 0.01+0.01*r.Float64()
+	C := make([]float64, L*L)
+	for k := 0; k < L-1; k++ {
+		C[k*L+k] = 0.3 + 0.8*r.Float64()
 	}
-	L := [9]float64{a, 0, 0, b, d, 0, e, f, g}
-	V := task[9:18]
-	for i := 0; i < 3; i++ {
-		for j := 0; j < 3; j++ {
-			for k := 0; k < 3; k++ {
-				V[i*3+j] += L[i*3+k] * L[j*3+k]
+	C[L*L-1] = 0.6 + 0.6*r.Float64()
+	for i := 1; i < L; i++ {
+		last := i == L-1
+		for j := 0; j < i; j++ {
+			switch {
+			case kind == "broad" && last:
+				C[i*L+j] = 0.3 * r.NormFloat64()
+			case kind == "broad":
+				C[i*L+j] = 0.5 * r.NormFloat64()
+			case kind == "sharp" && last:
+				C[i*L+j] = 0.005 * r.NormFloat64()
+			case kind == "sharp":
+				C[i*L+j] = 0.2 * r.NormFloat64()
+			case kind == "corr" && last && j%2 == 1:
+				C[i*L+j] = -0.015 * (1 + r.Float64())
+			case kind == "corr" && last:
+				C[i*L+j] = 0.02 * (1 + r.Float64())
+			case kind == "corr":
+				C[i*L+j] = 0.8 * C[i*L+i] * (1 + r.Float64())
+			}
+		}
+	}
+	switch kind {
+	case "sharp":
+		C[L*L-1] = 0.02 + 0.02*r.Float64()
+	case "corr":
+		C[L*L-1] = 0.01 + 0.01*r.Float64()
+	}
+	for i := 0; i < L; i++ {
+		for j := 0; j < L; j++ {
+			for k := 0; k < L; k++ {
+				V[i*L+j] += C[i*L+k] * C[j*L+k]
 			}
 		}
 	}
 	if kind == "notpd" {
-		V[1], V[3] = 1.5*math.Sqrt(V[0]*V[4]), 1.5*math.Sqrt(V[0]*V[4])
+		V[1] = 1.5 * math.Sqrt(V[0]*V[L+1])
+		V[L] = V[1]
 	}
-	// Z = omega + noise (per token, 0.5 L times standard normals), u = s B(z_1, z_2) z_3.
-	var Z [6]float64
+	// Z = omega + noise (per token, 0.5 C times standard normals), u = s B_{L-1} z_L.
+	Z := make([]float64, 2*L)
 	for tok := 0; tok < 2; tok++ {
-		n := [3]float64{r.NormFloat64(), r.NormFloat64(), r.NormFloat64()}
-		for l := 0; l < 3; l++ {
+		n := randv(r, L)
+		for l := 0; l < L; l++ {
 			x := 0.0
-			for k := 0; k < 3; k++ {
-				x += L[l*3+k] * n[k]
+			for k := 0; k < L; k++ {
+				x += C[l*L+k] * n[k]
 			}
 			Z[2*l+tok] = omega[2*l+tok] + 0.5*x
 		}
@@ -643,10 +665,12 @@ func deepTask(r *rand.Rand, kind string, slot, c, beta float64) []float64 {
 	mul := func(m [4]float64, v [2]float64) [2]float64 {
 		return [2]float64{m[0]*v[0] + m[1]*v[1], m[2]*v[0] + m[3]*v[1]}
 	}
-	z1, z2, z3 := [2]float64{Z[0], Z[1]}, [2]float64{Z[2], Z[3]}, [2]float64{Z[4], Z[5]}
-	a1 := kernels.Attention2(c, beta, z1)
-	v2 := mul(a1, z2)
-	u := mul(kernels.Attention2(c, beta, v2), mul(a1, z3)) // B z_3 = A(v_2) (A(z_1) z_3)
+	B := [4]float64{1, 0, 0, 1} // B_k = A(v_k) B_{k-1}, v_k = B_{k-1} z_k
+	for k := 0; k < L-1; k++ {
+		a := kernels.Attention2(c, beta, mul(B, [2]float64{Z[2*k], Z[2*k+1]}))
+		B = [4]float64{a[0]*B[0] + a[1]*B[2], a[0]*B[1] + a[1]*B[3], a[2]*B[0] + a[3]*B[2], a[2]*B[1] + a[3]*B[3]}
+	}
+	u := mul(B, [2]float64{Z[2*L-2], Z[2*L-1]})
 	s := 1.0
 	if r.IntN(2) == 0 {
 		s = -1
@@ -659,139 +683,181 @@ func deepTask(r *rand.Rand, kind string, slot, c, beta float64) []float64 {
 }
 
 // TestDeepSample runs deep_sample (one task per thread) against its CPU twin
-// kernels.DeepSampleBatch (device.FillNormals' stream) on random tasks: broad and sharp last
-// layers, correlated V, an indefinite V (DeepNotPD), bad slots (DeepBadSlot), slots out of task
-// order, several (c, beta), even and odd draw counts, and an offset at which a draw's normals 2
-// and 3 wrap around 2^64. Statuses must agree exactly and NaNs sit in the same places. The
-// arithmetic is the same, operation for operation, but exp and log are glibc's in the emulator
-// and Go's in the twin (a few ulps apart), and the weights carry that into the sums, so values
-// are compared to 1e-9 of their scale: |x| for log Z and the ESS; for the means, their errors
-// and the second moments, the larger of |x| and the RMS of the components involved (sqrt of the
-// second moments' diagonal), since a mean or off-diagonal moment near 0 is a cancellation whose
-// relative error says nothing. The worst errors, relative and scaled, are logged per group.
+// kernels.DeepSampleBatch (device.FillNormals' stream) at every L = kernels.DeepMinL ..
+// DeepMaxL on random tasks: broad and sharp last layers, correlated V, an indefinite V
+// (DeepNotPD), bad slots (DeepBadSlot), slots out of task order, several (c, beta), even and
+// odd draw counts, an offset at which one draw's normals wrap around 2^64 (between two of its
+// Philox pairs at L = 3 and 4), and the tasks of kernels.DeepTasks. Statuses must agree exactly
+// and NaNs sit in the same places. The arithmetic is the same, operation for operation, but exp
+// and log are glibc's in the emulator and Go's in the twin (a few ulps apart), and the weights
+// carry that into the sums, so values are compared to 1e-9 of their scale: |x| for log Z and
+// the ESS; for the means, their errors and the second moments, the larger of |x| and the RMS
+// of the components involved (sqrt of the second moments' diagonal), since a mean or
+// off-diagonal moment near 0 is a cancellation whose relative error says nothing. The worst
+// errors, relative and scaled, are logged per group and L.
 func TestDeepSample(t *testing.T) {
 	needEmu(t)
 	r := rand.New(rand.NewPCG(51, 52))
-	groups := []struct {
-		name   string
-		lo, hi int
-	}{
-		{"mean", kernels.DeepOutMean, kernels.DeepOutMean + 6},
-		{"second", kernels.DeepOutSecond, kernels.DeepOutSecond + 36},
-		{"err", kernels.DeepOutErr, kernels.DeepOutErr + 6},
-		{"logZ", kernels.DeepOutLogZ, kernels.DeepOutLogZ + 1},
-		{"ess", kernels.DeepOutESS, kernels.DeepOutESS + 1},
-	}
-	worstRel := make([]float64, len(groups))
-	worstScaled := make([]float64, len(groups))
 	const seed = 0x5eed_0123_4567_89ab
-	for _, cf := range []struct {
-		c, beta        float64
-		draws, n       int
-		offset, stride uint64
-		shared         bool // the tasks of kernels.DeepTasks (as the CPU and GPU twin tests)
-	}{
-		{1, 1, 300, 40, 1<<60 + 1<<40, 1 << 24, false},
-		{0.5, 1.3, 257, 300, 1<<60 + 1<<40, 1 << 24, false},     // two blocks, the second partly idle
-		{2, 0.7, 300, 37, math.MaxUint64 - 401, 1 << 24, false}, // slot 0: draw 100's normals 2, 3 at index 0, 1
-		{1, 2, 2, 29, 1 << 40, 1 << 12, false},                  // the fewest draws: no q_0 draw in a sharp task
-		{0.2, 1, 7, 29, 1 << 40, 1 << 12, false},
-		{0.5, 2, 500, 37, 1<<60 + 1<<40, 1 << 24, true},
-	} {
-		n := cf.n
-		in := make([]float64, 0, n*kernels.DeepIn)
-		slots := r.Perm(n) // slots out of task order
-		for i, s := range slots {
-			if s == 0 { // slot 0 at task 3, a task with an estimate
-				slots[i], slots[3] = slots[3], 0
-			}
+	for L := kernels.DeepMinL; L <= kernels.DeepMaxL; L++ {
+		nin, nout, pm := kernels.DeepIn(L), kernels.DeepOut(L), 2*L
+		sec := kernels.DeepOutSecond(L)
+		groups := []struct {
+			name   string
+			lo, hi int
+		}{
+			{"mean", 0, pm},
+			{"second", sec, sec + pm*pm},
+			{"err", kernels.DeepOutErr(L), kernels.DeepOutErr(L) + pm},
+			{"logZ", kernels.DeepOutLogZ(L), kernels.DeepOutLogZ(L) + 1},
+			{"ess", kernels.DeepOutESS(L), kernels.DeepOutESS(L) + 1},
 		}
-		kinds := []string{"broad", "sharp", "corr"}
-		var kindOf []string
-		for i := 0; i < n; i++ {
-			kind := kinds[i%3]
-			slot := float64(slots[i])
-			switch i {
-			case 1:
-				kind = "notpd"
-			case 4:
-				slot = -1
-			case 7:
-				slot = 2.5
-			case 10:
-				slot = kernels.MaxDeepSlot
-			case 13:
-				slot = math.NaN()
-			}
-			kindOf = append(kindOf, kind)
-			in = append(in, deepTask(r, kind, slot, cf.c, cf.beta)...)
-		}
-		if cf.shared {
-			in = kernels.DeepTasks(3, n, cf.c, cf.beta)
-			for i := range kindOf {
-				kindOf[i] = "shared"
-			}
-		}
-		want := make([]float64, n*kernels.DeepOut)
-		if err := kernels.DeepSampleBatch(want, in, n, cf.draws, cf.c, cf.beta, seed, cf.offset, cf.stride, 2, device.FillNormals); err != nil {
-			t.Fatal(err)
-		}
-		outBuf := newBuf(t, make([]float64, n*kernels.DeepOut))
-		launch(t, "deep_sample", kernels.GridThreads(int64(n)), outBuf, newBuf(t, in), n, cf.draws, cf.c, cf.beta, uint64(seed), cf.offset, cf.stride)
-		got := outBuf.read(t)
-		name := fmt.Sprintf("c=%g beta=%g draws=%d n=%d", cf.c, cf.beta, cf.draws, n)
-		status := map[float64]int{}
-		minESS := map[string]float64{}
-		for task := 0; task < n; task++ {
-			g, w := got[task*kernels.DeepOut:(task+1)*kernels.DeepOut], want[task*kernels.DeepOut:(task+1)*kernels.DeepOut]
-			st := w[kernels.DeepOutStatus]
-			status[st]++
-			if g[kernels.DeepOutStatus] != st {
-				t.Errorf("%s task %d (%s): status %v, CPU %v", name, task, kindOf[task], g[kernels.DeepOutStatus], st)
-				continue
-			}
-			if st == kernels.DeepOK {
-				if e, ok := minESS[kindOf[task]]; !ok || w[kernels.DeepOutESS] < e {
-					minESS[kindOf[task]] = w[kernels.DeepOutESS]
+		worstRel := make([]float64, len(groups))
+		worstScaled := make([]float64, len(groups))
+		// At offset 2^64 - 2 - 200 (L - 1), slot 0's draw 100 takes the normals at indices
+		// -2, -1, 0, ..., 2 L - 5 (mod 2^64): its first pair before the wrap, the others after
+		// it (at L = 2 the draw before it ends at the wrap).
+		wrap := uint64(math.MaxUint64 - 1 - 200*uint64(L-1))
+		for _, cf := range []struct {
+			c, beta        float64
+			draws, n       int
+			offset, stride uint64
+			shared         bool // the tasks of kernels.DeepTasks (as the CPU and GPU twin tests)
+		}{
+			{1, 1, 300, 40, 1<<60 + 1<<40, 1 << 24, false},
+			{0.5, 1.3, 257, 280, 1<<60 + 1<<40, 1 << 24, false}, // two blocks, the second partly idle
+			{2, 0.7, 300, 37, wrap, 1 << 24, false},             // slot 0's normals wrap around 2^64 in draw 100
+			{1, 2, 2, 29, 1 << 40, 1 << 12, false},              // the fewest draws: no q_0 draw in a sharp task
+			{0.2, 1, 7, 29, 1 << 40, 1 << 12, false},
+			{0.5, 2, 400, 37, 1<<60 + 1<<40, 1 << 24, true},
+		} {
+			n := cf.n
+			in := make([]float64, 0, n*nin)
+			slots := r.Perm(n) // slots out of task order
+			for i, s := range slots {
+				if s == 0 { // slot 0 at task 3, a task with an estimate
+					slots[i], slots[3] = slots[3], 0
 				}
 			}
-			rms := func(a int) float64 { return math.Sqrt(math.Abs(w[kernels.DeepOutSecond+a*7])) }
-			for gi, gr := range groups {
-				for i := gr.lo; i < gr.hi; i++ {
-					if math.IsNaN(g[i]) != math.IsNaN(w[i]) {
-						t.Errorf("%s task %d (%s): out[%d] = %v, CPU %v", name, task, kindOf[task], i, g[i], w[i])
-						continue
-					}
-					if math.IsNaN(w[i]) || g[i] == w[i] {
-						continue
-					}
-					d := math.Abs(g[i] - w[i])
-					scale := math.Abs(w[i])
-					switch gr.name {
-					case "mean", "err":
-						scale = math.Max(scale, rms(i-gr.lo))
-					case "second":
-						scale = math.Max(scale, math.Sqrt(rms((i-gr.lo)/6)*rms((i-gr.lo)%6)))
-					}
-					if !(d <= 1e-9*scale) {
-						t.Errorf("%s task %d (%s): out[%d] (%s) = %.17g, CPU %.17g (error / scale %.3g)", name, task, kindOf[task], i, gr.name, g[i], w[i], d/scale)
-					}
-					worstRel[gi] = math.Max(worstRel[gi], d/math.Abs(w[i]))
-					worstScaled[gi] = math.Max(worstScaled[gi], d/scale)
+			kinds := []string{"broad", "sharp", "corr"}
+			var kindOf []string
+			for i := 0; i < n; i++ {
+				kind := kinds[i%3]
+				slot := float64(slots[i])
+				switch i {
+				case 1:
+					kind = "notpd"
+				case 4:
+					slot = -1
+				case 7:
+					slot = 2.5
+				case 10:
+					slot = kernels.MaxDeepSlot
+				case 13:
+					slot = math.NaN()
+				}
+				kindOf = append(kindOf, kind)
+				in = append(in, deepTask(r, kind, L, slot, cf.c, cf.beta)...)
+			}
+			if cf.shared {
+				in = kernels.DeepTasks(3, n, L, cf.c, cf.beta)
+				for i := range kindOf {
+					kindOf[i] = "shared"
 				}
 			}
-		}
-		t.Logf("%s: statuses %v, least ESS of a task by kind %v", name, status, minESS)
-		// A task with a few draws may find no point; with hundreds, every valid task has one.
-		if cf.shared {
-			if status[kernels.DeepOK] != n {
-				t.Errorf("%s: statuses %v, want all DeepOK", name, status)
+			want := make([]float64, n*nout)
+			if err := kernels.DeepSampleBatch(want, in, n, L, cf.draws, cf.c, cf.beta, seed, cf.offset, cf.stride, 2, device.FillNormals); err != nil {
+				t.Fatal(err)
 			}
-		} else if status[kernels.DeepNotPD] != 1 || status[kernels.DeepBadSlot] != 4 || (cf.draws >= 100 && status[kernels.DeepOK] != n-5) {
-			t.Errorf("%s: statuses %v, want 1 DeepNotPD, 4 DeepBadSlot and (with 100 draws or more) the rest DeepOK", name, status)
+			outBuf := newBuf(t, make([]float64, n*nout))
+			launch(t, "deep_sample", kernels.GridThreads(int64(n)), outBuf, newBuf(t, in), n, L, cf.draws, cf.c, cf.beta, uint64(seed), cf.offset, cf.stride)
+			got := outBuf.read(t)
+			name := fmt.Sprintf("L=%d c=%g beta=%g draws=%d n=%d", L, cf.c, cf.beta, cf.draws, n)
+			status := map[float64]int{}
+			minESS := map[string]float64{}
+			for task := 0; task < n; task++ {
+				g, w := got[task*nout:(task+1)*nout], want[task*nout:(task+1)*nout]
+				st := w[kernels.DeepOutStatus(L)]
+				status[st]++
+				if g[kernels.DeepOutStatus(L)] != st {
+					t.Errorf("%s task %d (%s): status %v, CPU %v", name, task, kindOf[task], g[kernels.DeepOutStatus(L)], st)
+					continue
+				}
+				if st == kernels.DeepOK {
+					if e, ok := minESS[kindOf[task]]; !ok || w[kernels.DeepOutESS(L)] < e {
+						minESS[kindOf[task]] = w[kernels.DeepOutESS(L)]
+					}
+				}
+				rms := func(a int) float64 { return math.Sqrt(math.Abs(w[sec+a*(pm+1)])) }
+				for gi, gr := range groups {
+					for i := gr.lo; i < gr.hi; i++ {
+						if math.IsNaN(g[i]) != math.IsNaN(w[i]) {
+							t.Errorf("%s task %d (%s): out[%d] = %v, CPU %v", name, task, kindOf[task], i, g[i], w[i])
+							continue
+						}
+						if math.IsNaN(w[i]) || g[i] == w[i] {
+							continue
+						}
+						d := math.Abs(g[i] - w[i])
+						scale := math.Abs(w[i])
+						switch gr.name {
+						case "mean", "err":
+							scale = math.Max(scale, rms(i-gr.lo))
+						case "second":
+							scale = math.Max(scale, math.Sqrt(rms((i-gr.lo)/pm)*rms((i-gr.lo)%pm)))
+						}
+						if !(d <= 1e-9*scale) {
+							t.Errorf("%s task %d (%s): out[%d] (%s) = %.17g, CPU %.17g (error / scale %.3g)", name, task, kindOf[task], i, gr.name, g[i], w[i], d/scale)
+						}
+						worstRel[gi] = math.Max(worstRel[gi], d/math.Abs(w[i]))
+						worstScaled[gi] = math.Max(worstScaled[gi], d/scale)
+					}
+				}
+			}
+			t.Logf("%s: statuses %v, least ESS of a task by kind %v", name, status, minESS)
+			// A task with a few draws may find no point; with hundreds, every valid task has one.
+			if cf.shared {
+				if status[kernels.DeepOK] != n {
+					t.Errorf("%s: statuses %v, want all DeepOK", name, status)
+				}
+			} else if status[kernels.DeepNotPD] != 1 || status[kernels.DeepBadSlot] != 4 || (cf.draws >= 100 && status[kernels.DeepOK] != n-5) {
+				t.Errorf("%s: statuses %v, want 1 DeepNotPD, 4 DeepBadSlot and (with 100 draws or more) the rest DeepOK", name, status)
+			}
+		}
+		for gi, gr := range groups {
+			t.Logf("L=%d %s: worst error relative to the value %.3g, to its scale %.3g", L, gr.name, worstRel[gi], worstScaled[gi])
 		}
 	}
-	for gi, gr := range groups {
-		t.Logf("%s: worst error relative to the value %.3g, to its scale %.3g", gr.name, worstRel[gi], worstScaled[gi])
+}
+
+// TestDeepSampleBadL launches deep_sample at layer counts outside kernels.DeepMinL ..
+// DeepMaxL, which the device front refuses and DeepSampleBatch rejects: for 1 <= L <= 64 every
+// task's DeepOut(L) values are NaN with the kernel-only status 4 (deep.cu's DEEP_BAD_L) last,
+// whatever the input; for L <= 0 (and L > 64) nothing is written.
+func TestDeepSampleBadL(t *testing.T) {
+	needEmu(t)
+	const n = 3
+	in := newBuf(t, make([]float64, n*kernels.DeepIn(5)))
+	for _, L := range []int{1, 5, 64, 0, -1, 65} {
+		nout := kernels.DeepOut(L)
+		init := make([]float64, n*nout)
+		for i := range init {
+			init[i] = 7
+		}
+		outBuf := newBuf(t, init)
+		launch(t, "deep_sample", kernels.GridThreads(n), outBuf, in, n, L, 10, 1.0, 1.0, uint64(1), uint64(0), uint64(64))
+		got := outBuf.read(t)
+		for i, g := range got {
+			want := 7.0
+			if L >= 1 && L <= 64 {
+				want = math.NaN()
+				if i%nout == kernels.DeepOutStatus(L) {
+					want = 4
+				}
+			}
+			if !(g == want || math.IsNaN(g) && math.IsNaN(want)) {
+				t.Fatalf("L = %d: out[%d] = %v, want %v", L, i, g, want)
+			}
+		}
 	}
 }
