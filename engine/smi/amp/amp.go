@@ -174,16 +174,16 @@ type Result struct {
 // (smi.Params.Bytes): What, its proposal and B (3 P D), g and g_prev (2 N P M), the per-sample
 // sums of the Jacobian blocks (N P P), the per-sample flags (2 N bytes), and the test set of
 // n_test = o.TestSamples samples (its tokens, n_test M D, its outputs, n_test M M, and the
-// per-sample errors), and at L >= 3 with Draws every sample's omega (N P M) and the batch of
-// sampled integrals (2 N tasks of kernels.DeepIn(L) + kernels.DeepOut(L) values).
+// per-sample errors), and at L >= 3 with Draws the batch of sampled integrals (2 N tasks of
+// kernels.DeepIn(L) + kernels.DeepOut(L) values).
 // The per-worker work space (O(P M) numbers and the channel quadrature's regions) is not
 // counted.
 func Bytes(p smi.Params, o Options) uint64 {
 	D, N, M, P := uint64(p.D), uint64(p.N()), uint64(p.M), uint64(p.P())
 	nTest := uint64(max(o.TestSamples, 0))
-	var sampled uint64 // omega and the batch of sampled integrals (smi.SampleBatch)
+	var sampled uint64 // the batch of sampled integrals (smi.SampleBatch)
 	if p.L >= 3 && o.Draws > 0 {
-		sampled = N*P*M + 2*N*uint64(kernels.DeepIn(p.L)+kernels.DeepOut(p.L))
+		sampled = 2 * N * uint64(kernels.DeepIn(p.L)+kernels.DeepOut(p.L))
 	}
 	return 8*(3*P*D+2*N*P*M+N*P*P+nTest*M*D+nTest*M*M+nTest+sampled) + 2*N
 }
@@ -213,7 +213,6 @@ type smiState struct {
 	inexact    []bool
 	failed     []bool
 	first      bool
-	omega      []float64        // N x P x M, with Options.Draws at L >= 3
 	batch      *smi.SampleBatch // 2 N tasks: half h of sample mu is task 2 mu + h
 	// test set
 	nTest      int
@@ -315,7 +314,6 @@ func newSMIState(data *smi.Data, o Options) (*smiState, error) {
 		if s.batch, err = ch.NewSampleBatch(2 * N); err != nil {
 			return nil, fmt.Errorf("amp: SMI: %w", err)
 		}
-		s.omega = make([]float64, N*P*M)
 	}
 	// Start: What_0 and Chat_0 = I.
 	if o.Init != "zero" {
@@ -583,13 +581,13 @@ func (s *smiState) sampleOmega(om []float64, mu int, V []float64, first bool) {
 }
 
 // sampleAll runs the sampled channel integrals of all N samples of iteration it in one batch
-// on o.Device (nil: the CPU twin): every sample's omega into s.omega, then task 2 mu + h, half h
-// of sample mu with slot 2 ((it - 1) N + mu) + h, whose Draws/2 draws come from
+// on o.Device (nil: the CPU twin): every sample's omega and u go to the batch's tasks 2 mu + h,
+// half h of sample mu with slot 2 ((it - 1) N + mu) + h, whose Draws/2 draws come from
 // stream.SMIAMPDraw(it, N, mu) + h stream.SMIAMPDrawNormals/2.
 func (s *smiState) sampleAll(it int, V, ve []float64, first bool) error {
-	M, N, pm := s.M, s.N, s.P*s.M
+	M, N := s.M, s.N
 	if err := s.parallel(N, func(w *smiWorker, mu int) {
-		om := s.omega[mu*pm : (mu+1)*pm]
+		om := w.omega
 		s.sampleOmega(om, mu, V, first)
 		for h := 0; h < 2; h++ {
 			s.batch.Set(2*mu+h, 2*(uint64(it-1)*uint64(N)+uint64(mu))+uint64(h), s.data.U[mu*M:(mu+1)*M], om, ve)

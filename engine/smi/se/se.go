@@ -573,10 +573,8 @@ func sampleAll(ch *smi.Deep, Q, V []float64, o Options) (*smi.SampleBatch, error
 // the mean of the halves' log Z_out.
 func (w *smiWorker) sampled(acc []float64, b *smi.SampleBatch, V []float64, draws int) error {
 	P, M := len(acc)-1, len(w.u)
-	for h, m := range w.half {
-		if err := b.Moments(m, 2*w.sample+h, draws); err != nil {
-			return err
-		}
+	if err := w.halves(b, draws); err != nil {
+		return err
 	}
 	for k := 0; k < P; k++ {
 		vk := V[k*P+k]
@@ -585,6 +583,17 @@ func (w *smiWorker) sampled(acc []float64, b *smi.SampleBatch, V []float64, draw
 		}
 	}
 	acc[P] += (w.half[0].LogZ + w.half[1].LogZ) / 2
+	return nil
+}
+
+// halves takes the current sample's two halves (of draws draws each) from b into w.half; the
+// sample is exact where both are.
+func (w *smiWorker) halves(b *smi.SampleBatch, draws int) error {
+	for h, m := range w.half {
+		if err := b.Moments(m, 2*w.sample+h, draws); err != nil {
+			return err
+		}
+	}
 	w.m.Exact = w.half[0].Exact && w.half[1].Exact
 	return nil
 }
@@ -764,15 +773,12 @@ func stability(ch *smi.Deep, Q []float64, o Options) (average, error) {
 		// independent halves' (sampled), whose product has the mean ||E[Cov]/v - I||_F^2.
 		ca, cb := w.cov, w.cov
 		if batch != nil {
-			for h, m := range w.half {
-				if err := batch.Moments(m, 2*w.sample+h, o.Draws/2); err != nil {
-					return err
-				}
+			if err := w.halves(batch, o.Draws/2); err != nil {
+				return err
 			}
 			cb = w.cov2
 			w.half[0].Cov(ca)
 			w.half[1].Cov(cb)
-			w.m.Exact = w.half[0].Exact && w.half[1].Exact
 		} else {
 			if err := w.posterior(ch, Q, V, xi, eta); err != nil {
 				return err
