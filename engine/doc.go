@@ -127,9 +127,12 @@
 //	omega      omega             Q^{1/2} xi: what the estimate knows of Z                    SMI 2.2
 //	g_out      Mean / V          V^{-1}(E[Z | y, omega, V] - omega), per token               SMI 2.1
 //	epsilon    Epsilon           1e-3 regularisation of V (the authors' code)                SMI 2.2
-//	m_a, m_b   half              L = 3: two independent importance-sampling estimates of     issue 16
+//	m_a, m_b   half              L >= 3: two independent importance-sampling estimates of    issue 16
 //	                             E[Z - omega | y]; E[m_a m_b^T] = m m^T, so q-hat has no noise bias
 //	ESS        SampleMoments.ESS the effective sample size (sum w)^2 / sum w^2 of one estimate issue 16
+//	chart j    kernels.DeepSampler proposal that draws z_L and every v_k but v_j, solves v_j  issue 16
+//	J(v, r)    logAttentionJacobian |det d(A(v)^{-1} r)/dv|, a chart's density factor        issue 16
+//	slot s     SampleBatch.Set   a task's place in the normal stream: offset + s stride         issue 16
 //	F_l        SMIStability      E||Cov(z_l | y) V^{-1} - I_M||_F^2 / V^2: q-hat ~ alpha F Q SMI 2.3
 //	alpha_l    Stability         1/F_l at Q = 0: layer l's weak-recovery threshold           SMI 2.3
 //	psi_in     PsiIn             sum_l (q-hat_l - log(1 + q-hat_l))/2, Gaussian prior: d/dq-hat SMI 2.1
