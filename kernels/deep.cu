@@ -3,7 +3,7 @@
 //
 // Twin: kernels/deep.go, type DeepSampler (Moments, setup, Attention2, solveAttention,
 // logJacobianAt, drawPrior, drawChart, point, reset, add, endDraw, finish, mul2, matMul2,
-// solve2, quad2, logAddExp, deepFail, and the layout functions DeepIn, DeepOut, DeepNormals,
+// solve2, quad2, logSumExp, deepFail, and the layout functions DeepIn, DeepOut, DeepNormals,
 // DeepOutSecond, DeepOutErr, DeepOutLogZ, DeepOutESS, DeepOutStatus) and the per-task logic of
 // DeepSampleBatch (the slot check and the place of the task's draws in the normal stream),
 // around internal/spd's Factor, SolveFactored and Invert (n = L). Each __device__ function
@@ -228,13 +228,21 @@ static __device__ __forceinline__ double quad2(deep_v2 x, deep_v2 m) {
     return a * a + b * b;
 }
 
-// log_add_exp is logAddExp: log(e^a + e^b), -Inf when both are.
-static __device__ double log_add_exp(double a, double b) {
-    double m = go_max(a, b);
+// log_sum_exp is logSumExp: log sum_k e^{x_k} over x[0 .. n-1] (n >= 1), -Inf when every x_k
+// is.
+static __device__ double log_sum_exp(const double *x, int n) {
+    double m = x[0];
+    for (int k = 1; k < n; k++) {
+        m = go_max(m, x[k]);
+    }
     if (is_inf(m, -1)) {
         return m;
     }
-    return m + log(exp(a - m) + exp(b - m));
+    double s = 0;
+    for (int k = 0; k < n; k++) {
+        s += exp(x[k] - m);
+    }
+    return m + log(s);
 }
 
 // attention2 is Attention2: A(v) = softmax_row(beta v v^T) + c I, row-major.
@@ -252,7 +260,8 @@ static __device__ deep_m2 attention2(double c, double beta, deep_v2 v) {
 // deep_sampler holds DeepSampler's fields.
 struct deep_sampler {
     double c, beta;
-    int L, pm; // layers and P M = 2 L
+    int L, pm;                  // layers and P M = 2 L
+    double logHalf, logQuarter; // log 1/2 and log 1/4: a prior point's and a chart point's discrete probability
     // per task
     deep_v2 u;
     deep_v2 om[DEEP_MAX_L]; // omega by layer
@@ -264,7 +273,7 @@ struct deep_sampler {
     double logNorm;             // log of the Gaussian normalisation of Z's density
     double frac[DEEP_MAX_L];    // the mixture's fractions of draws: the prior, then chart j at j
     double logMix[DEEP_MAX_L];  // log of each component's weight and normalisation in q_mix
-    // the current draw's layer inputs and attentions (charts)
+    // the current draw's layer inputs v_k and attentions A(v_k), k < L (a prior draw's or a chart's)
     deep_v2 v[DEEP_MAX_L];
     deep_m2 a[DEEP_MAX_L];
     // the streaming reduction, relative to exp(mx)
@@ -429,21 +438,18 @@ static __device__ void end_draw(deep_sampler *q) {
     q->sw2 = s2;
 }
 
-// point is DeepSampler.point: the point (z_1, ..., z_{L-1} = zx[0 .. L-2], branch s), drawn
-// with the discrete probability pc, with log-weight log(pc f / q_mix); left out when not
-// finite.
-static __device__ void point(deep_sampler *q, const deep_v2 *zx, double s, double pc) {
+// point is DeepSampler.point: the point x = (z_1, ..., z_{L-1} = zx[0 .. L-2]) with branch s,
+// whose layer inputs v_k = B_{k-1} z_k and attentions A(v_k) (k < L) are in q->v and q->a,
+// drawn with the discrete probability e^lpc, with log-weight lpc + log f - log q_mix; left out
+// when not finite.
+static __device__ void point(deep_sampler *q, const deep_v2 *zx, double s, double lpc) {
     int L = q->L;
-    // The forward map: v_k, A(v_k) and B_k; ldb[k] = log |det B_k| (B_0 = I).
-    deep_v2 v[DEEP_MAX_L];
-    deep_m2 a[DEEP_MAX_L];
+    // ldb[k] = log |det B_k| (B_0 = I), B_k = A(v_k) B_{k-1}.
     double ldb[DEEP_MAX_L];
     ldb[0] = 0;
     deep_m2 b = identity2();
     for (int k = 1; k < L; k++) {
-        v[k - 1] = mul2(b, zx[k - 1]);
-        a[k - 1] = attention(q, v[k - 1]);
-        b = mat_mul2(a[k - 1], b);
+        b = mat_mul2(q->a[k - 1], b);
         ldb[k] = log(fabs(b.e[0] * b.e[3] - b.e[1] * b.e[2]));
     }
     deep_v2 su = make_v2(s * q->u.e[0], s * q->u.e[1]);
@@ -480,26 +486,27 @@ static __device__ void point(deep_sampler *q, const deep_v2 *zx, double s, doubl
     double lq = q->logMix[0] - q0 / 2;
     if (q->vdiag[L - 1] < DEEP_BROAD_VLL) {
         // The charts share N(z_L), the Gaussians of every v_k and sum_k log |det B_{k-1}|;
-        // chart j leaves out v_j's Gaussian and |det B_{j-1}| and adds J(v_j, r_j).
+        // chart j leaves out v_j's Gaussian and |det B_{j-1}| and adds J(v_j, r_j). lt[0] is
+        // q_0's term, lt[j] chart j's.
+        double lt[DEEP_MAX_L];
+        lt[0] = lq;
         double nL = quad2(zL, q->om[L - 1]) / q->vdiag[L - 1];
         double nv[DEEP_MAX_L];
         double sumN = 0, sumDet = 0;
         for (int k = 1; k < L; k++) {
-            nv[k] = quad2(v[k - 1], q->mc[k - 1]) / q->sc[k - 1];
+            nv[k] = quad2(q->v[k - 1], q->mc[k - 1]) / q->sc[k - 1];
             sumN += nv[k];
             sumDet += ldb[k - 1];
         }
-        double lse = lq;
         deep_m2 bj = identity2(); // B_{j-1}
         for (int j = 1; j < L; j++) {
-            deep_v2 r = mul2(a[j - 1], mul2(bj, zL));
-            double lj = q->logMix[j] - (sumN - nv[j] + nL) / 2 + (sumDet - ldb[j - 1]) + log_jacobian_at(q, a[j - 1], v[j - 1], r);
-            lse = log_add_exp(lse, lj);
-            bj = mat_mul2(a[j - 1], bj);
+            deep_v2 r = mul2(q->a[j - 1], mul2(bj, zL));
+            lt[j] = q->logMix[j] - (sumN - nv[j] + nL) / 2 + (sumDet - ldb[j - 1]) + log_jacobian_at(q, q->a[j - 1], q->v[j - 1], r);
+            bj = mat_mul2(q->a[j - 1], bj);
         }
-        lq = lse;
+        lq = log_sum_exp(lt, L);
     }
-    double lw = log(pc) + logF - lq;
+    double lw = lpc + logF - lq;
     if (is_nan(lw) || is_inf(lw, 0)) {
         return;
     }
@@ -519,8 +526,15 @@ static __device__ void draw_prior(deep_sampler *q, const double *g) {
             z[k].e[l] = x;
         }
     }
-    point(q, z, 1, 0.5);
-    point(q, z, -1, 0.5);
+    // The forward map: v_k = B_{k-1} z_k and A(v_k), shared by both branches.
+    deep_m2 b = identity2();
+    for (int k = 1; k < L; k++) {
+        q->v[k - 1] = mul2(b, z[k - 1]);
+        q->a[k - 1] = attention(q, q->v[k - 1]);
+        b = mat_mul2(q->a[k - 1], b);
+    }
+    point(q, z, 1, q->logHalf);
+    point(q, z, -1, q->logHalf);
 }
 
 // draw_chart is DeepSampler.drawChart: chart j's v_k (k != j) and z_L drawn from g, the points
@@ -568,7 +582,7 @@ static __device__ void draw_chart(deep_sampler *q, int j, const double *g) {
                 z[k - 1] = solve2(b, q->v[k - 1]);
                 b = mat_mul2(q->a[k - 1], b);
             }
-            point(q, z, s, 0.25);
+            point(q, z, s, q->logQuarter);
         }
     }
 }
@@ -704,5 +718,7 @@ extern "C" __global__ void deep_sample(double *out, const double *in, long long 
     q.beta = beta;
     q.L = L;
     q.pm = 2 * L;
+    q.logHalf = log(0.5);
+    q.logQuarter = log(0.25);
     moments(&q, res, task + 1, task + 3, task + 3 + 2 * L, draws, key, offset + (u64)slot * stride);
 }

@@ -120,8 +120,9 @@ const deepMaxPM = 2 * DeepMaxL
 // order of draws and points); results agree to rounding. One DeepSampler per goroutine: it
 // holds work space.
 type DeepSampler struct {
-	c, beta float64
-	L, pm   int // layers and P M = 2 L
+	c, beta             float64
+	L, pm               int     // layers and P M = 2 L
+	logHalf, logQuarter float64 // log 1/2 and log 1/4: a prior point's and a chart point's discrete probability
 	// per task
 	u       [2]float64
 	om      [DeepMaxL][2]float64 // omega by layer
@@ -133,7 +134,7 @@ type DeepSampler struct {
 	logNorm float64              // log of the Gaussian normalisation of Z's density
 	frac    [DeepMaxL]float64    // the mixture's fractions of draws: the prior, then chart j at j
 	logMix  [DeepMaxL]float64    // log of each component's weight and normalisation in q_mix
-	// the current draw's layer inputs and attentions (charts)
+	// the current draw's layer inputs v_k and attentions A(v_k), k < L (a prior draw's or a chart's)
 	v [DeepMaxL][2]float64
 	a [DeepMaxL][4]float64
 	// the streaming reduction, relative to exp(mx)
@@ -154,7 +155,7 @@ func NewDeepSampler(L int, c, beta float64) *DeepSampler {
 	if L < DeepMinL || L > DeepMaxL {
 		panic(fmt.Sprintf("kernels: DeepSampler at L = %d, need %d <= L <= %d", L, DeepMinL, DeepMaxL))
 	}
-	return &DeepSampler{c: c, beta: beta, L: L, pm: 2 * L}
+	return &DeepSampler{c: c, beta: beta, L: L, pm: 2 * L, logHalf: math.Log(0.5), logQuarter: math.Log(0.25)}
 }
 
 // Moments writes into out (DeepOut(L) values) the estimates from n = len(normals) /
@@ -331,8 +332,15 @@ func (q *DeepSampler) drawPrior(g []float64) {
 			z[k][l] = x
 		}
 	}
-	q.point(&z, 1, 0.5)
-	q.point(&z, -1, 0.5)
+	// The forward map: v_k = B_{k-1} z_k and A(v_k), shared by both branches.
+	b := [4]float64{1, 0, 0, 1}
+	for k := 1; k < L; k++ {
+		q.v[k-1] = mul2(b, z[k-1])
+		q.a[k-1] = q.attention(q.v[k-1])
+		b = matMul2(q.a[k-1], b)
+	}
+	q.point(&z, 1, q.logHalf)
+	q.point(&z, -1, q.logHalf)
 }
 
 // drawChart draws chart j's v_k (k != j) and z_L from g and adds the points of both branches s
@@ -378,24 +386,22 @@ func (q *DeepSampler) drawChart(j int, g []float64) {
 				z[k-1] = solve2(b, q.v[k-1])
 				b = matMul2(q.a[k-1], b)
 			}
-			q.point(&z, s, 0.25)
+			q.point(&z, s, q.logQuarter)
 		}
 	}
 }
 
-// point adds the point (z_1, ..., z_{L-1}, branch s), drawn with the discrete probability pc,
-// with its log-weight log(pc f / q_mix); a point whose weight is not finite is left out.
-func (q *DeepSampler) point(zx *[DeepMaxL - 1][2]float64, s, pc float64) {
+// point adds the point x = (z_1, ..., z_{L-1}) with branch s, whose layer inputs
+// v_k = B_{k-1} z_k and attentions A(v_k) (k < L) are in q.v and q.a, drawn with the discrete
+// probability e^lpc, with its log-weight lpc + log f - log q_mix; a point whose weight is not
+// finite is left out.
+func (q *DeepSampler) point(zx *[DeepMaxL - 1][2]float64, s, lpc float64) {
 	L := q.L
-	// The forward map: v_k, A(v_k) and B_k; ldb[k] = log |det B_k| (B_0 = I).
-	var v [DeepMaxL][2]float64
-	var a [DeepMaxL][4]float64
+	// ldb[k] = log |det B_k| (B_0 = I), B_k = A(v_k) B_{k-1}.
 	var ldb [DeepMaxL]float64
 	b := [4]float64{1, 0, 0, 1}
 	for k := 1; k < L; k++ {
-		v[k-1] = mul2(b, zx[k-1])
-		a[k-1] = q.attention(v[k-1])
-		b = matMul2(a[k-1], b)
+		b = matMul2(q.a[k-1], b)
 		ldb[k] = math.Log(math.Abs(b[0]*b[3] - b[1]*b[2]))
 	}
 	su := [2]float64{s * q.u[0], s * q.u[1]}
@@ -430,26 +436,27 @@ func (q *DeepSampler) point(zx *[DeepMaxL - 1][2]float64, s, pc float64) {
 	lq := q.logMix[0] - q0/2
 	if q.vdiag[L-1] < deepBroadVLL {
 		// The charts share N(z_L), the Gaussians of every v_k and sum_k log |det B_{k-1}|; chart
-		// j leaves out v_j's Gaussian and |det B_{j-1}| and adds J(v_j, r_j).
+		// j leaves out v_j's Gaussian and |det B_{j-1}| and adds J(v_j, r_j). lt[0] is q_0's
+		// term, lt[j] chart j's.
+		var lt [DeepMaxL]float64
+		lt[0] = lq
 		nL := quad2(zL, q.om[L-1]) / q.vdiag[L-1]
 		var nv [DeepMaxL]float64
 		var sumN, sumDet float64
 		for k := 1; k < L; k++ {
-			nv[k] = quad2(v[k-1], q.mc[k-1]) / q.sc[k-1]
+			nv[k] = quad2(q.v[k-1], q.mc[k-1]) / q.sc[k-1]
 			sumN += nv[k]
 			sumDet += ldb[k-1]
 		}
-		lse := lq
 		bj := [4]float64{1, 0, 0, 1} // B_{j-1}
 		for j := 1; j < L; j++ {
-			r := mul2(a[j-1], mul2(bj, zL))
-			lj := q.logMix[j] - (sumN-nv[j]+nL)/2 + (sumDet - ldb[j-1]) + q.logJacobianAt(a[j-1], v[j-1], r)
-			lse = logAddExp(lse, lj)
-			bj = matMul2(a[j-1], bj)
+			r := mul2(q.a[j-1], mul2(bj, zL))
+			lt[j] = q.logMix[j] - (sumN-nv[j]+nL)/2 + (sumDet - ldb[j-1]) + q.logJacobianAt(q.a[j-1], q.v[j-1], r)
+			bj = matMul2(q.a[j-1], bj)
 		}
-		lq = lse
+		lq = logSumExp(lt[:L])
 	}
-	lw := math.Log(pc) + logF - lq
+	lw := lpc + logF - lq
 	if math.IsNaN(lw) || math.IsInf(lw, 0) {
 		return
 	}
@@ -572,13 +579,20 @@ func quad2(x, m [2]float64) float64 {
 	return a*a + b*b
 }
 
-// logAddExp is log(e^a + e^b), -Inf when both are.
-func logAddExp(a, b float64) float64 {
-	m := math.Max(a, b)
+// logSumExp is log sum_k e^{x_k}, -Inf when every x_k is.
+func logSumExp(x []float64) float64 {
+	m := x[0]
+	for _, v := range x[1:] {
+		m = math.Max(m, v)
+	}
 	if math.IsInf(m, -1) {
 		return m
 	}
-	return m + math.Log(math.Exp(a-m)+math.Exp(b-m))
+	var s float64
+	for _, v := range x {
+		s += math.Exp(v - m)
+	}
+	return m + math.Log(s)
 }
 
 // deepChunk is the number of tasks per chunk of DeepSampleBatch's worker pool.
