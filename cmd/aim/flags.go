@@ -123,7 +123,7 @@ func simFlags(fs *flag.FlagSet, s *job.Sim, quiet *bool) {
 // smiFlags registers the flags every `aim smi` subcommand shares, into f; withC is false where
 // --c is a grid (thresholds).
 func smiFlags(fs *flag.FlagSet, f *job.SMI, withC bool, quiet *bool) {
-	fs.IntVar(&f.L, "L", f.L, "attention layers, each of rank 1")
+	fs.IntVar(&f.L, "L", f.L, "attention layers, each of rank 1 (se, thresholds and amp: L <= 4, with L = 4 sampled; sgd: any L)")
 	fs.IntVar(&f.M, "M", f.M, "tokens per sequence")
 	if withC {
 		fs.Float64Var(&f.C, "c", f.C, "skip (residual) strength c >= 0")

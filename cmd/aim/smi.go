@@ -96,6 +96,7 @@ where the two starts found two fixed points (both listed in the manifest).
   aim smi se --L 2 --alpha 0.3,1.2 --samples 400 --start both
   aim smi se --L 2 --alpha 0.3,0.5 --mc-error 5e-3
   aim smi se --L 3 --alpha 0.1:3:30 --samples 8000
+  aim smi se --L 4 --alpha 4 --samples 1000 --start informed --device auto
 
 Unconverged points are written with converged=false and no values, and the command exits 1.
 
