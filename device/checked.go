@@ -837,9 +837,6 @@ func (k checkedDeepSampler) DeepSample(out, in Buffer, n, L, draws int, cs, beta
 	if err := c.open(op); err != nil {
 		return err
 	}
-	if n < 0 {
-		return c.errf(op, "n = %d: %w", n, ErrSize)
-	}
 	if L < kernels.DeepMinL || L > kernels.DeepMaxL {
 		return c.errf(op, "L = %d layers, need %d <= L <= %d", L, kernels.DeepMinL, kernels.DeepMaxL)
 	}

@@ -274,7 +274,7 @@ func TestBadArguments(t *testing.T) {
 		{"QuadFormSum out = scratch", "QuadFormSum", false, func() error { return qf.QuadFormSum(a, b, big, a, 2, 2, 2, 1) }, "distinct"},
 		{"QuadFormSum scratch overlaps x", "QuadFormSum", false, func() error { return qf.QuadFormSum(a, b, lo, mid, 2, 2, 4, 1) }, "distinct"},
 		{"DeepSample L = 5", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 5, 10, 1, 1, 1, 0, 40) }, "L = 5 layers"},
-		{"DeepSample negative", "DeepSample", true, func() error { return ds.DeepSample(dOut, dIn, -1, 3, 10, 1, 1, 1, 0, 40) }, "n = -1"},
+		{"DeepSample negative", "DeepSample", true, func() error { return ds.DeepSample(dOut, dIn, -1, 3, 10, 1, 1, 1, 0, 40) }, "negative"},
 		{"DeepSample one draw", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 3, 1, 1, 1, 1, 0, 40) }, "need >= 2"},
 		{"DeepSample NaN beta", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 3, 10, 1, math.NaN(), 1, 0, 40) }, "finite"},
 		{"DeepSample odd offset", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 3, 10, 1, 1, 1, 3, 40) }, "even"},

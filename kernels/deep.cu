@@ -41,6 +41,7 @@
 
 #include "common.cuh"
 #include "normal.cuh"
+#include "gomath.cuh"
 
 // The number of layers and the status codes (deep.go's DeepMinL, DeepMaxL, Deep*).
 #define DEEP_MIN_L 2
@@ -70,32 +71,6 @@ static __device__ __forceinline__ int deep_out_err(int L) { return 2 * L + 4 * L
 static __device__ __forceinline__ int deep_out_logz(int L) { return 4 * L + 4 * L * L; }
 static __device__ __forceinline__ int deep_out_ess(int L) { return deep_out_logz(L) + 1; }
 static __device__ __forceinline__ int deep_out_status(int L) { return deep_out_logz(L) + 2; }
-
-// ---------------------------------------------------------------------------------------
-// Go's math.Inf(-1), NaN, IsInf, IsNaN and Max.
-
-static __device__ __forceinline__ double deep_pos_inf() { return __longlong_as_double(0x7ff0000000000000LL); }
-static __device__ __forceinline__ double deep_neg_inf() { return __longlong_as_double((long long)0xfff0000000000000ULL); }
-static __device__ __forceinline__ double deep_nan() { return __longlong_as_double(0x7ff8000000000001LL); }
-static __device__ __forceinline__ bool is_nan(double x) { return x != x; }
-// is_inf is math.IsInf(x, sign): sign > 0 +Inf, sign < 0 -Inf, 0 either.
-static __device__ __forceinline__ bool is_inf(double x, int sign) {
-    return (sign >= 0 && x > 1.7976931348623157e308) || (sign <= 0 && x < -1.7976931348623157e308);
-}
-
-// go_max is math.Max.
-static __device__ __forceinline__ double go_max(double x, double y) {
-    if (is_inf(x, 1) || is_inf(y, 1)) {
-        return deep_pos_inf();
-    }
-    if (is_nan(x) || is_nan(y)) {
-        return deep_nan();
-    }
-    if (x == 0 && x == y) {
-        return __double_as_longlong(x) < 0 ? y : x;
-    }
-    return x > y ? x : y;
-}
 
 // ---------------------------------------------------------------------------------------
 // internal/spd (row-major n x n, n <= DEEP_MAX_L here).
@@ -296,7 +271,7 @@ static __device__ __forceinline__ deep_m2 attention(const deep_sampler *q, deep_
 static __device__ void deep_fail(double *out, int L, int status) {
     int n = deep_out(L);
     for (int i = 0; i < n; i++) {
-        out[i] = deep_nan();
+        out[i] = go_nan();
     }
     out[deep_out_status(L)] = (double)status;
 }
@@ -372,7 +347,7 @@ static __device__ double log_jacobian_at(const deep_sampler *q, deep_m2 a, deep_
 
 // reset is DeepSampler.reset: empties the reduction.
 static __device__ void reset(deep_sampler *q) {
-    q->mx = deep_neg_inf();
+    q->mx = neg_inf();
     q->sw = 0;
     q->sw2 = 0;
     for (int a = 0; a < q->pm; a++) {

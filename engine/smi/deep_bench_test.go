@@ -2,7 +2,6 @@ package smi
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -45,21 +44,13 @@ func benchInputs(d *Deep, q1, qL float64) []benchInput {
 	r := rand.New(rand.NewPCG(1, 2))
 	P := d.L
 	var in []benchInput
+	Q := make([]float64, P)
+	for k := range Q {
+		Q[k] = q1
+	}
+	Q[P-1] = qL
 	for i := 0; i < 16; i++ {
-		V, om, z := make([]float64, P*P), make([]float64, 2*P), make([]float64, 2*P)
-		for k := 0; k < P; k++ {
-			qq := q1
-			if k == P-1 {
-				qq = qL
-			}
-			V[k*P+k] = 1 - qq + 1e-3
-			for l := 0; l < 2; l++ {
-				om[k*2+l] = math.Sqrt(qq) * r.NormFloat64()
-				z[k*2+l] = om[k*2+l] + math.Sqrt(V[k*P+k])*r.NormFloat64()
-			}
-		}
-		u := make([]float64, 2)
-		d.Forward(u, z, nil, s)
+		u, om, V := seDraw(d, Q, r, s)
 		in = append(in, benchInput{V, om, u})
 	}
 	return in

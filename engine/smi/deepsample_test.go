@@ -3,6 +3,7 @@ package smi
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/aimtheory/aim/internal/spd"
@@ -30,20 +31,8 @@ func sampleCases(d *Deep) []sampleCase {
 		last  float64
 	}{{"broad", []float64{0, 0, 0}, 0}, {"last layer half learned", []float64{0, 0, 0}, 0.5},
 		{"sharp last layer", []float64{0.3, 0.3, 0.3}, 0.995}, {"all learned", []float64{0.95, 0.93, 0.9}, 0.999}} {
-		V, om, z := make([]float64, L*L), make([]float64, 2*L), make([]float64, 2*L)
-		for k := 0; k < L; k++ {
-			q := c.last
-			if k < L-1 {
-				q = c.early[k]
-			}
-			V[k*L+k] = 1 - q + 1e-3
-			for l := 0; l < 2; l++ {
-				om[k*2+l] = math.Sqrt(q) * r.NormFloat64()
-				z[k*2+l] = om[k*2+l] + math.Sqrt(V[k*L+k])*r.NormFloat64()
-			}
-		}
-		u := make([]float64, 2)
-		d.Forward(u, z, nil, s)
+		Q := append(slices.Clone(c.early[:L-1]), c.last)
+		u, om, V := seDraw(d, Q, r, s)
 		cs = append(cs, sampleCase{c.name, u, om, V})
 	}
 	// GAMP's V is a full P x P matrix: layers 1 and 2 correlated, the last layer sharp.
@@ -62,6 +51,24 @@ func sampleCases(d *Deep) []sampleCase {
 	u := make([]float64, 2)
 	d.Forward(u, z, nil, s)
 	return append(cs, sampleCase{"correlated V", u, om, V})
+}
+
+// seDraw returns one SE draw at the diagonal overlaps Q (L values): V = I - Q + 1e-3 I,
+// omega = Q^{1/2} xi and u = v_L(Z) of Z = omega + V^{1/2} eta, with xi and eta from r
+// (layer by layer, token by token, xi then eta).
+func seDraw(d *Deep, Q []float64, r *rand.Rand, s *DeepScratch) (u, om, V []float64) {
+	L := d.L
+	V, om, z := make([]float64, L*L), make([]float64, 2*L), make([]float64, 2*L)
+	for k := 0; k < L; k++ {
+		V[k*L+k] = 1 - Q[k] + 1e-3
+		for l := 0; l < 2; l++ {
+			om[k*2+l] = math.Sqrt(Q[k]) * r.NormFloat64()
+			z[k*2+l] = om[k*2+l] + math.Sqrt(V[k*L+k])*r.NormFloat64()
+		}
+	}
+	u = make([]float64, 2)
+	d.Forward(u, z, nil, s)
+	return u, om, V
 }
 
 // TestSampleAgainstCubature compares the sampler (2^15 draws) with the cubature at ten times

@@ -1,6 +1,7 @@
 #include "cuda_emu.h"
 #include "../../common.cuh" // once, globally: the kernel files include it again inside their namespaces
 #include "../../normal.cuh" // once, globally: gauss.cu and deep.cu both use its functions
+#include "../../gomath.cuh" // once, globally: channel.cu and deep.cu both use its functions
 #include <cstdio>
 #include <cstdlib>
 #include <string>
