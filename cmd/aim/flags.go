@@ -144,7 +144,7 @@ func smiSEFlags(fs *flag.FlagSet, o *job.SMISEOptions) {
 	fs.Float64Var(&o.Epsilon, "epsilon", o.Epsilon, "ridge of the channel variance V = I - Q + epsilon I")
 	fs.Float64Var(&o.Damping, "damping", o.Damping, "SE damping rho in (0, 1], the weight on the new iterate: Q <- rho Q_new + (1 - rho) Q; 0: the authors' 0.8 (L = 2) or 0.6 (L = 3)")
 	fs.IntVar(&o.MaxIter, "max-iter", o.MaxIter, "SE iteration cap")
-	fs.Float64Var(&o.Tol, "tol", o.Tol, "stop when every layer's estimated distance to the fixed point, |G(Q) - Q|/(1 - slope), is below tol")
+	fs.Float64Var(&o.Tol, "tol", o.Tol, "stop when every layer's estimated distance to the fixed point, |G(Q) - Q|/(1 - slope), is below tol (sampled integrals, L >= 3: or, where the iterates jitter, when |G(Q) - Q| is at most half the standard error of G; manifest noise_limited)")
 	quadMaxEvalFlag(fs, &o.QuadMaxEval)
 	integralFlags(fs, &o.SMIIntegrals, job.SMISEDefaultDraws)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -593,5 +594,37 @@ func TestSMISGD(t *testing.T) {
 	}
 	if rows := readCSV(t, filepath.Join(dir, "deep.csv")); len(rows[0]) != 4+3*3+3 || len(rows) != 3 {
 		t.Errorf("L = 3 CSV %v", rows)
+	}
+}
+
+// TestSMISENoiseLimited: a sampled L = 3 point whose iterates jitter below --tol stops by the
+// noise rule; its row is the engine's point for the same options, and the manifest lists its
+// alpha under noise_limited.
+func TestSMISENoiseLimited(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "se.csv")
+	code, stdout, stderr := runArgs(t, "smi", "se", "--quiet", "--L", "3", "--alpha", "1.5", "--samples", "200", "--draws", "200",
+		"--tol", "1e-9", "--gen-samples", "0", "--out", out, "--plot", "")
+	if code != 0 {
+		t.Fatalf("status %d: %s %s", code, stdout, stderr)
+	}
+	ch, _ := smi.NewDeep(3, 2, 1, 1)
+	o := smise.DefaultOptions(3)
+	o.Samples, o.Draws, o.Tol = 200, 200, 1e-9
+	p, err := smise.Solve(ch, 1.5, o)
+	if err != nil || !p.Converged || !p.NoiseLimited {
+		t.Fatalf("engine: converged %v, noise-limited %v, %v; want both", p.Converged, p.NoiseLimited, err)
+	}
+	rows := readCSV(t, out)
+	col := csvColumns(rows[0])
+	for l := range p.Q {
+		name := fmt.Sprintf("Q%d%d", l+1, l+1)
+		if got := rows[1][col[name]]; got != table.FormatFloat(p.Q[l]) {
+			t.Errorf("%s = %s, engine %v", name, got, p.Q[l])
+		}
+	}
+	man := readManifest(t, filepath.Join(dir, "se.json"))
+	if m, _ := man["noise_limited"].([]any); len(m) != 1 || m[0] != 1.5 {
+		t.Errorf("manifest noise_limited %v, want [1.5]", man["noise_limited"])
 	}
 }

@@ -16,6 +16,16 @@
 // the plain residual |G(x) - x| otherwise. Near a threshold s tends to 1 and the residual alone
 // would stop far from the fixed point; elsewhere the two agree.
 //
+// Noise. A Monte Carlo map (the SMI state evolution with sampled channel integrals) is not
+// smooth below its own standard error: one draw of heavy weight moves G by a sizeable part of
+// that error when x moves by 1e-4, and the iterates then jitter about the fixed point without
+// settling to Tol. With Options.Noise, a coordinate has also settled when its last damped step
+// reversed direction (the step ratio r < 0: jitter, not a monotone approach, which a slow
+// approach near a threshold would be) and its residual |G(x) - x| is at most NoiseFactor
+// times the standard error of G(x). The fixed point is then known to within NoiseFactor of
+// its own Monte Carlo error (the same (1 - s)^{-1} carries both), so iterating longer refines
+// nothing; Result.NoiseLimited records that the rule was used.
+//
 // Acceleration (Aitken's delta-squared, accepted on the residual). After three damped steps
 // since the last jump, every coordinate whose step ratio r is in (0, 1) and was the same one
 // step earlier (|r - r'| < 0.1 (1 - r): a geometric approach, not the transient away from an
@@ -51,7 +61,15 @@ type Options struct {
 	Lower, Upper float64
 	// Frozen coordinates keep their starting value and are not tested (nil: none).
 	Frozen []bool
+	// Noise, when set, is called after every evaluation of G and writes into dst the standard
+	// error of each coordinate of the value G has just written (a Monte Carlo map; see the
+	// package comment). nil: G is exact and only Tol stops the iteration.
+	Noise func(dst []float64)
 }
+
+// NoiseFactor is the largest residual, in standard errors of G, at which a jittering
+// coordinate of a Monte Carlo map has settled (Options.Noise).
+const NoiseFactor = 0.5
 
 // Validate reports the first option out of range.
 func (o Options) Validate(n int) error {
@@ -77,6 +95,8 @@ type Result struct {
 	Evals     int       // evaluations of G
 	Distance  float64   // the estimated distance to the fixed point at X (max over coordinates)
 	Converged bool
+	// NoiseLimited: some coordinate settled by the noise rule (Options.Noise), not by Tol.
+	NoiseLimited bool
 }
 
 // Solve iterates the damped map from x0 until the stopping rule holds (see the package
@@ -96,8 +116,12 @@ func Solve(G Map, x0 []float64, o Options) (Result, error) {
 	prevRatio := make([]float64, n) // the ratio one step earlier
 	y := make([]float64, n)
 	gy := make([]float64, n)
+	var nx, ny []float64 // the standard errors of gx and gy (Options.Noise)
+	if o.Noise != nil {
+		nx, ny = make([]float64, n), make([]float64, n)
+	}
 	res := Result{}
-	eval := func(dst, at []float64) error {
+	eval := func(dst, noise, at []float64) error {
 		if err := G(dst, at); err != nil {
 			return err
 		}
@@ -107,36 +131,59 @@ func Solve(G Map, x0 []float64, o Options) (Result, error) {
 				return fmt.Errorf("%w: G(x)_%d = %g at evaluation %d", ErrDiverged, i, v, res.Evals)
 			}
 		}
+		if o.Noise != nil {
+			o.Noise(noise)
+		}
 		return nil
 	}
-	// distance returns the estimated distance to the fixed point at x with G(x) = g.
+	// dist returns coordinate i's estimated distance to the fixed point at x with G(x) = g.
+	dist := func(i int, x, g []float64) float64 {
+		d := math.Abs(g[i] - x[i])
+		// The slope s of G from the damped step ratio r = theta + (1 - theta) s.
+		if s := (ratio[i] - theta) / (1 - theta); s > 0 && s < 1 {
+			d /= 1 - math.Min(s, 0.999)
+		}
+		return d
+	}
+	// distance returns the largest over the free coordinates.
 	distance := func(x, g []float64) float64 {
 		d := 0.0
+		for i := range x {
+			if free(i) {
+				d = math.Max(d, dist(i, x, g))
+			}
+		}
+		return d
+	}
+	// settled reports whether every free coordinate meets Tol or, with Noise, the noise rule,
+	// and whether the noise rule was needed.
+	settled := func() (ok, byNoise bool) {
 		for i := range x {
 			if !free(i) {
 				continue
 			}
-			di := math.Abs(g[i] - x[i])
-			// The slope s of G from the damped step ratio r = theta + (1 - theta) s.
-			if s := (ratio[i] - theta) / (1 - theta); s > 0 && s < 1 {
-				di /= 1 - math.Min(s, 0.999)
+			switch {
+			case dist(i, x, gx) < o.Tol:
+			case nx != nil && ratio[i] < 0 && math.Abs(gx[i]-x[i]) <= NoiseFactor*nx[i]:
+				byNoise = true
+			default:
+				return false, false
 			}
-			d = math.Max(d, di)
 		}
-		return d
+		return true, byNoise
 	}
 	finish := func(err error) (Result, error) {
 		res.X, res.GX = x, gx
 		res.Distance = distance(x, gx)
 		return res, err
 	}
-	if err := eval(gx, x); err != nil {
+	if err := eval(gx, nx, x); err != nil {
 		return finish(err)
 	}
 	sinceJump := 0
 	for {
-		if d := distance(x, gx); d < o.Tol {
-			res.Converged = true
+		if ok, byNoise := settled(); ok {
+			res.Converged, res.NoiseLimited = true, byNoise
 			return finish(nil)
 		}
 		if res.Evals >= o.MaxIter {
@@ -156,12 +203,13 @@ func Solve(G Map, x0 []float64, o Options) (Result, error) {
 			}
 			prevRatio[i], ratio[i], step[i] = ratio[i], r, s
 		}
-		if err := eval(gy, y); err != nil {
+		if err := eval(gy, ny, y); err != nil {
 			x, gx = y, gy
 			return finish(err)
 		}
 		x, y = y, x
 		gx, gy = gy, gx
+		nx, ny = ny, nx
 		sinceJump++
 		if !o.Accelerate || sinceJump < 3 || res.Evals >= o.MaxIter {
 			continue
@@ -182,12 +230,13 @@ func Solve(G Map, x0 []float64, o Options) (Result, error) {
 			continue
 		}
 		sinceJump = 0
-		if err := eval(gy, y); err != nil {
+		if err := eval(gy, ny, y); err != nil {
 			return finish(err)
 		}
 		if maxResidual(gy, y) < maxResidual(gx, x) {
 			x, y = y, x
 			gx, gy = gy, gx
+			nx, ny = ny, nx
 			for i := range step {
 				step[i], ratio[i], prevRatio[i] = 0, 0, 0
 			}

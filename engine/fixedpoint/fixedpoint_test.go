@@ -85,3 +85,46 @@ func TestFrozenDivergedNotConverged(t *testing.T) {
 		t.Error("damping 1 accepted")
 	}
 }
+
+// TestNoise: a map with roughness at its noise level, G(x) = x* + s (x - x*) + a sin(1e5 x_i
+// + i), never settles to Tol, and with Options.Noise (standard error sigma = a) it stops as
+// soon as the iterates jitter within NoiseFactor sigma of G: there |G(x) - x| <= NoiseFactor
+// sigma, so |x - x*| <= (NoiseFactor sigma + a) / (1 - s). A smooth but slow map whose
+// residual is far below the reported noise is not stopped by it: its steps do not reverse, and
+// it meets Tol.
+func TestNoise(t *testing.T) {
+	xs := []float64{0.3, 0.7}
+	const a = 1e-3
+	for _, s := range [][]float64{{0.5, -0.3}, {0.9, 0.95}} {
+		rough := func(dst, x []float64) error {
+			for i := range x {
+				dst[i] = xs[i] + s[i]*(x[i]-xs[i]) + a*math.Sin(1e5*x[i]+float64(i))
+			}
+			return nil
+		}
+		o := Options{Damping: 0.4, Tol: 1e-9, MaxIter: 400, Accelerate: true, Lower: 0, Upper: 1}
+		if _, err := Solve(rough, []float64{0.05, 0.05}, o); !errors.Is(err, ErrNotConverged) {
+			t.Fatalf("slopes %v without Noise: %v, want ErrNotConverged", s, err)
+		}
+		o.Noise = func(dst []float64) {
+			for i := range dst {
+				dst[i] = a
+			}
+		}
+		r, err := Solve(rough, []float64{0.05, 0.05}, o)
+		if err != nil || !r.Converged || !r.NoiseLimited {
+			t.Fatalf("slopes %v with Noise: converged %v, noise-limited %v, %v", s, r.Converged, r.NoiseLimited, err)
+		}
+		for i := range xs {
+			if d, bound := math.Abs(r.X[i]-xs[i]), (NoiseFactor*a+a)/(1-s[i]); d > bound {
+				t.Errorf("slopes %v: |x_%d - x*| = %.3g > %.3g", s, i, d, bound)
+			}
+		}
+	}
+	slow := linear([]float64{0.4}, []float64{0.999})
+	o := Options{Damping: 0.4, Tol: 1e-8, MaxIter: 100000, Lower: 0, Upper: 1, Noise: func(dst []float64) { dst[0] = 1 }}
+	r, err := Solve(slow, []float64{0.05}, o)
+	if err != nil || r.NoiseLimited || math.Abs(r.X[0]-0.4) > 2*o.Tol {
+		t.Errorf("slow smooth map with large Noise: x = %v, noise-limited %v, %v; want 0.4 by Tol", r.X, r.NoiseLimited, err)
+	}
+}

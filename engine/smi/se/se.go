@@ -234,6 +234,11 @@ type Point struct {
 	ErrorMissed bool
 	Iterations  int // evaluations of the SE map, summed over the sample counts solved at
 	Converged   bool
+	// NoiseLimited is set when the last solve stopped by the Monte Carlo noise rule of
+	// engine/fixedpoint (sampled integrals: the iterates jittered within half the map's
+	// standard error, so the distance left to the fixed point is at most about half of QErr)
+	// rather than by Tol.
+	NoiseLimited bool
 	// Inexact counts the last iteration's channel integrals that stopped at their budget
 	// (sampled: an effective sample size below smi.MinSampleESS) or failed (dropped).
 	Inexact int
@@ -369,14 +374,26 @@ func solveAt(ch *smi.Deep, alpha float64, o Options, n int, Q0 []float64) (Point
 		last[0], last[1] = last[1], eval{q: append([]float64(nil), Q...), qh: qh, fcov: f.F.cov, psi: f.psi, psiErr: f.psiErr, inexact: f.F.inexact}
 		return nil
 	}
-	r, err := fixedpoint.Solve(G, Q0, o.solver())
+	so := o.solver()
+	if o.Draws > 0 && o.Replicates > 1 {
+		// The sampled map is rough below its Monte Carlo error (fixedpoint's Noise): the
+		// standard error of G_l = q-hat_l/(1 + q-hat_l) from that of F_l, alpha sd(F_l)/(1 +
+		// q-hat_l)^2.
+		so.Noise = func(dst []float64) {
+			e := last[1]
+			for l := range dst {
+				dst[l] = alpha * math.Sqrt(math.Max(e.fcov[l*P+l], 0)) / ((1 + e.qh[l]) * (1 + e.qh[l]))
+			}
+		}
+	}
+	r, err := fixedpoint.Solve(G, Q0, so)
 	switch {
 	case errors.Is(err, fixedpoint.ErrDiverged):
 		return pt, fmt.Errorf("%w at alpha = %g: %v", ErrDiverged, alpha, err)
 	case err != nil && !errors.Is(err, fixedpoint.ErrNotConverged):
 		return pt, fmt.Errorf("SMI SE at alpha = %g, evaluation %d: %w", alpha, r.Evals+1, err)
 	}
-	pt.Q, pt.Iterations, pt.Converged = r.X, r.Evals, r.Converged
+	pt.Q, pt.Iterations, pt.Converged, pt.NoiseLimited = r.X, r.Evals, r.Converged, r.NoiseLimited
 	var fcov []float64
 	for _, e := range last {
 		if slices.Equal(e.q, r.X) {

@@ -142,6 +142,10 @@ type SMISEResult struct {
 	// Missed are the points whose standard error of Q stayed above --mc-error at
 	// --max-samples draws (written with the error they reached).
 	Missed []string
+	// NoiseLimited are the alphas whose last solve stopped by the Monte Carlo noise rule
+	// (sampled integrals; smise.Point.NoiseLimited): within about half of Qerr of the fixed
+	// point, not within --tol.
+	NoiseLimited []float64
 	// Coexisting are the points where --start both found two fixed points: both branches.
 	Coexisting []SMICoexisting
 }
@@ -203,6 +207,9 @@ func RunSMISE(c *SMISEConfig, env Env) (*SMISEResult, error) {
 			}
 			res.Coexisting = append(res.Coexisting, SMICoexisting{Alpha: p.Alpha, QUninformed: u.Q, QInformed: i.Q,
 				PhiUninformed: u.FreeEntropy, PhiInformed: i.FreeEntropy, PhiStderr: p.FreeEntropyErr, Optimal: p.Start.String()})
+		}
+		if p.NoiseLimited {
+			res.NoiseLimited = append(res.NoiseLimited, p.Alpha)
 		}
 		if p.ErrorMissed {
 			m := fmt.Sprintf("alpha %g: the standard error of Q (%s) is above --mc-error %g at --max-samples %d draws",
@@ -312,6 +319,7 @@ func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
 	man["points"] = len(res.Rows)
 	man["unconverged"] = len(res.Failed)
 	man["mc_error_missed"] = append([]string{}, res.Missed...)
+	man["noise_limited"] = append([]float64{}, res.NoiseLimited...)
 	coex := []map[string]any{}
 	for _, x := range res.Coexisting {
 		phi := jsonFloats([]float64{x.PhiUninformed, x.PhiInformed, x.PhiStderr})
