@@ -60,9 +60,11 @@ func (o Options) CoexistGap() float64 { return math.Max(1e-3, 100*o.Tol) }
 // Coexist reports whether the fixed points u and i reached from the two starts are two
 // distinct fixed points, not one reached twice: both converged, and some layer's Q_ll differs
 // by more than CoexistGap, by more than 1e-2 of the larger, and, where the two were solved at
-// different sample counts (Options.MCError), by more than 4 times the combined standard error
-// hypot(QErr_u, QErr_i). On one sample count the two solves iterate the same deterministic map
-// (common random numbers), so that one fixed point is reached from both ends to about Tol.
+// different sample counts (Options.MCError) or either stopped by the noise rule
+// (Point.NoiseLimited, within about half its QErr of the fixed point), by more than 4 times the
+// combined standard error hypot(QErr_u, QErr_i). On one sample count the two solves iterate the
+// same deterministic map (common random numbers), so that otherwise one fixed point is reached
+// from both ends to about Tol.
 func (o Options) Coexist(u, i Point) bool {
 	if !u.Converged || !i.Converged {
 		return false
@@ -71,7 +73,8 @@ func (o Options) Coexist(u, i Point) bool {
 		if !fixedpoint.Distinct(u.Q[l], i.Q[l], o.CoexistGap()) {
 			continue
 		}
-		if u.Samples != i.Samples && !(math.Abs(u.Q[l]-i.Q[l]) > 4*math.Hypot(u.QErr[l], i.QErr[l])) {
+		loose := u.Samples != i.Samples || u.NoiseLimited || i.NoiseLimited
+		if loose && !(math.Abs(u.Q[l]-i.Q[l]) > 4*math.Hypot(u.QErr[l], i.QErr[l])) {
 			continue
 		}
 		return true

@@ -323,15 +323,19 @@ func TestSMICoexist(t *testing.T) {
 	pt := func(q0, q1, phi float64, samples int, qerr float64) Point {
 		return Point{Q: []float64{q0, q1}, QErr: []float64{qerr, qerr}, Converged: true, Samples: samples, FreeEntropy: phi, Iterations: 3}
 	}
+	// noisy marks a point stopped by the noise rule: its Q is known to about half its QErr.
+	noisy := func(p Point) Point { p.NoiseLimited = true; return p }
 	cases := []struct {
 		u, i Point
 		want bool
 	}{
-		{pt(0, 0.5, -1, 400, 0.01), pt(2e-5, 0.50001, -1, 400, 0.01), false}, // one point, to the tolerance
-		{pt(0, 0.5, -1, 400, 0.01), pt(0.3, 0.5, -1.1, 400, 0.01), true},     // layer 1 differs
-		{pt(0, 0.5, -1, 400, 0.01), pt(0.002, 0.5, -1, 400, 0.01), true},     // above the gap, same draws
-		{pt(0, 0.5, -1, 400, 0.01), pt(0.02, 0.5, -1, 800, 0.01), false},     // within 4 errors, other draws
-		{pt(0.5, 0.99, -1, 400, 0), pt(0.5, 0.9995, -1, 400, 0), false},      // below 1% of the larger
+		{pt(0, 0.5, -1, 400, 0.01), pt(2e-5, 0.50001, -1, 400, 0.01), false},    // one point, to the tolerance
+		{pt(0, 0.5, -1, 400, 0.01), pt(0.3, 0.5, -1.1, 400, 0.01), true},        // layer 1 differs
+		{pt(0, 0.5, -1, 400, 0.01), pt(0.002, 0.5, -1, 400, 0.01), true},        // above the gap, same draws
+		{pt(0, 0.5, -1, 400, 0.01), pt(0.02, 0.5, -1, 800, 0.01), false},        // within 4 errors, other draws
+		{pt(0.5, 0.99, -1, 400, 0), pt(0.5, 0.9995, -1, 400, 0), false},         // below 1% of the larger
+		{pt(0, 0.5, -1, 400, 0.01), noisy(pt(0.02, 0.5, -1, 400, 0.01)), false}, // within 4 errors, noise-limited
+		{pt(0, 0.5, -1, 400, 0.01), noisy(pt(0.1, 0.5, -1, 400, 0.01)), true},   // beyond them
 	}
 	for k, c := range cases {
 		if got := o.Coexist(c.u, c.i); got != c.want {
