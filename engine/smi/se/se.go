@@ -64,7 +64,9 @@ type Options struct {
 	Start   Start
 	MaxIter int // iteration cap (per solve: with MCError, each sample count has its own)
 	// Tol stops the iteration when every layer's estimated distance to the fixed point,
-	// |G(Q) - Q| / (1 - slope) (engine/fixedpoint), is below it.
+	// |G(Q) - Q| / (1 - slope) (engine/fixedpoint), is below it. With Draws (and Replicates >
+	// 1) a layer whose iterates jitter within half the map's standard error has also settled
+	// (fixedpoint's noise rule; Point.NoiseLimited).
 	Tol float64
 	// Frozen layers keep Q_ll = 0: the SE restricted to the other layers (the conditional
 	// thresholds of docs/SMI.md 2.3 and the "one layer" curves).
