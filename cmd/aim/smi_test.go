@@ -494,7 +494,8 @@ func TestSMIAMP(t *testing.T) {
 	}
 	tcol := csvColumns(tr[0])
 	for i, it := range res.Trace {
-		if tr[i+1][tcol["cos2"]] != table.FormatFloat(it.Cos[1]) || tr[i+1][tcol["e_gen"]] != table.FormatFloat(it.EGen) || tr[i+1][tcol["quad_failed"]] != strconv.Itoa(it.Failed) {
+		if tr[i+1][tcol["cos2"]] != table.FormatFloat(it.Cos[1]) || tr[i+1][tcol["e_gen"]] != table.FormatFloat(it.EGen) || tr[i+1][tcol["quad_failed"]] != strconv.Itoa(it.Failed) ||
+			tr[i+1][tcol["damping"]] != table.FormatFloat(it.Damping) {
 			t.Errorf("trace row %v, engine %+v", tr[i+1], it)
 		}
 	}

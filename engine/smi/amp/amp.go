@@ -37,6 +37,12 @@ type Options struct {
 	MaxIter int // iteration cap (50, as the authors; their code calls it T)
 	// Damping theta in [0, 1) is the weight on the old iterate (engine/fixedpoint's convention):
 	// What <- (1 - theta) What_new + theta What, Chat likewise. The authors' rho = 1 - theta = 0.8.
+	// It is where the run starts: the damping is adaptive. An update that is unstable (some
+	// layer's |What_l|^2 / D grows past maxNorm = 4, where a posterior mean has at most 1, or
+	// Chat + Epsilon I is not positive definite) is redone from the same channel outputs with
+	// theta <- (1 + theta)/2, up to maxAdaptiveDamping = 0.95, and the run goes on at the raised
+	// damping (Iteration.Damping); an update still unstable at 0.95 is taken, and the
+	// divergence checks report it if it breaks down.
 	Damping float64
 	// Tol stops the run when the step ||What_new - What||^2 / (P D) falls below it (1e-8, which
 	// in practice runs MaxIter iterations); 0 never stops early.
@@ -152,9 +158,12 @@ type Iteration struct {
 	// EGen is the plug-in generalisation error on the fresh test set,
 	// mean_mu ||y(W* x_mu) - y(What x_mu)||_F^2 with y = softmax_row(beta u u^T) of the forward
 	// map u = v_L(W x^T / sqrt(D)) (docs/SMI.md 2.1); NaN without a test set.
-	EGen        float64
-	Inexact     int     // samples whose quadrature did not meet its tolerance (still used)
-	Failed      int     // samples whose quadrature failed (Z_out = 0, ...): g = 0, dg = 0
+	EGen    float64
+	Inexact int // samples whose quadrature did not meet its tolerance (still used)
+	Failed  int // samples whose quadrature failed (Z_out = 0, ...): g = 0, dg = 0
+	// Damping is the damping theta this iteration's update took: Options.Damping, or more where
+	// adaptive damping raised it (Options.Damping).
+	Damping     float64
 	QuadSeconds float64 // wall time of this iteration's channel phase (omega and the quadrature)
 	Seconds     float64 // wall time of this iteration, the record included
 	Elapsed     float64 // wall time since the run started
@@ -171,8 +180,9 @@ type Result struct {
 }
 
 // Bytes returns the host memory a Run with options o needs beyond the data
-// (smi.Params.Bytes): What, its proposal and B (3 P D), g and g_prev (2 N P M), the per-sample
-// sums of the Jacobian blocks (N P P), the per-sample flags (2 N bytes), and the test set of
+// (smi.Params.Bytes): What, its proposal and B (3 P D), g, g_prev and the undamped g
+// (3 N P M), the per-sample sums of the Jacobian blocks (N P P), the per-sample flags (2 N
+// bytes), and the test set of
 // n_test = o.TestSamples samples (its tokens, n_test M D, its outputs, n_test M M, and the
 // per-sample errors), and at L >= 3 with Draws the batch of sampled integrals (2 N tasks of
 // kernels.DeepIn(L) + kernels.DeepOut(L) values).
@@ -185,7 +195,7 @@ func Bytes(p smi.Params, o Options) uint64 {
 	if p.L >= 3 && o.Draws > 0 {
 		sampled = 2 * N * uint64(kernels.DeepIn(p.L)+kernels.DeepOut(p.L))
 	}
-	return 8*(3*P*D+2*N*P*M+N*P*P+nTest*M*D+nTest*M*M+nTest+sampled) + 2*N
+	return 8*(3*P*D+3*N*P*M+N*P*P+nTest*M*D+nTest*M*M+nTest+sampled) + 2*N
 }
 
 // smiWorker is one goroutine's work space.
@@ -209,6 +219,7 @@ type smiState struct {
 	// iterate
 	what, chat []float64
 	g, gPrev   []float64 // N x P x M
+	gRaw       []float64 // N x P x M: this iteration's g before the messages' damping
 	dgSum      []float64 // N x P x P: sum_l dg_l per sample
 	inexact    []bool
 	failed     []bool
@@ -244,7 +255,8 @@ type smiState struct {
 // TestSMILearnsLastLayerFirst).
 // A sample whose quadrature fails contributes nothing (g = 0, dg = 0) and is counted in
 // Iteration.Failed; more than 1% of failures in one iteration is an error. NaN or Inf in
-// the iterate, a singular I + A, or a V + eps I that is not positive definite return an error
+// the iterate, a singular I + A, or a V + eps I that is not positive definite (which the
+// adaptive damping of Options.Damping avoids where it can) return an error
 // wrapping ErrDiverged that names the iteration. The data's channel must pass
 // smi.Deep.CheckPosterior (M = 2; L <= 3, or L = 4 with Draws).
 func Run(data *smi.Data, o Options) (Result, error) {
@@ -280,7 +292,7 @@ func newSMIState(data *smi.Data, o Options) (*smiState, error) {
 	}
 	s := &smiState{data: data, o: o, D: D, N: N, M: M, P: P,
 		what: make([]float64, P*D), chat: make([]float64, P*P),
-		g: make([]float64, N*P*M), gPrev: make([]float64, N*P*M), dgSum: make([]float64, N*P*P),
+		g: make([]float64, N*P*M), gPrev: make([]float64, N*P*M), gRaw: make([]float64, N*P*M), dgSum: make([]float64, N*P*P),
 		inexact: make([]bool, N), failed: make([]bool, N), first: true}
 	nw := o.Workers
 	if nw == 0 {
@@ -374,8 +386,7 @@ func (s *smiState) parallelRange(n int, f func(lo, hi int)) error {
 
 func (s *smiState) run() (Result, error) {
 	o := s.o
-	D, N, M, P := s.D, s.N, s.M, s.P
-	data := s.data
+	D, N, P := s.D, s.N, s.P
 	start := time.Now()
 	res := Result{}
 	fail := func(it int, format string, a ...any) (Result, error) {
@@ -383,7 +394,6 @@ func (s *smiState) run() (Result, error) {
 		res.Seconds = time.Since(start).Seconds()
 		return res, fmt.Errorf("%w at iteration %d: %s", ErrDiverged, it, fmt.Sprintf(format, a...))
 	}
-	sqrtD := math.Sqrt(float64(D))
 	ve := make([]float64, P*P)
 	vinv := make([]float64, P*P)
 	A := make([]float64, P*P)
@@ -391,6 +401,7 @@ func (s *smiState) run() (Result, error) {
 	inv := make([]float64, P*P)
 	B := make([]float64, P*D)
 	wNew := make([]float64, P*D)
+	theta := o.Damping
 	for it := 1; it <= o.MaxIter; it++ {
 		t0 := time.Now()
 		// V = Chat; the channel sees V + eps I.
@@ -457,65 +468,27 @@ func (s *smiState) run() (Result, error) {
 				inv[a*P+b], inv[b*P+a] = v, v
 			}
 		}
-		if o.DampMessages && it > 1 {
-			for i, v := range s.g {
-				s.g[i] = (1-o.Damping)*v + o.Damping*s.gPrev[i]
-			}
-		}
-		// B = (1/sqrt(D)) sum_mu sum_l g_{mu,.,l} x_{mu l}^T + A What, and What_new = (I + A)^{-1} B,
-		// by blocks of columns (each entry summed in sample order).
-		if err := s.parallelRange(D, func(lo, hi int) {
-			for k := 0; k < P; k++ {
-				row := B[k*D+lo : k*D+hi]
-				for i := range row {
-					row[i] = 0
+		// The damped update, retried with more damping while it is unstable (adaptive damping,
+		// Options.Damping): g is damped from its raw value on every try.
+		copy(s.gRaw, s.g)
+		for {
+			if o.DampMessages && it > 1 {
+				for i, v := range s.gRaw {
+					s.g[i] = (1-theta)*v + theta*s.gPrev[i]
 				}
 			}
-			for mu := 0; mu < N; mu++ {
-				gm := s.g[mu*P*M : (mu+1)*P*M]
-				for l := 0; l < M; l++ {
-					x := data.X[(mu*M+l)*D+lo : (mu*M+l)*D+hi]
-					for k := 0; k < P; k++ {
-						c := gm[k*M+l]
-						if c == 0 {
-							continue
-						}
-						row := B[k*D+lo : k*D+hi]
-						for i, v := range x {
-							row[i] += c * v
-						}
-					}
-				}
+			if err := s.backProject(B, wNew, A, inv); err != nil {
+				return res, fmt.Errorf("amp: SMI iteration %d: %w", it, err)
 			}
-			for k := 0; k < P; k++ {
-				row := B[k*D+lo : k*D+hi]
-				for i := range row {
-					row[i] /= sqrtD
-				}
-				for j := 0; j < P; j++ {
-					a := A[k*P+j]
-					wj := s.what[j*D+lo : j*D+hi]
-					for i, v := range wj {
-						row[i] += a * v
-					}
-				}
+			rho := 1 - theta // the weight on the new iterate
+			if theta >= maxAdaptiveDamping || s.stable(wNew, inv, rho) {
+				break
 			}
-			for k := 0; k < P; k++ {
-				row := wNew[k*D+lo : k*D+hi]
-				for i := range row {
-					var v float64
-					for j := 0; j < P; j++ {
-						v += inv[k*P+j] * B[j*D+lo+i]
-					}
-					row[i] = v
-				}
-			}
-		}); err != nil {
-			return res, fmt.Errorf("amp: SMI iteration %d: %w", it, err)
+			theta = (1 + theta) / 2
 		}
 		// The step, and the damped update.
 		var step float64
-		rho := 1 - o.Damping // the weight on the new iterate
+		rho := 1 - theta
 		for i, v := range wNew {
 			d := v - s.what[i]
 			step += d * d
@@ -541,6 +514,7 @@ func (s *smiState) run() (Result, error) {
 			return res, fmt.Errorf("amp: SMI iteration %d: test error: %w", it, err)
 		}
 		rec.Inexact, rec.Failed = nInexact, nFail
+		rec.Damping = theta
 		rec.QuadSeconds = quad
 		rec.Seconds = time.Since(t0).Seconds()
 		rec.Elapsed = time.Since(start).Seconds()
@@ -557,6 +531,99 @@ func (s *smiState) run() (Result, error) {
 	res.What, res.Chat = s.what, s.chat
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// backProject writes B = (1/sqrt(D)) sum_mu sum_l g_{mu,.,l} x_{mu l}^T + A What and
+// What_new = inv B (inv = (I + A)^{-1}) into B and wNew (P x D), by blocks of columns (each
+// entry summed in sample order).
+func (s *smiState) backProject(B, wNew, A, inv []float64) error {
+	D, N, M, P := s.D, s.N, s.M, s.P
+	data := s.data
+	sqrtD := math.Sqrt(float64(D))
+	return s.parallelRange(D, func(lo, hi int) {
+		for k := 0; k < P; k++ {
+			row := B[k*D+lo : k*D+hi]
+			for i := range row {
+				row[i] = 0
+			}
+		}
+		for mu := 0; mu < N; mu++ {
+			gm := s.g[mu*P*M : (mu+1)*P*M]
+			for l := 0; l < M; l++ {
+				x := data.X[(mu*M+l)*D+lo : (mu*M+l)*D+hi]
+				for k := 0; k < P; k++ {
+					c := gm[k*M+l]
+					if c == 0 {
+						continue
+					}
+					row := B[k*D+lo : k*D+hi]
+					for i, v := range x {
+						row[i] += c * v
+					}
+				}
+			}
+		}
+		for k := 0; k < P; k++ {
+			row := B[k*D+lo : k*D+hi]
+			for i := range row {
+				row[i] /= sqrtD
+			}
+			for j := 0; j < P; j++ {
+				a := A[k*P+j]
+				wj := s.what[j*D+lo : j*D+hi]
+				for i, v := range wj {
+					row[i] += a * v
+				}
+			}
+		}
+		for k := 0; k < P; k++ {
+			row := wNew[k*D+lo : k*D+hi]
+			for i := range row {
+				var v float64
+				for j := 0; j < P; j++ {
+					v += inv[k*P+j] * B[j*D+lo+i]
+				}
+				row[i] = v
+			}
+		}
+	})
+}
+
+// maxAdaptiveDamping bounds the damping that adaptive damping raises to: from the authors' 0.2,
+// the tries are 0.6, 0.8, 0.9 and 0.95; an update still unstable there is taken, and the
+// divergence checks report it.
+const maxAdaptiveDamping = 0.95
+
+// maxNorm is the bound on |What_l|^2 / D above which a growing iterate is unstable: the
+// posterior mean of a layer with the N(0, 1) prior has E|w-hat|^2 / D = Q_ll <= 1.
+const maxNorm = 4
+
+// stable reports whether the damped update What' = rho wNew + (1 - rho) What,
+// Chat' = rho inv + (1 - rho) Chat is one GAMP can go on from: every |What'_l|^2 / D is at most
+// maxNorm or at most its value before the update, and Chat' + eps I is positive definite.
+func (s *smiState) stable(wNew, inv []float64, rho float64) bool {
+	D, P := s.D, s.P
+	for k := 0; k < P; k++ {
+		var n, n0 float64
+		for i, v := range wNew[k*D : (k+1)*D] {
+			w := s.what[k*D+i]
+			u := rho*v + (1-rho)*w
+			n += u * u
+			n0 += w * w
+		}
+		n, n0 = n/float64(D), n0/float64(D)
+		if !(n <= maxNorm || n <= n0) {
+			return false
+		}
+	}
+	c := make([]float64, P*P)
+	for i := range c {
+		c[i] = rho*inv[i] + (1-rho)*s.chat[i]
+	}
+	for k := 0; k < P; k++ {
+		c[k*P+k] += s.o.Epsilon
+	}
+	return spd.Factor(make([]float64, P*P), c, P)
 }
 
 // sampleOmega writes sample mu's omega_{.l} = What x_{mu l} / sqrt(D) - V g_prev_{.l} (no

@@ -59,9 +59,9 @@ func TestRowsFormat(t *testing.T) {
 			"L,M,beta,c,alpha_stability_1,alpha_stability_2,alpha_stability_3,alpha_conditional_1,alpha_conditional_2",
 			"3,2,1,0.5,+Inf,0.25,0.2,,0.75"},
 		{"smi amp trace L = 1", SMIAMPTraceSchema.Header(1), SMIAMPTraceSchema.Row(&SMIAMPTraceRow{Alpha: 1, Seed: 5, Iteration: 3, Q: []float64{0.5},
-			AbsM: []float64{0.4}, MNorm: []float64{0.8}, Cos: []float64{0.9}, EGen: 0.1, Step: 1e-9, QuadInexact: 1, QuadFailed: 0, QuadSeconds: 0.0004, Seconds: 2}),
-			"alpha,seed,iteration,Q11,absM11,m11,cos1,e_gen,step,quad_inexact,quad_failed,quad_seconds,seconds",
-			"1,5,3,0.5,0.4,0.8,0.9,0.1,1e-09,1,0,0.000,2.000"},
+			AbsM: []float64{0.4}, MNorm: []float64{0.8}, Cos: []float64{0.9}, EGen: 0.1, Step: 1e-9, Damping: 0.6, QuadInexact: 1, QuadFailed: 0, QuadSeconds: 0.0004, Seconds: 2}),
+			"alpha,seed,iteration,Q11,absM11,m11,cos1,e_gen,step,damping,quad_inexact,quad_failed,quad_seconds,seconds",
+			"1,5,3,0.5,0.4,0.8,0.9,0.1,1e-09,0.6,1,0,0.000,2.000"},
 	} {
 		if got := strings.Join(tc.header, ","); got != tc.wantH {
 			t.Errorf("%s: header %s, want %s", tc.name, got, tc.wantH)

@@ -173,6 +173,7 @@ type SMIAMPTraceRow struct {
 	Q, AbsM     []float64
 	MNorm, Cos  []float64
 	EGen, Step  float64
+	Damping     float64 // the damping theta the iteration's update took (adaptive damping)
 	QuadInexact int
 	QuadFailed  int
 	QuadSeconds float64
@@ -190,6 +191,7 @@ var SMIAMPTraceSchema = &table.Schema[SMIAMPTraceRow]{Kind: table.SMIAMPTrace, C
 	table.Layers("cos", false, 0, func(r *SMIAMPTraceRow) []float64 { return r.Cos }),
 	table.Float("e_gen", func(r *SMIAMPTraceRow) float64 { return r.EGen }),
 	table.Float("step", func(r *SMIAMPTraceRow) float64 { return r.Step }),
+	table.Float("damping", func(r *SMIAMPTraceRow) float64 { return r.Damping }),
 	table.Int("quad_inexact", func(r *SMIAMPTraceRow) int { return r.QuadInexact }),
 	table.Int("quad_failed", func(r *SMIAMPTraceRow) int { return r.QuadFailed }),
 	table.Seconds("quad_seconds", func(r *SMIAMPTraceRow) float64 { return r.QuadSeconds }),
@@ -247,7 +249,7 @@ func (c *SMIAMPConfig) run(env Env) (*SMIAMPResult, error) {
 			}
 			for _, it := range out.Trace {
 				res.Trace = append(res.Trace, SMIAMPTraceRow{Alpha: a, Seed: seed, Iteration: it.Iter, Q: it.Q, AbsM: it.M, MNorm: normalised(it.M, wn),
-					Cos: it.Cos, EGen: it.EGen, Step: it.Step, QuadInexact: it.Inexact, QuadFailed: it.Failed, QuadSeconds: it.QuadSeconds, Seconds: it.Seconds})
+					Cos: it.Cos, EGen: it.EGen, Step: it.Step, Damping: it.Damping, QuadInexact: it.Inexact, QuadFailed: it.Failed, QuadSeconds: it.QuadSeconds, Seconds: it.Seconds})
 			}
 			row := SMIAMPRow{L: c.L, M: c.M, C: c.C, Beta: c.Beta, D: c.D, N: p.N(), Alpha: a, Seed: seed,
 				Q: table.NaNs(c.L), AbsM: table.NaNs(c.L), MNorm: table.NaNs(c.L), Cos: table.NaNs(c.L), EGen: math.NaN(),
