@@ -114,6 +114,7 @@ func smiSECommandFlags(fs *flag.FlagSet, c *job.SMISEConfig, quiet *bool) {
 	fs.IntVar(&c.GenSamples, "gen-samples", c.GenSamples, "Monte Carlo samples of e_gen and e_BO per point (the same draws at every point); 0 skips them")
 	fs.IntVar(&c.GenInner, "gen-inner", c.GenInner, "inner draws of Z given omega per sample of the Bayes-optimal e_BO")
 	fs.StringVar(&c.Start, "start", c.Start, "SE start: uninformed (Q = 0.05 I, the authors'), informed (Q = (1 - 1e-4) I) or both (twice the cost: report the fixed point of larger free entropy, flag where two coexist)")
+	fs.StringVar(&c.At, "at", c.At, "Q11,...,QLL: instead of solving, linearise the SE map there (1 + 2L evaluations) and report the fixed point one Newton step away with its error; the manifest's \"at\" has G(Q) - Q in standard errors")
 }
 
 // parseSMISE fills the configuration of `aim smi se` from its flags and validates it.

@@ -629,3 +629,57 @@ func TestSMISENoiseLimited(t *testing.T) {
 		t.Errorf("manifest noise_limited %v, want [1.5]", man["noise_limited"])
 	}
 }
+
+// TestSMISEAt: `smi se --at` writes the engine's linearisation (smise.Linearise) at each alpha,
+// the row's Q and Qerr the fixed point one Newton step away, start "at", and the manifest's
+// "at" the map's residual at the point; bad --at values exit 2 and write nothing.
+func TestSMISEAt(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "se.csv")
+	code, stdout, stderr := runArgs(t, "smi", "se", "--quiet", "--L", "2", "--alpha", "1.2", "--at", "0.84,0.9977", "--samples", "512",
+		"--gen-samples", "0", "--out", out, "--plot", "")
+	if code != 0 {
+		t.Fatalf("status %d: %s %s", code, stdout, stderr)
+	}
+	ch, _ := smi.NewDeep(2, 2, 1, 1)
+	o := smise.DefaultOptions(2)
+	o.Samples = 512
+	lin, err := smise.Linearise(ch, 1.2, []float64{0.84, 0.9977}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := readCSV(t, out)
+	col := csvColumns(rows[0])
+	for l := range lin.Q {
+		for name, want := range map[string]float64{fmt.Sprintf("Q%d%d", l+1, l+1): lin.Q[l], fmt.Sprintf("Qerr%d%d", l+1, l+1): lin.QErr[l]} {
+			if got := rows[1][col[name]]; got != table.FormatFloat(want) {
+				t.Errorf("%s = %s, engine %v", name, got, want)
+			}
+		}
+	}
+	if rows[1][col["start"]] != "at" || rows[1][col["iterations"]] != "5" || rows[1][col["converged"]] != "true" {
+		t.Errorf("start %s, iterations %s, converged %s; want at, 5, true", rows[1][col["start"]], rows[1][col["iterations"]], rows[1][col["converged"]])
+	}
+	man := readManifest(t, filepath.Join(dir, "se.json"))
+	at, _ := man["at"].([]any)
+	if len(at) != 1 {
+		t.Fatalf("manifest at %v", man["at"])
+	}
+	a := at[0].(map[string]any)
+	g, _ := a["G"].([]any)
+	z, _ := a["residual_sigmas"].([]any)
+	if len(g) != 2 || g[0] != lin.G[0] || len(z) != 2 || z[0] != (lin.G[0]-0.84)/lin.GErr[0] {
+		t.Errorf("manifest at %v, engine G %v +- %v", a, lin.G, lin.GErr)
+	}
+	for _, args := range [][]string{{"--at", "0.5"}, {"--at", "0.5,1"}, {"--at", "0.5,x"}, {"--at", "0.5,0.5", "--mc-error", "0.01"},
+		{"--at", "0.5,0.5", "--replicates", "1"}} {
+		bad := filepath.Join(dir, "bad.csv")
+		code, _, stderr := runArgs(t, append([]string{"smi", "se", "--quiet", "--L", "2", "--alpha", "1", "--out", bad}, args...)...)
+		if code != 2 || !strings.Contains(stderr, "--at") {
+			t.Errorf("%v: status %d, %q; want 2 naming --at", args, code, stderr)
+		}
+		if _, err := os.Stat(bad); err == nil {
+			t.Errorf("%v: wrote %s", args, bad)
+		}
+	}
+}

@@ -156,3 +156,70 @@ func TestSMIQErrWorkers(t *testing.T) {
 		t.Errorf("1 goroutine: %+v; 3: %+v", pts[0], pts[1])
 	}
 }
+
+// TestSMILinearise checks Linearise against Solve (L = 2, alpha = 1.2, both layers learned,
+// 512 samples): at Solve's fixed point the map is at the point (|G - Q0| within a few Tol),
+// the Newton estimate stays there and its QErr is Solve's (the same formula on the same
+// draws); from a point 0.04 away, one step lands within a tenth of that distance of the fixed
+// point and a second within 1e-3. Bad input is refused.
+func TestSMILinearise(t *testing.T) {
+	ch := deep(t, 2, 1)
+	const alpha = 1.2
+	o := fastOptions(512, 1)
+	o.Tol = 1e-6
+	pt, err := Solve(ch, alpha, o)
+	if err != nil || !pt.Converged {
+		t.Fatalf("%+v, %v", pt, err)
+	}
+	at, err := Linearise(ch, alpha, pt.Q, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("fixed point %.5f +- %.5f; linearised there: G %.5f +- %.5f, Q %.5f +- %.5f, %d evaluations", pt.Q, pt.QErr, at.G, at.GErr, at.Q, at.QErr, at.Evaluations)
+	if at.Evaluations != 5 || at.Samples != pt.Samples {
+		t.Errorf("%d evaluations at %d samples, want 5 at %d", at.Evaluations, at.Samples, pt.Samples)
+	}
+	for l := range pt.Q {
+		if d := math.Abs(at.G[l] - pt.Q[l]); d > 1e-5 {
+			t.Errorf("layer %d: G - Q* = %g at the fixed point", l+1, d)
+		}
+		if d := math.Abs(at.Q[l] - pt.Q[l]); d > 1e-4 {
+			t.Errorf("layer %d: the Newton estimate moved %g from the fixed point", l+1, d)
+		}
+		if r := at.QErr[l] / pt.QErr[l]; math.Abs(r-1) > 1e-9 {
+			t.Errorf("layer %d: QErr %g, Solve's %g", l+1, at.QErr[l], pt.QErr[l])
+		}
+		if !(at.GErr[l] > 0 && at.GErr[l] < at.QErr[l]) {
+			t.Errorf("layer %d: GErr %g, want in (0, QErr = %g): the fixed point amplifies the map's noise", l+1, at.GErr[l], at.QErr[l])
+		}
+	}
+	q0 := []float64{pt.Q[0] - 0.04, pt.Q[1] - 0.0005}
+	one, err := Linearise(ch, alpha, q0, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := Linearise(ch, alpha, one.Q, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d0, d1, d2 := math.Abs(q0[0]-pt.Q[0]), math.Abs(one.Q[0]-pt.Q[0]), math.Abs(two.Q[0]-pt.Q[0])
+	t.Logf("from %.4f: one step %.5f, two %.5f (fixed point %.5f): distances %.1e, %.1e, %.1e", q0, one.Q, two.Q, pt.Q, d0, d1, d2)
+	if d1 > d0/10 || d2 > 1e-3 {
+		t.Errorf("Newton steps from %v: distances %g, %g, %g to the fixed point", q0, d0, d1, d2)
+	}
+	one1 := o
+	one1.Replicates = 1
+	for name, tc := range map[string]struct {
+		q []float64
+		o Options
+	}{
+		"one replicate": {pt.Q, one1},
+		"L overlaps":    {[]float64{0.5}, o},
+		"Q = 1":         {[]float64{0.5, 1}, o},
+		"Q < 0":         {[]float64{-0.1, 0.5}, o},
+	} {
+		if _, err := Linearise(ch, alpha, tc.q, tc.o); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}

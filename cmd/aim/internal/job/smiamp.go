@@ -248,7 +248,7 @@ func (c *SMIAMPConfig) run(env Env) (*SMIAMPResult, error) {
 				res.Failed = append(res.Failed, fmt.Sprintf("alpha %g seed %d: %v", a, seed, err))
 			}
 			for _, it := range out.Trace {
-				res.Trace = append(res.Trace, SMIAMPTraceRow{Alpha: a, Seed: seed, Iteration: it.Iter, Q: it.Q, AbsM: it.M, MNorm: normalised(it.M, wn),
+				res.Trace = append(res.Trace, SMIAMPTraceRow{Alpha: a, Seed: seed, Iteration: it.Iter, Q: it.Q, AbsM: it.M, MNorm: ratios(it.M, wn),
 					Cos: it.Cos, EGen: it.EGen, Step: it.Step, Damping: it.Damping, QuadInexact: it.Inexact, QuadFailed: it.Failed, QuadSeconds: it.QuadSeconds, Seconds: it.Seconds})
 			}
 			row := SMIAMPRow{L: c.L, M: c.M, C: c.C, Beta: c.Beta, D: c.D, N: p.N(), Alpha: a, Seed: seed,
@@ -256,7 +256,7 @@ func (c *SMIAMPConfig) run(env Env) (*SMIAMPResult, error) {
 				Iterations: out.Iterations, Converged: err == nil && out.Converged, Seconds: out.Seconds}
 			if err == nil && len(out.Trace) > 0 {
 				last := out.Trace[len(out.Trace)-1]
-				row.Q, row.AbsM, row.MNorm, row.Cos, row.EGen = last.Q, last.M, normalised(last.M, wn), last.Cos, last.EGen
+				row.Q, row.AbsM, row.MNorm, row.Cos, row.EGen = last.Q, last.M, ratios(last.M, wn), last.Cos, last.EGen
 			}
 			res.Rows = append(res.Rows, row)
 		}
@@ -276,12 +276,13 @@ func teacherNorms(W []float64, L, D int) []float64 {
 	return wn
 }
 
-// normalised returns the teacher-normalised overlaps |M_ll| / (||w*_l||^2 / D), the quantity
-// the SE's Q_ll predicts (at finite D the teacher's norm is 1 only to O(1/sqrt(D))).
-func normalised(m, wn []float64) []float64 {
-	out := make([]float64, len(m))
-	for l := range m {
-		out[l] = m[l] / wn[l]
+// ratios returns a_l / b_l entrywise: the teacher-normalised overlaps |M_ll| / (||w*_l||^2 / D)
+// from teacherNorms (the quantity the SE's Q_ll predicts: at finite D the teacher's norm is 1
+// only to O(1/sqrt(D))), or differences in standard errors.
+func ratios(a, b []float64) []float64 {
+	out := make([]float64, len(a))
+	for l := range a {
+		out[l] = a[l] / b[l]
 	}
 	return out
 }

@@ -3,7 +3,9 @@ package job
 import (
 	"fmt"
 	"math"
+	"slices"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/grid"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/engine/smi"
@@ -28,7 +30,12 @@ type SMISEConfig struct {
 	// Start is the SE start (--start): uninformed (the default: the SMI SE is a Monte Carlo and
 	// both doubles its cost), informed or both (smise.Start).
 	Start string
+	// At, when set (--at Q11,...,QLL), replaces the solve at each alpha by the map linearised
+	// at that point (smise.Linearise): the row's Q is the fixed point one Newton step away,
+	// Qerr its error, and the manifest's "at" has G(Q0) - Q0 against its standard error.
+	At string
 
+	at     []float64
 	start  smise.Start
 	alphas []float64
 	ch     *smi.Deep
@@ -66,6 +73,24 @@ func (c *SMISEConfig) Validate() error {
 	}
 	if c.start, err = smise.ParseStart(c.Start); err != nil {
 		return Inputf("--start: %v", err)
+	}
+	if c.At != "" {
+		if c.at, err = grid.Parse(c.At); err != nil {
+			return Inputf("--at %q: %v", c.At, err)
+		}
+		switch {
+		case len(c.at) != c.L:
+			return Inputf("--at %q: %d overlaps, need L = %d", c.At, len(c.at), c.L)
+		case c.MCError > 0:
+			return Inputf("--at evaluates the map at --samples draws: it does not take --mc-error")
+		case c.Replicates < 2:
+			return Inputf("--at needs --replicates >= 2 (the errors are their spread), got %d", c.Replicates)
+		}
+		for l, q := range c.at {
+			if !(q >= 0 && q < 1) {
+				return Inputf("--at: Q_%d%d = %g, need 0 <= Q < 1", l+1, l+1, q)
+			}
+		}
 	}
 	return nil
 }
@@ -148,6 +173,8 @@ type SMISEResult struct {
 	NoiseLimited []float64
 	// Coexisting are the points where --start both found two fixed points: both branches.
 	Coexisting []SMICoexisting
+	// At are the linearisations of --at, per alpha (none without it).
+	At []smise.Linearisation
 }
 
 // SMICoexisting is an alpha with two stable fixed points of the SMI SE (--start both).
@@ -186,11 +213,22 @@ func RunSMISE(c *SMISEConfig, env Env) (*SMISEResult, error) {
 		return nil, err
 	}
 	bar.Add(1)
-	points, err := smise.SolveCurve(c.ch, c.alphas, opts, func(smise.Point) { bar.Add(1) })
+	res := &SMISEResult{Fisher: F, Stability: stabilityAlphas(F)}
+	var points []smise.Point
+	if c.at != nil {
+		points, res.At, err = c.linearise(opts, bar)
+		for _, x := range res.At {
+			env.notef("alpha %g: G(Q0) - Q0 = %s (%s standard errors); one Newton step: Q = %s +- %s (%s of its errors from Q0)",
+				x.Alpha, formatErrs(diff(x.G, x.Q0)), formatErrs(ratios(diff(x.G, x.Q0), x.GErr)),
+				formatErrs(x.Q), formatErrs(x.QErr), formatErrs(ratios(diff(x.Q, x.Q0), x.QErr)))
+		}
+	} else {
+		points, err = smise.SolveCurve(c.ch, c.alphas, opts, func(smise.Point) { bar.Add(1) })
+	}
 	if err != nil {
 		return nil, err
 	}
-	res := &SMISEResult{Fisher: F, Stability: stabilityAlphas(F), Rows: make([]SMISERow, len(points))}
+	res.Rows = make([]SMISERow, len(points))
 	for i, p := range points {
 		q, qh, qe := table.NaNs(c.L), table.NaNs(c.L), table.NaNs(c.L)
 		if p.Converged {
@@ -200,6 +238,9 @@ func RunSMISE(c *SMISEConfig, env Env) (*SMISEResult, error) {
 			GenError: math.NaN(), GenStderr: math.NaN(), GenBO: math.NaN(), BOStderr: math.NaN(), GenLast: math.NaN(), LastStderr: math.NaN(),
 			Samples: p.Samples, Iterations: p.Iterations, Converged: p.Converged, Inexact: p.Inexact,
 			Start: p.Start.String(), Coexist: p.Coexist, FreeEntropy: p.FreeEntropy, FreeStderr: p.FreeEntropyErr}
+		if c.at != nil {
+			res.Rows[i].Start = "at"
+		}
 		if p.Coexist && p.Other != nil {
 			u, i := p, *p.Other
 			if p.Start == smise.Informed {
@@ -238,6 +279,26 @@ func RunSMISE(c *SMISEConfig, env Env) (*SMISEResult, error) {
 	return res, nil
 }
 
+// linearise runs smise.Linearise at --at for every alpha and returns, per alpha, a point whose
+// Q and QErr are the linearisation's fixed point and its error (converged where I - J is
+// invertible; q-hat and the free entropy NaN) and the linearisation itself.
+func (c *SMISEConfig) linearise(o smise.Options, bar Progress) ([]smise.Point, []smise.Linearisation, error) {
+	points := make([]smise.Point, len(c.alphas))
+	lins := make([]smise.Linearisation, len(c.alphas))
+	for i, a := range c.alphas {
+		lin, err := smise.Linearise(c.ch, a, c.at, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		lins[i] = lin
+		ok := !slices.ContainsFunc(lin.Q, math.IsNaN)
+		points[i] = smise.Point{Alpha: a, Q: lin.Q, QHat: table.NaNs(c.L), QErr: lin.QErr, Samples: lin.Samples,
+			Iterations: lin.Evaluations, Converged: ok, FreeEntropy: math.NaN(), FreeEntropyErr: math.NaN()}
+		bar.Add(1)
+	}
+	return points, lins, nil
+}
+
 // genErrors fills the plug-in e_gen, the Bayes-optimal e_BO and the last-layer-only e_gen of
 // every converged row, one point after the other, each error on all the goroutines. Every point
 // uses the same draws (the SE's seed), so the curves are smooth in alpha.
@@ -260,6 +321,15 @@ func (c *SMISEConfig) genErrors(points []smise.Point, rows []SMISERow, bar Progr
 		bar.Add(1)
 	}
 	return nil
+}
+
+// diff returns a - b entrywise.
+func diff(a, b []float64) []float64 {
+	d := make([]float64, len(a))
+	for i := range d {
+		d[i] = a[i] - b[i]
+	}
+	return d
 }
 
 // formatErrs writes standard errors as a short list.
@@ -327,5 +397,14 @@ func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
 			"free_entropy_uninformed": phi[0], "free_entropy_informed": phi[1], "free_entropy_stderr": phi[2], "optimal": x.Optimal})
 	}
 	man["coexisting"] = coex
+	if c.at != nil {
+		at := []map[string]any{}
+		for _, x := range res.At {
+			at = append(at, map[string]any{"alpha": x.Alpha, "Q0": jsonFloats(x.Q0), "G": jsonFloats(x.G), "G_stderr": jsonFloats(x.GErr),
+				"residual_sigmas": jsonFloats(ratios(diff(x.G, x.Q0), x.GErr)), "step_sigmas": jsonFloats(ratios(diff(x.Q, x.Q0), x.QErr)),
+				"evaluations": x.Evaluations})
+		}
+		man["at"] = at
+	}
 	return out.complete(fig, man, len(res.Rows), start, res.Err())
 }
