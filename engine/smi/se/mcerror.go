@@ -10,10 +10,13 @@ import (
 	"github.com/aimtheory/aim/engine/smi"
 )
 
-// jacobianStep is the step h of the finite differences of the SE map in fixedPointCov. The
-// draws are the same on both sides (common random numbers), so the difference is smooth in h;
-// h is large against the channel quadrature's tolerance (1e-3 relative), which a smaller step
-// would amplify by 1/h.
+// jacobianStep is the largest step h of the finite differences of the SE map in linearise.
+// The draws are the same on both sides (common random numbers), so the difference is smooth in
+// h; h is large against the channel quadrature's tolerance (1e-3 relative), which a smaller
+// step would amplify by 1/h. A sharp layer takes h = (1 - Q_kk)/4 instead: its V_kk = 1 - Q_kk
+// + epsilon is then moved by at most a quarter, where a step of 5e-3 would take it to epsilon
+// (at L = 3, alpha = 1.5, Q_33 = 0.995, that overstated dG_1/dQ_33 by 10 to 20%). G's
+// quadrature error shrinks with 1 - Q_kk too.
 const jacobianStep = 5e-3
 
 // fixedPointCov returns the covariance (P x P) of the Monte Carlo error of the fixed point Q*
@@ -45,8 +48,8 @@ type linearisation struct {
 
 // linearise returns the linearisation of the SE map at Q, where qhat = alpha F(Q) and Fcov is
 // the covariance of the average F. J comes from central differences of G with step
-// jacobianStep on the same draws (one-sided where Q_k is within a step of 0 or 1): 2 P
-// evaluations of the map. Only the free layers enter.
+// min(jacobianStep, (1 - Q_kk)/4) on the same draws (one-sided where Q_kk is within a step of
+// 0): 2 P evaluations of the map. Only the free layers enter.
 func linearise(ch *smi.Deep, alpha float64, Q, qhat, Fcov []float64, o Options) (linearisation, error) {
 	P := ch.P()
 	var lin linearisation
@@ -71,7 +74,8 @@ func linearise(ch *smi.Deep, alpha float64, Q, qhat, Fcov []float64, o Options) 
 	// I - J on the free layers.
 	IJ := mat.NewDense(nf, nf, nil)
 	for b, k := range lin.free {
-		lo, hi := math.Max(Q[k]-jacobianStep, 0), math.Min(Q[k]+jacobianStep, 1-1e-9)
+		h := math.Min(jacobianStep, (1-Q[k])/4)
+		lo, hi := math.Max(Q[k]-h, 0), Q[k]+h
 		qlo, qhi := append([]float64(nil), Q...), append([]float64(nil), Q...)
 		qlo[k], qhi[k] = lo, hi
 		glo, err := G(qlo)

@@ -376,7 +376,7 @@ func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
 	params := c.params()
 	c.addParams(params)
 	for k, v := range map[string]any{"c": c.C, "alpha": c.Alpha, "alphas": c.alphas, "gen_samples": c.GenSamples, "gen_inner": c.GenInner,
-		"replicates": c.Replicates, "mc_error": c.MCError, "max_samples": c.MaxSamples, "start": c.Start} {
+		"replicates": c.Replicates, "mc_error": c.MCError, "max_samples": c.MaxSamples, "start": c.Start, "at": c.At} {
 		params[k] = v
 	}
 	th := map[string]any{"stability": jsonFloats(res.Stability), "fisher": jsonFloats(res.Fisher), "onset": jsonFloats(res.Onset), "onset_level": 0.01}
