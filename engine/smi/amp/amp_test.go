@@ -159,6 +159,22 @@ func naiveSMI(t *testing.T, data *smi.Data, o Options, thetas []float64) (what [
 	return what, chat
 }
 
+// naiveDiff returns the largest differences between Run's What and Chat and naiveSMI's (P = 2),
+// and the largest |What| of naiveSMI's.
+func naiveDiff(res Result, what, chat [][]float64) (dw, dc, scale float64) {
+	D := len(what[0])
+	for k := 0; k < 2; k++ {
+		for i := 0; i < D; i++ {
+			dw = math.Max(dw, math.Abs(res.What[k*D+i]-what[k][i]))
+			scale = math.Max(scale, math.Abs(what[k][i]))
+		}
+		for j := 0; j < 2; j++ {
+			dc = math.Max(dc, math.Abs(res.Chat[k*2+j]-chat[k][j]))
+		}
+	}
+	return dw, dc, scale
+}
+
 // TestSMIMatchesNaive checks one and two iterations of Run against the loop-by-loop
 // re-implementation above (D = 20, N = 10, L = 2).
 func TestSMIMatchesNaive(t *testing.T) {
@@ -179,16 +195,7 @@ func TestSMIMatchesNaive(t *testing.T) {
 			thetas[i] = o.Damping
 		}
 		what, chat := naiveSMI(t, data, o, thetas)
-		var dw, dc, scale float64
-		for k := 0; k < 2; k++ {
-			for i := 0; i < 20; i++ {
-				dw = math.Max(dw, math.Abs(res.What[k*20+i]-what[k][i]))
-				scale = math.Max(scale, math.Abs(what[k][i]))
-			}
-			for j := 0; j < 2; j++ {
-				dc = math.Max(dc, math.Abs(res.Chat[k*2+j]-chat[k][j]))
-			}
-		}
+		dw, dc, scale := naiveDiff(res, what, chat)
 		t.Logf("%d iterations: max |dWhat| = %.2e (max |What| %.2f), max |dChat| = %.2e, Chat = %.4f", iters, dw, scale, dc, res.Chat)
 		if dw > 1e-12 || dc > 1e-12 {
 			t.Errorf("%d iterations: Run differs from the naive loops: What by %g, Chat by %g", iters, dw, dc)
@@ -717,9 +724,12 @@ func BenchmarkSMIIteration(b *testing.B) {
 // TestSMIAdaptiveDamping checks the adaptive damping of Run: where an update is unstable (a
 // layer's |What_l|^2 / D grows past maxNorm, or Chat + eps I is not positive definite) the
 // iteration is redone with damping (1 + theta)/2. On small, unstable runs (D = 20, alpha = 4
-// and 8: the damping is raised within 4 iterations), Run's iterates equal those of the naive
-// loops run with the dampings Run reports per iteration, with and without damped messages:
-// the retried updates are the damped updates of the same channel outputs.
+// and 8: the damping is raised within 4 iterations), Run's iterates up to the first raise equal,
+// to rounding (1e-12), those of the naive loops run with the dampings Run reports per
+// iteration, with and without damped messages: the retried updates are the damped updates of
+// the same channel outputs. Over all 4 iterations the bound is 1e-9: in the alpha = 4 run the
+// third iteration, which raises nothing, turns a difference of 8e-15 into 3e-10 (C-hat_22 =
+// 0.017 there, a sharp posterior whose adaptive cubature amplifies its input's rounding).
 func TestSMIAdaptiveDamping(t *testing.T) {
 	for _, tc := range []struct {
 		alpha        float64
@@ -727,18 +737,28 @@ func TestSMIAdaptiveDamping(t *testing.T) {
 		dampMessages bool
 	}{{4, 4, false}, {8, 4, false}, {8, 6, true}} {
 		data := smiData(t, 20, tc.alpha, 2, tc.seed)
-		o := DefaultOptions()
-		o.MaxIter, o.Tol, o.TestSamples, o.Workers = 4, 0, 0, 2
-		o.DampMessages = tc.dampMessages
-		res, err := Run(data, o)
-		if err != nil {
-			t.Fatal(err)
+		run := func(iters int) Result {
+			o := DefaultOptions()
+			o.MaxIter, o.Tol, o.TestSamples, o.Workers = iters, 0, 0, 2
+			o.DampMessages = tc.dampMessages
+			res, err := Run(data, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
 		}
+		res := run(4)
+		o := DefaultOptions()
+		o.DampMessages = tc.dampMessages
 		thetas := make([]float64, len(res.Trace))
+		first := 0 // the iteration of the first raise
 		for i, it := range res.Trace {
 			thetas[i] = it.Damping
+			if i > 0 && thetas[i] != thetas[i-1] && first == 0 {
+				first = i + 1
+			}
 		}
-		if thetas[0] != o.Damping || !(thetas[len(thetas)-1] > o.Damping) {
+		if thetas[0] != o.Damping || first == 0 {
 			t.Fatalf("alpha %g seed %d: dampings %v, want %g raised", tc.alpha, tc.seed, thetas, o.Damping)
 		}
 		for i := 1; i < len(thetas); i++ {
@@ -750,22 +770,23 @@ func TestSMIAdaptiveDamping(t *testing.T) {
 				t.Errorf("dampings %v: not raised by theta -> (1 + theta)/2 up to %g", thetas, maxAdaptiveDamping)
 			}
 		}
-		what, chat := naiveSMI(t, data, o, thetas)
-		var dw, dc, scale float64
-		for k := 0; k < 2; k++ {
-			for i := 0; i < 20; i++ {
-				dw = math.Max(dw, math.Abs(res.What[k*20+i]-what[k][i]))
-				scale = math.Max(scale, math.Abs(what[k][i]))
+		for _, n := range []int{first, len(thetas)} {
+			r := res
+			if n != len(thetas) {
+				r = run(n)
 			}
-			for j := 0; j < 2; j++ {
-				dc = math.Max(dc, math.Abs(res.Chat[k*2+j]-chat[k][j]))
+			what, chat := naiveSMI(t, data, o, thetas[:n])
+			dw, dc, scale := naiveDiff(r, what, chat)
+			tol := 1e-12
+			if n == len(thetas) {
+				tol = 1e-9
 			}
-		}
-		t.Logf("alpha %g seed %d messages %v: dampings %v, |dWhat| %.1e (max |What| %.3g), |dChat| %.1e", tc.alpha, tc.seed, tc.dampMessages, thetas, dw, scale, dc)
-		// Rounding grows with the unstable iterates: 1e-12 of the iterate's scale at each
-		// step, amplified over four.
-		if dw > 1e-9*math.Max(scale, 1) || dc > 1e-9 {
-			t.Errorf("alpha %g seed %d: Run differs from the naive loops at its dampings: What by %g, Chat by %g", tc.alpha, tc.seed, dw, dc)
+			t.Logf("alpha %g seed %d messages %v: dampings %v, %d iterations: |dWhat| %.1e (max |What| %.3g), |dChat| %.1e",
+				tc.alpha, tc.seed, tc.dampMessages, thetas, n, dw, scale, dc)
+			if dw > tol*math.Max(scale, 1) || dc > tol {
+				t.Errorf("alpha %g seed %d, %d iterations: Run differs from the naive loops at its dampings: What by %g, Chat by %g (bound %g)",
+					tc.alpha, tc.seed, n, dw, dc, tol)
+			}
 		}
 	}
 }
