@@ -135,6 +135,9 @@ func TestSMIBadInput(t *testing.T) {
 		{[]string{"amp", "--epsilon", "-1"}, "epsilon"},
 		{[]string{"amp", "--noise", "-1"}, "noise"},
 		{[]string{"amp", "--test-samples", "-1"}, "test-samples"},
+		{[]string{"amp", "--init", "ones"}, "--init \"ones\""},
+		{[]string{"amp", "--init-scale", "0"}, "--init-scale 0"},
+		{[]string{"amp", "--init", "consistent"}, "needs scale < 1"},
 		{[]string{"amp", "--quad-max-eval", "-1"}, "quad-max-eval"},
 		{[]string{"amp", "--L", "3", "--draws", "2"}, "4 <= draws"},
 		{[]string{"amp", "--L", "2", "--draws", "100"}, "L = 2 always uses the cubature"},
@@ -670,6 +673,9 @@ func TestSMISEAt(t *testing.T) {
 	z, _ := a["residual_sigmas"].([]any)
 	if len(g) != 2 || g[0] != lin.G[0] || len(z) != 2 || z[0] != (lin.G[0]-0.84)/lin.GErr[0] {
 		t.Errorf("manifest at %v, engine G %v +- %v", a, lin.G, lin.GErr)
+	}
+	if j, _ := a["jacobian"].([]any); len(j) != 4 || j[1] != lin.J[1] || j[2] != lin.J[2] {
+		t.Errorf("manifest jacobian %v, engine %v", a["jacobian"], lin.J)
 	}
 	for _, args := range [][]string{{"--at", "0.5"}, {"--at", "0.5,1"}, {"--at", "0.5,x"}, {"--at", "0.5,0.5", "--mc-error", "0.01"},
 		{"--at", "0.5,0.5", "--replicates", "1"}} {

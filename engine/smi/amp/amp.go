@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/aimtheory/aim/device"
@@ -56,7 +57,11 @@ type Options struct {
 	// stream.Init, with Chat_0 = I; "zero" starts at What_0 = 0, Chat_0 = I. From the zero
 	// start GAMP stays at the uninformative fixed point: at omega = 0 the sign symmetry
 	// w_l -> -w_l of each layer makes E[Z | y] = 0, hence g = 0, B = 0 and What = 0 forever.
-	// A random start breaks the symmetry.
+	// A random start breaks the symmetry. "consistent" draws the same What_0 and starts on the
+	// Nishimori line instead: Chat_0 = I - What_0 What_0^T / D, so that omega's variance plus V
+	// is the prior variance of z, as at every later iterate of Bayes-optimal GAMP (with
+	// Chat_0 = I and |What_0|^2/D = 1 the first channel sees twice the variance of z). It needs
+	// InitScale < 1, and Chat_0 positive definite.
 	Init      string
 	InitScale float64 // the scale of the random What_0 (1)
 	// TestSamples is the size of the fresh test set of the generalisation error (1000, as the
@@ -125,10 +130,12 @@ func (o Options) validate() error {
 		return fmt.Errorf("amp: SMI tolerance %g, need 0 <= Tol < inf", o.Tol)
 	case !(o.Epsilon >= 0) || !finite(o.Epsilon):
 		return fmt.Errorf("amp: SMI ridge epsilon %g, need 0 <= epsilon < inf", o.Epsilon)
-	case o.Init != "" && o.Init != "random" && o.Init != "zero":
-		return fmt.Errorf("amp: SMI init %q, need \"random\" or \"zero\"", o.Init)
+	case o.Init != "" && o.Init != "random" && o.Init != "zero" && o.Init != "consistent":
+		return fmt.Errorf("amp: SMI init %q, need \"random\", \"consistent\" or \"zero\"", o.Init)
 	case o.Init != "zero" && (!(o.InitScale > 0) || !finite(o.InitScale)):
 		return fmt.Errorf("amp: SMI init scale %g, need 0 < scale < inf for a random start", o.InitScale)
+	case o.Init == "consistent" && !(o.InitScale < 1):
+		return fmt.Errorf("amp: SMI init scale %g, need 0 < scale < 1 for the consistent start (Chat_0 = I - What_0 What_0^T / D)", o.InitScale)
 	case o.TestSamples < 0:
 		return fmt.Errorf("amp: SMI TestSamples = %d, need >= 0", o.TestSamples)
 	case o.Workers < 0:
@@ -327,7 +334,7 @@ func newSMIState(data *smi.Data, o Options) (*smiState, error) {
 			return nil, fmt.Errorf("amp: SMI: %w", err)
 		}
 	}
-	// Start: What_0 and Chat_0 = I.
+	// Start: What_0, and Chat_0 = I or (consistent) I - What_0 What_0^T / D.
 	if o.Init != "zero" {
 		device.FillNormals(s.what, p.Seed, stream.Init)
 		for i := range s.what {
@@ -336,6 +343,16 @@ func newSMIState(data *smi.Data, o Options) (*smiState, error) {
 	}
 	for k := 0; k < P; k++ {
 		s.chat[k*P+k] = 1
+	}
+	if o.Init == "consistent" {
+		for a := 0; a < P; a++ {
+			for b := 0; b < P; b++ {
+				s.chat[a*P+b] -= floats.Dot(s.what[a*D:(a+1)*D], s.what[b*D:(b+1)*D]) / float64(D)
+			}
+		}
+		if !spd.Invert(make([]float64, P*P), s.chat, P) {
+			return nil, fmt.Errorf("amp: SMI consistent start: Chat_0 = I - What_0 What_0^T / D = %v is not positive definite (InitScale %g at D = %d)", s.chat, o.InitScale, D)
+		}
 	}
 	// The fresh test set and the teacher's outputs on it.
 	if o.TestSamples > 0 {

@@ -52,6 +52,15 @@ func naiveSMI(t *testing.T, data *smi.Data, o Options, thetas []float64) (what [
 		}
 	}
 	chat = [][]float64{{1, 0}, {0, 1}}
+	if o.Init == "consistent" { // Chat_0 = I - What_0 What_0^T / D
+		for a := range chat {
+			for b := range chat[a] {
+				for i := 0; i < D; i++ {
+					chat[a][b] -= what[a][i] * what[b][i] / float64(D)
+				}
+			}
+		}
+	}
 	inv2 := func(a [][]float64) [][]float64 {
 		det := a[0][0]*a[1][1] - a[0][1]*a[1][0]
 		return [][]float64{{a[1][1] / det, -a[0][1] / det}, {-a[1][0] / det, a[0][0] / det}}
@@ -202,6 +211,38 @@ func TestSMIMatchesNaive(t *testing.T) {
 		}
 		if dc == 0 && res.Chat[0] == 1 {
 			t.Errorf("Chat did not move from I")
+		}
+	}
+}
+
+// TestSMIConsistentStart checks the consistent start (Chat_0 = I - What_0 What_0^T / D) through
+// one and two iterations against the naive loops started there (D = 20, L = 2), and that it
+// is a different start from the authors' Chat_0 = I.
+func TestSMIConsistentStart(t *testing.T) {
+	data := smiData(t, 20, 0.5, 2, 11)
+	for _, iters := range []int{1, 2} {
+		o := DefaultOptions()
+		o.MaxIter, o.Tol, o.TestSamples, o.Workers = iters, 0, 0, 2
+		o.Init, o.InitScale = "consistent", 0.5
+		res, err := Run(data, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		thetas := make([]float64, iters)
+		for i := range thetas {
+			thetas[i] = o.Damping
+		}
+		what, chat := naiveSMI(t, data, o, thetas)
+		dw, dc, scale := naiveDiff(res, what, chat)
+		o.Init = "random"
+		what, chat = naiveSMI(t, data, o, thetas)
+		dwRandom, dcRandom, _ := naiveDiff(res, what, chat)
+		t.Logf("%d iterations: |dWhat| %.1e (max |What| %.2f), |dChat| %.1e; from Chat_0 = I: %.2g, %.2g", iters, dw, scale, dc, dwRandom, dcRandom)
+		if dw > 1e-12*math.Max(scale, 1) || dc > 1e-12 {
+			t.Errorf("%d iterations: Run from the consistent start differs from the naive loops: What by %g, Chat by %g", iters, dw, dc)
+		}
+		if dcRandom < 1e-3 {
+			t.Errorf("%d iterations: the consistent start gave Chat within %g of the start Chat_0 = I's", iters, dcRandom)
 		}
 	}
 }
@@ -542,6 +583,11 @@ func TestSMIRejects(t *testing.T) {
 	if _, err := Run(nil, DefaultOptions()); err == nil {
 		t.Error("nil data accepted")
 	}
+	near1 := DefaultOptions()
+	near1.Init, near1.InitScale = "consistent", 0.99 // |What_0|^2/D ~ 0.98 +- 0.3 at D = 20
+	if _, err := Run(good, near1); err == nil || !strings.Contains(err.Error(), "not positive definite") {
+		t.Errorf("consistent start with Chat_0 not positive definite: got %v", err)
+	}
 	bad := *good
 	bad.U = bad.U[:2]
 	if _, err := Run(&bad, DefaultOptions()); err == nil {
@@ -556,6 +602,7 @@ func TestSMIRejects(t *testing.T) {
 		"Epsilon Inf":      func(o *Options) { o.Epsilon = math.Inf(1) },
 		"Init foo":         func(o *Options) { o.Init = "foo" },
 		"InitScale 0":      func(o *Options) { o.InitScale = 0 },
+		"consistent at 1":  func(o *Options) { o.Init, o.InitScale = "consistent", 1 },
 		"TestSamples -1":   func(o *Options) { o.TestSamples = -1 },
 		"Draws -1":         func(o *Options) { o.Draws = -1 },
 		"Draws 2":          func(o *Options) { o.Draws = 2 },

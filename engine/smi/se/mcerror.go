@@ -42,6 +42,7 @@ func fixedPointCov(ch *smi.Deep, alpha float64, Q, qhat, Fcov []float64, o Optio
 // D = diag(alpha / (1 + q-hat)^2).
 type linearisation struct {
 	free []int
+	J    []float64 // dG_l/dQ_k at (l, k), P x P row-major; 0 where l or k is frozen
 	S    *mat.Dense
 	covG *mat.SymDense
 }
@@ -73,6 +74,7 @@ func linearise(ch *smi.Deep, alpha float64, Q, qhat, Fcov []float64, o Options) 
 	}
 	// I - J on the free layers.
 	IJ := mat.NewDense(nf, nf, nil)
+	lin.J = make([]float64, P*P)
 	for b, k := range lin.free {
 		h := math.Min(jacobianStep, (1-Q[k])/4)
 		lo, hi := math.Max(Q[k]-h, 0), Q[k]+h
@@ -88,6 +90,7 @@ func linearise(ch *smi.Deep, alpha float64, Q, qhat, Fcov []float64, o Options) 
 		}
 		for a, l := range lin.free {
 			j := (ghi[l] - glo[l]) / (hi - lo)
+			lin.J[l*P+k] = j
 			v := -j
 			if a == b {
 				v++
@@ -149,6 +152,10 @@ type Linearisation struct {
 	// (the map's noise at Q0 carried to the fixed point, as Point.QErr). Both are NaN where
 	// I - J is singular.
 	Q, QErr []float64
+	// J is the Jacobian J_lk = dG_l/dQ_k at Q0 (P x P, row-major; 0 in a frozen layer's row and
+	// column). With it the fixed point with some layers held (at GAMP's values, say) is one
+	// linear solve on the others: (I - J)_FF dQ_F = (G - Q0)_F + J_FH dQ_H.
+	J []float64
 	// Samples is the number of draws per evaluation, and Evaluations the map's evaluations:
 	// 1 + 2 P_free (G and the central differences of J).
 	Samples, Evaluations int
@@ -196,6 +203,7 @@ func Linearise(ch *smi.Deep, alpha float64, Q0 []float64, o Options) (Linearisat
 		return r, fmt.Errorf("SMI SE at alpha = %g: %w", alpha, err)
 	}
 	r.Evaluations += 2 * len(lin.free)
+	r.J = lin.J
 	cov := lin.cov(P)
 	for a, l := range lin.free {
 		r.GErr[l] = math.Sqrt(math.Max(lin.covG.At(a, a), 0))

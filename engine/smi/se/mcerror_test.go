@@ -207,6 +207,22 @@ func TestSMILinearise(t *testing.T) {
 	if d1 > d0/10 || d2 > 1e-3 {
 		t.Errorf("Newton steps from %v: distances %g, %g, %g to the fixed point", q0, d0, d1, d2)
 	}
+	// J is the step's: (I - J)(Q - Q0) = G - Q0; and it is the map's derivative: the map at the
+	// step's end, G(one.Q) = two.G, is G(q0) + J (one.Q - q0) to second order.
+	for l := range q0 {
+		lhs, pred := one.Q[l]-q0[l], one.G[l]
+		for k := range q0 {
+			lhs -= one.J[l*2+k] * (one.Q[k] - q0[k])
+			pred += one.J[l*2+k] * (one.Q[k] - q0[k])
+		}
+		if d := math.Abs(lhs - (one.G[l] - q0[l])); d > 1e-12 {
+			t.Errorf("layer %d: (I - J)(Q - Q0) - (G - Q0) = %g: J is not the step's", l+1, d)
+		}
+		t.Logf("layer %d: J row %.4f; G at the step's end %.6f, predicted by J %.6f", l+1, one.J[l*2:l*2+2], two.G[l], pred)
+		if d := math.Abs(two.G[l] - pred); d > 0.1*math.Abs(two.G[l]-one.G[l]) {
+			t.Errorf("layer %d: G at the step's end %g, J predicts %g (from %g): J is not the derivative", l+1, two.G[l], pred, one.G[l])
+		}
+	}
 	one1 := o
 	one1.Replicates = 1
 	for name, tc := range map[string]struct {

@@ -26,6 +26,8 @@ type SMIAMPConfig struct {
 	Epsilon      float64 // ridge of the channel variance
 	Noise        float64 // variance of the noise on the teacher's pre-activations (smi.Params.Noise)
 	Tol          float64 // stop early below this step (0: never)
+	Init         string  // the start: random, consistent or zero (smiamp.Options.Init)
+	InitScale    float64 // the scale of the random What_0
 	TestSamples  int     // fresh samples of e_gen at each iteration (0: none)
 	QuadMaxEval  int     // the channel quadrature's evaluation budget per sample (0: smi.DefaultDeepMaxEval)
 	SMIIntegrals         // L = 3: importance sampling (--draws) or the cubature
@@ -40,7 +42,7 @@ type SMIAMPConfig struct {
 func NewSMIAMPConfig() *SMIAMPConfig {
 	o := smiamp.DefaultOptions()
 	return &SMIAMPConfig{SMI: defaultSMI("amp"), D: 1000, Alpha: "0.2,0.5,0.9,1.2,1.5", Seeds: 4, Seed: 1, Iters: o.MaxIter,
-		Damping: 1 - o.Damping, Epsilon: o.Epsilon, Tol: o.Tol, TestSamples: o.TestSamples, Trace: "results/smi-amp-trace.csv",
+		Damping: 1 - o.Damping, Epsilon: o.Epsilon, Tol: o.Tol, Init: o.Init, InitScale: o.InitScale, TestSamples: o.TestSamples, Trace: "results/smi-amp-trace.csv",
 		SMIIntegrals: SMIIntegrals{Device: DefaultSMIDevice}}
 }
 
@@ -68,6 +70,12 @@ func (c *SMIAMPConfig) Validate() error {
 		return Inputf("--tol %g: need 0 <= tol < inf", c.Tol)
 	case c.TestSamples < 0:
 		return Inputf("--test-samples %d: need 0 (none) or more", c.TestSamples)
+	case c.Init != "random" && c.Init != "consistent" && c.Init != "zero":
+		return Inputf("--init %q: need random, consistent or zero", c.Init)
+	case !(c.InitScale > 0) || math.IsInf(c.InitScale, 0):
+		return Inputf("--init-scale %g: need 0 < scale < inf", c.InitScale)
+	case c.Init == "consistent" && !(c.InitScale < 1):
+		return Inputf("--init-scale %g: the consistent start (C-hat_0 = I - What_0 What_0^T / D) needs scale < 1", c.InitScale)
 	}
 	if err := checkQuadMaxEval(c.QuadMaxEval); err != nil {
 		return err
@@ -111,6 +119,7 @@ func (c *SMIAMPConfig) options() smiamp.Options {
 	o.QuadMaxEval = c.QuadMaxEval
 	o.Draws = c.draws(o.Draws)
 	o.Damping = 1 - c.Damping // the engine's theta, the weight on the old iterate
+	o.Init, o.InitScale = c.Init, c.InitScale
 	return o
 }
 

@@ -402,7 +402,7 @@ func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
 		for _, x := range res.At {
 			at = append(at, map[string]any{"alpha": x.Alpha, "Q0": jsonFloats(x.Q0), "G": jsonFloats(x.G), "G_stderr": jsonFloats(x.GErr),
 				"residual_sigmas": jsonFloats(ratios(diff(x.G, x.Q0), x.GErr)), "step_sigmas": jsonFloats(ratios(diff(x.Q, x.Q0), x.QErr)),
-				"evaluations": x.Evaluations})
+				"jacobian": jsonFloats(x.J), "evaluations": x.Evaluations})
 		}
 		man["at"] = at
 	}
