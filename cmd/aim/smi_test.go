@@ -108,6 +108,7 @@ func TestSMIBadInput(t *testing.T) {
 		{[]string{"se", "--gen-inner", "1"}, "gen-inner"},
 		{[]string{"se", "--replicates", "0"}, "replicates"},
 		{[]string{"se", "--mc-error", "-0.1"}, "mc-error"},
+		{[]string{"se", "--newton"}, "--newton refines the solves at more draws of --mc-error"},
 		{[]string{"se", "--mc-error", "1e-3", "--replicates", "1"}, "needs --replicates >= 2"},
 		{[]string{"se", "--mc-error", "1e-3", "--samples", "8000", "--max-samples", "4000"}, "max-samples 4000 is below --samples 8000"},
 		{[]string{"se", "--workers", "-1"}, "workers"},
@@ -357,36 +358,46 @@ func TestSMISENotConverged(t *testing.T) {
 	}
 }
 
-// TestSMISEMCError: with --mc-error the samples column and the Qerr columns are the engine's
-// for the same target and cap; a target missed at --max-samples is a warning on stderr and in
-// the manifest, not a failure (status 0).
+// TestSMISEMCError: with --mc-error (and with --newton) the samples column and the Qerr
+// columns are the engine's for the same target and cap; a target missed at --max-samples is a
+// warning on stderr and in the manifest, not a failure (status 0).
 func TestSMISEMCError(t *testing.T) {
-	dir := t.TempDir()
-	out := filepath.Join(dir, "se.csv")
-	code, stdout, stderr := runArgs(t, "smi", "se", "--quiet", "--alpha", "0.5", "--samples", "32", "--mc-error", "1e-4", "--max-samples", "64",
-		"--tol", "1e-3", "--gen-samples", "0", "--out", out, "--plot", "")
-	if code != 0 {
-		t.Fatalf("status %d: %s %s", code, stdout, stderr)
-	}
-	ch, _ := smi.NewDeep(2, 2, 1, 1)
-	o := smise.DefaultOptions(2)
-	o.Samples, o.Tol, o.MCError, o.MaxSamples = 32, 1e-3, 1e-4, 64
-	p, err := smise.Solve(ch, 0.5, o)
-	if err != nil || !p.Converged || !p.ErrorMissed || p.Samples != 64 {
-		t.Fatalf("engine: %+v, %v; want the target missed at 64 draws", p, err)
-	}
-	rows := readCSV(t, out)
-	col := csvColumns(rows[0])
-	r := rows[1]
-	if r[col["samples"]] != "64" || r[col["Qerr22"]] != table.FormatFloat(p.QErr[1]) || r[col["Q22"]] != table.FormatFloat(p.Q[1]) {
-		t.Errorf("row %v; engine %+v", r, p)
-	}
-	if !strings.Contains(stderr, "warning: alpha 0.5: the standard error of Q") || !strings.Contains(stderr, "--max-samples 64") {
-		t.Errorf("stderr %q: no warning for the missed target", stderr)
-	}
-	man := readManifest(t, filepath.Join(dir, "se.json"))
-	if m, _ := man["mc_error_missed"].([]any); len(m) != 1 {
-		t.Errorf("manifest mc_error_missed %v, want the one point", man["mc_error_missed"])
+	for _, newton := range []bool{false, true} {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "se.csv")
+		args := []string{"smi", "se", "--quiet", "--alpha", "0.5", "--samples", "32", "--mc-error", "1e-4", "--max-samples", "64",
+			"--tol", "1e-3", "--gen-samples", "0", "--out", out, "--plot", ""}
+		if newton {
+			args = append(args, "--newton")
+		}
+		code, stdout, stderr := runArgs(t, args...)
+		if code != 0 {
+			t.Fatalf("newton %v: status %d: %s %s", newton, code, stdout, stderr)
+		}
+		ch, _ := smi.NewDeep(2, 2, 1, 1)
+		o := smise.DefaultOptions(2)
+		o.Samples, o.Tol, o.MCError, o.MaxSamples, o.Newton = 32, 1e-3, 1e-4, 64, newton
+		p, err := smise.Solve(ch, 0.5, o)
+		if err != nil || !p.Converged || !p.ErrorMissed || p.Samples != 64 {
+			t.Fatalf("newton %v: engine: %+v, %v; want the target missed at 64 draws", newton, p, err)
+		}
+		rows := readCSV(t, out)
+		col := csvColumns(rows[0])
+		r := rows[1]
+		if r[col["samples"]] != "64" || r[col["Qerr22"]] != table.FormatFloat(p.QErr[1]) || r[col["Q22"]] != table.FormatFloat(p.Q[1]) ||
+			r[col["iterations"]] != strconv.Itoa(p.Iterations) {
+			t.Errorf("newton %v: row %v; engine %+v", newton, r, p)
+		}
+		if !strings.Contains(stderr, "warning: alpha 0.5: the standard error of Q") || !strings.Contains(stderr, "--max-samples 64") {
+			t.Errorf("newton %v: stderr %q: no warning for the missed target", newton, stderr)
+		}
+		man := readManifest(t, filepath.Join(dir, "se.json"))
+		if m, _ := man["mc_error_missed"].([]any); len(m) != 1 {
+			t.Errorf("newton %v: manifest mc_error_missed %v, want the one point", newton, man["mc_error_missed"])
+		}
+		if man["parameters"].(map[string]any)["newton"] != newton {
+			t.Errorf("manifest params newton = %v, want %v", man["parameters"].(map[string]any)["newton"], newton)
+		}
 	}
 }
 

@@ -33,6 +33,16 @@
 // only when the residual there is smaller than at the damped iterate; otherwise the iteration
 // goes on from the damped iterate. Near a threshold, where plain iteration crawls, this is what
 // makes the solver fast.
+//
+// Newton's method (Options.Jacobian). Where the map is flat (slope near 1, as in the SMI state
+// evolution where a layer rises behind a sharp one) and each evaluation is costly, damped
+// iteration needs tens to hundreds of evaluations; Newton's step x + (I - J)^{-1}(G(x) - x)
+// (type Newton) needs a few, each with the Jacobian's cost. It finds any fixed point, stable or
+// not (at the uninformative point Q = 0 of a layer above its threshold it stays there), so it is
+// for refining a point already near the stable one: a damped solve's answer at more samples, or
+// a point from elsewhere. It takes no damping and no jumps; it stops when every free
+// coordinate's step is below Tol or, with Noise, within NoiseFactor of the step's own standard
+// error.
 package fixedpoint
 
 import (
@@ -65,6 +75,10 @@ type Options struct {
 	// error of each coordinate of the value G has just written (a Monte Carlo map; see the
 	// package comment). nil: G is exact and only Tol stops the iteration.
 	Noise func(dst []float64)
+	// Jacobian, when set, makes Solve take Newton steps (see the package comment) instead of
+	// damped ones: after each evaluation G(x) = gx it writes J_ij = dG_i/dx_j at x into J
+	// (n x n, row-major). Damping and Accelerate are then unused.
+	Jacobian func(J, x, gx []float64) error
 }
 
 // NoiseFactor is the largest residual, in standard errors of G, at which a jittering
@@ -106,6 +120,9 @@ func Solve(G Map, x0 []float64, o Options) (Result, error) {
 	n := len(x0)
 	if err := o.Validate(n); err != nil {
 		return Result{}, err
+	}
+	if o.Jacobian != nil {
+		return solveNewton(G, x0, o)
 	}
 	free := func(i int) bool { return o.Frozen == nil || !o.Frozen[i] }
 	theta := o.Damping

@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/aimtheory/aim/engine/fixedpoint"
 	"github.com/aimtheory/aim/engine/smi"
 )
 
@@ -19,31 +20,12 @@ import (
 // quadrature error shrinks with 1 - Q_kk too.
 const jacobianStep = 5e-3
 
-// fixedPointCov returns the covariance (P x P) of the Monte Carlo error of the fixed point Q*
-// of the SE map G(Q)_l = q-hat_l / (1 + q-hat_l), q-hat_l = alpha F_l(Q), where Fcov is the
-// covariance of the average F at Q* (from its replicates) and qhat = alpha F(Q*). To first
-// order the draws move G by delta G_l = alpha delta F_l / (1 + q-hat_l)^2, and the fixed point
-// by
-//
-//	delta Q* = (I - J)^{-1} delta G,   J_lk = dG_l / dQ_k at Q*,
-//
-// so Cov(Q*) = (I - J)^{-1} Cov(G) (I - J)^{-T} (linearise). Near a threshold J -> 1 and the
-// fixed point amplifies the map's noise; a singular I - J gives infinite errors.
-func fixedPointCov(ch *smi.Deep, alpha float64, Q, qhat, Fcov []float64, o Options) ([]float64, error) {
-	lin, err := linearise(ch, alpha, Q, qhat, Fcov, o)
-	if err != nil {
-		return nil, err
-	}
-	return lin.cov(ch.P()), nil
-}
-
-// linearisation is the SE map linearised at a point: its free layers, S = (I - J)^{-1} on them
-// (nil where I - J is singular) and the covariance of G there, Cov(G) = D Fcov D with
-// D = diag(alpha / (1 + q-hat)^2).
+// linearisation is the SE map linearised at a point: its Jacobian, the Newton step that
+// (I - J)^{-1} on the free layers gives (nw; nw.S nil where I - J is singular) and the
+// covariance of G there, Cov(G) = D Fcov D with D = diag(alpha / (1 + q-hat)^2).
 type linearisation struct {
-	free []int
 	J    []float64 // dG_l/dQ_k at (l, k), P x P row-major; 0 where l or k is frozen
-	S    *mat.Dense
+	nw   fixedpoint.Newton
 	covG *mat.SymDense
 }
 
@@ -54,13 +36,15 @@ type linearisation struct {
 func linearise(ch *smi.Deep, alpha float64, Q, qhat, Fcov []float64, o Options) (linearisation, error) {
 	P := ch.P()
 	var lin linearisation
+	var free []int
 	for l := 0; l < P; l++ {
 		if !o.frozen(l) {
-			lin.free = append(lin.free, l)
+			free = append(free, l)
 		}
 	}
-	nf := len(lin.free)
-	if nf == 0 {
+	lin.nw.Free = free
+	lin.J = make([]float64, P*P)
+	if len(free) == 0 {
 		return lin, nil
 	}
 	G := func(at []float64) ([]float64, error) {
@@ -72,10 +56,8 @@ func linearise(ch *smi.Deep, alpha float64, Q, qhat, Fcov []float64, o Options) 
 		o.update(g, at, f.F.mean, alpha)
 		return g, nil
 	}
-	// I - J on the free layers.
-	IJ := mat.NewDense(nf, nf, nil)
-	lin.J = make([]float64, P*P)
-	for b, k := range lin.free {
+	// J on the free layers.
+	for _, k := range free {
 		h := math.Min(jacobianStep, (1-Q[k])/4)
 		lo, hi := math.Max(Q[k]-h, 0), Q[k]+h
 		qlo, qhi := append([]float64(nil), Q...), append([]float64(nil), Q...)
@@ -88,19 +70,13 @@ func linearise(ch *smi.Deep, alpha float64, Q, qhat, Fcov []float64, o Options) 
 		if err != nil {
 			return lin, fmt.Errorf("dG/dQ_%d%d at Q_%d%d = %g: %w", k+1, k+1, k+1, k+1, hi, err)
 		}
-		for a, l := range lin.free {
-			j := (ghi[l] - glo[l]) / (hi - lo)
-			lin.J[l*P+k] = j
-			v := -j
-			if a == b {
-				v++
-			}
-			IJ.Set(a, b, v)
+		for _, l := range free {
+			lin.J[l*P+k] = (ghi[l] - glo[l]) / (hi - lo)
 		}
 	}
-	lin.covG = mat.NewSymDense(nf, nil)
-	for a, l := range lin.free {
-		for b, k := range lin.free {
+	lin.covG = mat.NewSymDense(len(free), nil)
+	for a, l := range free {
+		for b, k := range free {
 			if b < a {
 				continue
 			}
@@ -108,28 +84,36 @@ func linearise(ch *smi.Deep, alpha float64, Q, qhat, Fcov []float64, o Options) 
 			lin.covG.SetSym(a, b, dl*Fcov[l*P+k]*dk)
 		}
 	}
-	var S mat.Dense
-	if err := S.Inverse(IJ); err == nil {
-		lin.S = &S
+	if nw, err := fixedpoint.NewNewton(lin.J, P, o.Frozen); err == nil {
+		lin.nw = nw
 	}
 	return lin, nil
 }
 
-// cov returns S Cov(G) S^T (P x P, 0 outside the free layers; +Inf on their diagonal where
-// I - J is singular).
+// cov returns the covariance (P x P) of the Monte Carlo error of the fixed point Q* of the SE
+// map G(Q)_l = q-hat_l / (1 + q-hat_l), q-hat_l = alpha F_l(Q), linearised at Q*. To first
+// order the draws move G by delta G_l = alpha delta F_l / (1 + q-hat_l)^2, and the fixed point
+// by
+//
+//	delta Q* = (I - J)^{-1} delta G,   J_lk = dG_l / dQ_k at Q*,
+//
+// so Cov(Q*) = S Cov(G) S^T with S = (I - J)^{-1}: 0 outside the free layers, and +Inf on their
+// diagonal where I - J is singular. Near a threshold J -> 1 and the fixed point amplifies the
+// map's noise.
 func (lin linearisation) cov(P int) []float64 {
 	out := make([]float64, P*P)
-	if lin.S == nil {
-		for _, l := range lin.free {
+	S := lin.nw.S
+	if S == nil {
+		for _, l := range lin.nw.Free {
 			out[l*P+l] = math.Inf(1)
 		}
 		return out
 	}
 	var t, c mat.Dense
-	t.Mul(lin.S, lin.covG)
-	c.Mul(&t, lin.S.T())
-	for a, l := range lin.free {
-		for b, k := range lin.free {
+	t.Mul(S, lin.covG)
+	c.Mul(&t, S.T())
+	for a, l := range lin.nw.Free {
+		for b, k := range lin.nw.Free {
 			out[l*P+k] = c.At(a, b)
 		}
 	}
@@ -202,18 +186,19 @@ func Linearise(ch *smi.Deep, alpha float64, Q0 []float64, o Options) (Linearisat
 	if err != nil {
 		return r, fmt.Errorf("SMI SE at alpha = %g: %w", alpha, err)
 	}
-	r.Evaluations += 2 * len(lin.free)
+	r.Evaluations += 2 * len(lin.nw.Free)
 	r.J = lin.J
 	cov := lin.cov(P)
-	for a, l := range lin.free {
+	step := make([]float64, P)
+	if lin.nw.S != nil {
+		lin.nw.Step(step, Q0, r.G)
+	}
+	for a, l := range lin.nw.Free {
 		r.GErr[l] = math.Sqrt(math.Max(lin.covG.At(a, a), 0))
 		r.QErr[l] = math.Sqrt(math.Max(cov[l*P+l], 0))
-		if lin.S == nil {
+		r.Q[l] += step[l]
+		if lin.nw.S == nil {
 			r.Q[l], r.QErr[l] = math.NaN(), math.NaN()
-			continue
-		}
-		for b, k := range lin.free {
-			r.Q[l] += lin.S.At(a, b) * (r.G[k] - Q0[k])
 		}
 	}
 	return r, nil

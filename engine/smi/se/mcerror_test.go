@@ -3,6 +3,7 @@ package se
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/stat"
@@ -237,5 +238,50 @@ func TestSMILinearise(t *testing.T) {
 		if _, err := Linearise(ch, alpha, tc.q, tc.o); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// TestSMINewton: with Options.Newton the solves at more draws of an MC error target take
+// Newton steps from the last fixed point, and land on the fixed point that damped iteration
+// finds on the same draws (L = 2, alpha = 1.2, both layers learned, 256 draws grown to 1024):
+// within a few Tol, with the same QErr to rounding of J (the Newton steps' last Jacobian,
+// against one taken afresh at the damped answer), in fewer evaluations of the map.
+func TestSMINewton(t *testing.T) {
+	if testing.Short() {
+		t.Skip("four SE solves: skipped in -short mode (the race pass); the full pass runs it")
+	}
+	ch := deep(t, 2, 1)
+	const alpha = 1.2
+	var pts [2]Point
+	for i, newton := range []bool{false, true} {
+		o := fastOptions(256, 1)
+		o.Tol = 1e-6
+		o.MCError, o.MaxSamples, o.Newton = 0.01, 1024, newton
+		pt, err := Solve(ch, alpha, o)
+		if err != nil || !pt.Converged {
+			t.Fatalf("newton %v: %+v, %v", newton, pt, err)
+		}
+		t.Logf("newton %v: %d draws, Q = %.6f +- %.6f, %d evaluations", newton, pt.Samples, pt.Q, pt.QErr, pt.Iterations)
+		pts[i] = pt
+	}
+	damped, newton := pts[0], pts[1]
+	if damped.Samples != 1024 || newton.Samples != 1024 {
+		t.Fatalf("draws %d and %d, want both grown to 1024", damped.Samples, newton.Samples)
+	}
+	for l := range damped.Q {
+		if d := math.Abs(newton.Q[l] - damped.Q[l]); d > 1e-4 {
+			t.Errorf("layer %d: Newton's Q %g, damped %g", l+1, newton.Q[l], damped.Q[l])
+		}
+		if r := newton.QErr[l] / damped.QErr[l]; math.Abs(r-1) > 0.02 {
+			t.Errorf("layer %d: Newton's QErr %g, damped %g", l+1, newton.QErr[l], damped.QErr[l])
+		}
+	}
+	if newton.Iterations >= damped.Iterations {
+		t.Errorf("Newton took %d evaluations, damped %d", newton.Iterations, damped.Iterations)
+	}
+	o := fastOptions(256, 1)
+	o.Newton = true
+	if _, err := Solve(ch, alpha, o); err == nil || !strings.Contains(err.Error(), "MCError") {
+		t.Errorf("Newton without an MC error target: %v", err)
 	}
 }

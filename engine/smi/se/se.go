@@ -50,6 +50,13 @@ type Options struct {
 	// fixed.
 	MCError    float64
 	MaxSamples int // the cap on the draws with MCError (64000)
+	// Newton makes the solves at more draws (MCError's, after the first) take Newton steps from
+	// the last fixed point (engine/fixedpoint's Newton mode, with the Jacobian of linearise:
+	// 1 + 2 P evaluations a step) instead of damped ones. Where the map is flat (a layer rising
+	// behind a sharp one, L = 3 and 4) damped iteration needs tens of evaluations at each
+	// count and Newton one to three steps; Newton keeps an unstable fixed point it starts at
+	// (a layer at 0 above its threshold), which the first, damped solve has left.
+	Newton bool
 	// Damping theta in [0, 1) is the weight on the old iterate, Q <- (1 - theta) Q_new +
 	// theta Q (engine/fixedpoint's convention; the authors write rho = 1 - theta).
 	// DefaultOptions(L) sets the authors' choice, AuthorsDamping(L).
@@ -169,6 +176,8 @@ func (o Options) validate(ch *smi.Deep) error {
 		return fmt.Errorf("SMI SE: MC error target = %g: need >= 0 (0: a fixed sample count)", o.MCError)
 	case o.MCError > 0 && o.Replicates < 2:
 		return fmt.Errorf("SMI SE: an MC error target needs at least 2 replicates (the error is their spread), got %d", o.Replicates)
+	case o.Newton && o.MCError == 0:
+		return fmt.Errorf("SMI SE: Newton refines the solves at more draws of an MC error target: set MCError")
 	case o.MCError > 0 && o.MaxSamples < o.Samples:
 		return fmt.Errorf("SMI SE: max samples = %d is below samples = %d", o.MaxSamples, o.Samples)
 	case !(o.Epsilon >= 0) || o.Epsilon >= 1:
@@ -225,7 +234,7 @@ type Point struct {
 	QHat  []float64 // their conjugates q-hat_ll
 	// QErr is the Monte Carlo standard error of each Q_ll at the fixed point: the covariance of
 	// the channel average F over the replicates, propagated through q-hat = alpha F,
-	// Q = q-hat/(1 + q-hat) and the fixed point (fixedPointCov). 0 for a frozen layer, NaN
+	// Q = q-hat/(1 + q-hat) and the fixed point (linearisation.cov). 0 for a frozen layer, NaN
 	// with one replicate or when not converged.
 	QErr []float64
 	// Samples is the number of draws per iteration of the last solve (Options.Samples
@@ -234,7 +243,7 @@ type Point struct {
 	// ErrorMissed is set when Options.MCError > 0 and some QErr is still above it at
 	// Options.MaxSamples draws.
 	ErrorMissed bool
-	Iterations  int // evaluations of the SE map, summed over the sample counts solved at
+	Iterations  int // evaluations of the SE map (with Newton, its Jacobians' too), summed over the sample counts solved at
 	Converged   bool
 	// NoiseLimited is set when the last solve stopped by the Monte Carlo noise rule of
 	// engine/fixedpoint (sampled integrals: the iterates jittered within half the map's
@@ -319,7 +328,7 @@ func Solve(ch *smi.Deep, alpha float64, o Options) (Point, error) {
 	}
 	n := o.Replicates * o.perReplicate(o.Samples)
 	maxN := o.Replicates * o.perReplicate(o.MaxSamples)
-	pt, err := solveAt(ch, alpha, o, n, Q)
+	pt, err := solveAt(ch, alpha, o, n, Q, false)
 	iters := pt.Iterations
 	for err == nil && o.MCError > 0 && pt.Converged && !(maxOf(pt.QErr) <= o.MCError) && n < maxN {
 		// The error falls at least as 1/sqrt(n) (plain Monte Carlo; the shifted Halton points
@@ -329,7 +338,7 @@ func Solve(ch *smi.Deep, alpha float64, o Options) (Point, error) {
 		for e := maxOf(pt.QErr); float64(grow) < (e/o.MCError)*(e/o.MCError) && grow < maxN; grow *= 2 {
 		}
 		n = min(n*grow, maxN)
-		pt, err = solveAt(ch, alpha, o, n, pt.Q)
+		pt, err = solveAt(ch, alpha, o, n, pt.Q, o.Newton)
 		iters += pt.Iterations
 	}
 	pt.Iterations = iters
@@ -353,9 +362,10 @@ func maxOf(xs []float64) float64 {
 	return m
 }
 
-// solveAt solves the SE from Q0 with n draws per iteration (a multiple of o.Replicates) and,
-// with two replicates or more, the standard errors of the fixed point.
-func solveAt(ch *smi.Deep, alpha float64, o Options, n int, Q0 []float64) (Point, error) {
+// solveAt solves the SE from Q0 with n draws per iteration (a multiple of o.Replicates),
+// by Newton steps when newton is set (Options.Newton), and, with two replicates or more, the
+// standard errors of the fixed point.
+func solveAt(ch *smi.Deep, alpha float64, o Options, n int, Q0 []float64, newton bool) (Point, error) {
 	P := ch.P()
 	o.Samples = n
 	pt := Point{Alpha: alpha, Samples: n, PsiOut: math.NaN(), PsiOutErr: math.NaN(), FreeEntropy: math.NaN(), FreeEntropyErr: math.NaN()}
@@ -388,6 +398,22 @@ func solveAt(ch *smi.Deep, alpha float64, o Options, n int, Q0 []float64) (Point
 			}
 		}
 	}
+	var lin linearisation // the last Jacobian of the Newton steps, and where it was taken
+	var linQ []float64
+	jacEvals := 0 // the Jacobians' evaluations of the map
+	if newton {
+		so.Jacobian = func(J, Q, _ []float64) error {
+			e := last[1]
+			var err error
+			if lin, err = linearise(ch, alpha, Q, e.qh, e.fcov, o); err != nil {
+				return err
+			}
+			linQ = slices.Clone(Q)
+			jacEvals += 2 * len(lin.nw.Free)
+			copy(J, lin.J)
+			return nil
+		}
+	}
 	r, err := fixedpoint.Solve(G, Q0, so)
 	switch {
 	case errors.Is(err, fixedpoint.ErrDiverged):
@@ -395,7 +421,7 @@ func solveAt(ch *smi.Deep, alpha float64, o Options, n int, Q0 []float64) (Point
 	case err != nil && !errors.Is(err, fixedpoint.ErrNotConverged):
 		return pt, fmt.Errorf("SMI SE at alpha = %g, evaluation %d: %w", alpha, r.Evals+1, err)
 	}
-	pt.Q, pt.Iterations, pt.Converged, pt.NoiseLimited = r.X, r.Evals, r.Converged, r.NoiseLimited
+	pt.Q, pt.Iterations, pt.Converged, pt.NoiseLimited = r.X, r.Evals+jacEvals, r.Converged, r.NoiseLimited
 	var fcov []float64
 	for _, e := range last {
 		if slices.Equal(e.q, r.X) {
@@ -427,10 +453,12 @@ func solveAt(ch *smi.Deep, alpha float64, o Options, n int, Q0 []float64) (Point
 	if o.noError || o.Replicates < 2 || !pt.Converged || fcov == nil {
 		return pt, nil
 	}
-	cov, err := fixedPointCov(ch, alpha, pt.Q, pt.QHat, fcov, o)
-	if err != nil {
-		return pt, fmt.Errorf("SMI SE at alpha = %g: the Monte Carlo error of Q: %w", alpha, err)
+	if !slices.Equal(linQ, pt.Q) { // the Newton steps' last Jacobian is at the answer
+		if lin, err = linearise(ch, alpha, pt.Q, pt.QHat, fcov, o); err != nil {
+			return pt, fmt.Errorf("SMI SE at alpha = %g: the Monte Carlo error of Q: %w", alpha, err)
+		}
 	}
+	cov := lin.cov(P)
 	for l := range pt.QErr {
 		if !o.frozen(l) {
 			pt.QErr[l] = math.Sqrt(math.Max(cov[l*P+l], 0))

@@ -27,6 +27,9 @@ type SMISEConfig struct {
 	// Q_ll is below it, up to MaxSamples (smise.Options.MCError); 0 keeps Samples fixed.
 	MCError    float64
 	MaxSamples int
+	// Newton makes the solves at more draws of MCError take Newton steps from the last fixed
+	// point (smise.Options.Newton).
+	Newton bool
 	// Start is the SE start (--start): uninformed (the default: the SMI SE is a Monte Carlo and
 	// both doubles its cost), informed or both (smise.Start).
 	Start string
@@ -70,6 +73,8 @@ func (c *SMISEConfig) Validate() error {
 		return Inputf("--mc-error %g needs --replicates >= 2 (the error is their spread), got %d", c.MCError, c.Replicates)
 	case c.MCError > 0 && c.MaxSamples < c.Samples:
 		return Inputf("--max-samples %d is below --samples %d (the first count of --mc-error)", c.MaxSamples, c.Samples)
+	case c.Newton && c.MCError == 0:
+		return Inputf("--newton refines the solves at more draws of --mc-error: set --mc-error")
 	}
 	if c.start, err = smise.ParseStart(c.Start); err != nil {
 		return Inputf("--start: %v", err)
@@ -99,6 +104,7 @@ func (c *SMISEConfig) Validate() error {
 func (c *SMISEConfig) options() smise.Options {
 	o := c.engine(c.L, c.Workers)
 	o.Replicates, o.MCError, o.MaxSamples, o.Start = c.Replicates, c.MCError, c.MaxSamples, c.start
+	o.Newton = c.Newton
 	return o
 }
 
@@ -376,7 +382,7 @@ func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
 	params := c.params()
 	c.addParams(params)
 	for k, v := range map[string]any{"c": c.C, "alpha": c.Alpha, "alphas": c.alphas, "gen_samples": c.GenSamples, "gen_inner": c.GenInner,
-		"replicates": c.Replicates, "mc_error": c.MCError, "max_samples": c.MaxSamples, "start": c.Start, "at": c.At} {
+		"replicates": c.Replicates, "mc_error": c.MCError, "max_samples": c.MaxSamples, "newton": c.Newton, "start": c.Start, "at": c.At} {
 		params[k] = v
 	}
 	th := map[string]any{"stability": jsonFloats(res.Stability), "fisher": jsonFloats(res.Fisher), "onset": jsonFloats(res.Onset), "onset_level": 0.01}
