@@ -243,8 +243,10 @@ type Point struct {
 	// ErrorMissed is set when Options.MCError > 0 and some QErr is still above it at
 	// Options.MaxSamples draws.
 	ErrorMissed bool
-	Iterations  int // evaluations of the SE map (with Newton, its Jacobians' too), summed over the sample counts solved at
-	Converged   bool
+	// Iterations counts the evaluations of the SE map (with Newton, its Jacobians' too), summed
+	// over the sample counts solved at.
+	Iterations int
+	Converged  bool
 	// NoiseLimited is set when the last solve stopped by the Monte Carlo noise rule of
 	// engine/fixedpoint (sampled integrals: the iterates jittered within half the map's
 	// standard error, so the distance left to the fixed point is at most about half of QErr)
