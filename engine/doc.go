@@ -142,6 +142,8 @@
 //	Phi        FreeEntropy       psi_in(q-hat) - tr(Q q-hat)/2 + alpha psi_out(Q), per D;    SMI 2.1
 //	                             dPhi/dalpha = psi_out at a fixed point; Bayes-optimal: largest
 //	Q_inf      QInformed         the informed start Q = (1 - 1e-4) I (uninformed: Init I)    issue 17
+//	J_lk       Linearisation.J   dG_l/dQ_k of the SE map G(Q) = q-hat/(1 + q-hat): Qerr = the  issue 16
+//	                             error of G through (I - J)^{-1}; the Newton step (fixedpoint.Newton)
 //	C-hat      Chat              GAMP's posterior covariance of W, P x P                     SMI 3
 //	M_ll, C_l  M, Cos            overlap |w-hat_l . w*_l| / D and its cosine (smi.Data.Overlaps) SMI 3, 4
 //	rho_SMI    --damping         the authors' damping, the weight on the NEW iterate:        SMI 2.2, 3
@@ -156,6 +158,8 @@
 //     M_ll (the fields M of the SMI amp.Iteration and sgd.Point, with Q and Cos beside it).
 //   - Delta is the denoising problem's noise variance 1/q-hat (code delta, AIM 2.1) and the
 //     label noise variance of the noisy softmax (code Noise, the CLI's --noise, issue 17).
+//   - J is the SE map's Jacobian J_lk (Linearisation.J, fixedpoint's Options.Jacobian) and a
+//     sampler chart's density factor J(v, r) (logAttentionJacobian).
 //   - T is the AIM's tokens per sequence (code T); the SMI authors' iteration cap T is MaxIter
 //     in the code, and a test-set size is n_test.
 //   - rho is the AIM's rank ratio R/D (code rho, Rho); the SMI authors' damping rho is the
