@@ -223,11 +223,15 @@ func TestSearchOrder(t *testing.T) {
 		t.Errorf("virtual environment (%d) searched after the user's site-packages (%d)", i, j)
 	}
 
-	// Dependencies of a wheel are found in sibling directories.
-	if got := env.findFile([]string{"libnvJitLink.so.13", "libnvJitLink.so.12"}); got != filepath.Join(jitLib, "libnvJitLink.so.12") {
+	// Dependencies of a wheel are found in sibling directories. findFile sees only the fake
+	// tree here: a machine's real CUDA toolkit (/usr/local/cuda/lib64/libnvJitLink.so.13 on
+	// the H200 of the GPU check) comes before the wheels, as it should, and would win.
+	inTreeEnv := env
+	inTreeEnv.exists = func(p string) bool { return strings.HasPrefix(p, root) && env.exists(p) }
+	if got := inTreeEnv.findFile([]string{"libnvJitLink.so.13", "libnvJitLink.so.12"}); got != filepath.Join(jitLib, "libnvJitLink.so.12") {
 		t.Errorf("findFile(libnvJitLink) = %q", got)
 	}
-	if got := env.findFile([]string{"libcublas.so.11"}); got != filepath.Join(extra, "libcublas.so.11") {
+	if got := inTreeEnv.findFile([]string{"libcublas.so.11"}); got != filepath.Join(extra, "libcublas.so.11") {
 		t.Errorf("findFile(libcublas.so.11) = %q, want the AIM_CUDA_LIB_DIR copy", got)
 	}
 
