@@ -1,7 +1,9 @@
 // deep.cu: deep_sample, the importance sampler of the deep attention channel with M = 2 tokens
-// and DEEP_MIN_L <= L <= DEEP_MAX_L layers, one task per thread.
+// and DEEP_MIN_L <= L <= DEEP_MAX_L layers: deep_sample, one task per thread, and
+// deep_sample_warp, one task per warp (its lanes' sums merged by merge_lane, which has no Go
+// twin).
 //
-// Twin: kernels/deep.go, type DeepSampler (Moments, setup, Attention2, solveAttention,
+// Twin: kernels/deep.go, type DeepSampler (Moments, here prepare, run_draws and finish; setup, Attention2, solveAttention,
 // logJacobianAt, drawPrior, drawChart, point, reset, add, endDraw, finish, mul2, matMul2,
 // solve2, quad2, logSumExp, deepFail, and the layout functions DeepIn, DeepOut, DeepNormals,
 // DeepOutSecond, DeepOutErr, DeepOutLogZ, DeepOutESS, DeepOutStatus) and the per-task logic of
@@ -25,8 +27,9 @@
 // gauss_pair((base + 2 (L - 1) i + 2 p) >> 1), normals 2 p and 2 p + 1 (the sum taken modulo
 // 2^64 before the shift, as FillNormals does).
 //
-// Launch: thread t = blockIdx.x * BLOCK + threadIdx.x handles task t (no grid stride); grid =
-// GridThreads(n). Task t reads in[t DeepIn(L) .. (t+1) DeepIn(L)) = (slot, u_0, u_1, omega
+// Launch: deep_sample: thread t = blockIdx.x * BLOCK + threadIdx.x handles task t (no grid
+// stride); grid = GridThreads(n). deep_sample_warp (at the end of this file): warp t handles
+// task t, its lanes taking the draws in turn; grid = GridWarps(n). Task t reads in[t DeepIn(L) .. (t+1) DeepIn(L)) = (slot, u_0, u_1, omega
 // (L x 2, row-major), V (L x L, row-major)) and writes out[t DeepOut(L) .. (t+1) DeepOut(L)) as
 // kernels.DeepSampleBatch does: the layout of DeepOut(L), or NaN everywhere and a status (V not
 // positive definite, no point, a slot that is not an integer in [0, 2^53)). draws >= 2.
@@ -590,18 +593,19 @@ static __device__ void finish(const deep_sampler *q, double *out, int n) {
     out[deep_out_status(L)] = DEEP_OK;
 }
 
-// moments is DeepSampler.Moments for n draws whose normals start at index base of the stream
-// of key (base even): draw i takes G(base + nn i + k), k < nn = deep_normals(L).
-static __device__ void moments(deep_sampler *q, double *out, const double *u, const double *omega, const double *V,
-                               int n, uint2 key, u64 base) {
+// prepare is the part of DeepSampler.Moments before its loop over the draws: the split nk of
+// the n draws over the prior (nk[0]) and the charts (nk[j]), the mixture's fractions and log
+// weights, and the empty reduction. It returns false when V is not positive definite.
+static __device__ bool prepare(deep_sampler *q, int *nk, const double *u, const double *omega, const double *V,
+                               int n) {
     int L = q->L;
-    int nn = deep_normals(L);
     if (!setup(q, u, omega, V)) {
-        deep_fail(out, L, DEEP_NOT_PD);
-        return;
+        return false;
     }
     // nk[0]: the prior's draws; nk[j]: chart j's.
-    int nk[DEEP_MAX_L] = {0};
+    for (int k = 0; k < DEEP_MAX_L; k++) {
+        nk[k] = 0;
+    }
     nk[0] = n;
     if (q->vdiag[L - 1] < DEEP_BROAD_VLL) {
         nk[0] = n / 5;
@@ -631,8 +635,18 @@ static __device__ void moments(deep_sampler *q, double *out, const double *u, co
         q->logMix[j] = lm;
     }
     reset(q);
+    return true;
+}
+
+// run_draws is DeepSampler.Moments' loop over the draws, for draws i = first, first + step, ...
+// below n (Moments: first 0, step 1), whose normals start at index base of the stream of key
+// (base even): draw i takes G(base + nn i + k), k < nn = deep_normals(L). The draws of the
+// prior come first, then those of the charts L - 1, ..., 1, as nk splits them.
+static __device__ void run_draws(deep_sampler *q, const int *nk, int n, int first, int step, uint2 key, u64 base) {
+    int L = q->L;
+    int nn = deep_normals(L);
     int chart = L - 1, end = nk[0] + nk[L - 1]; // the chart of draw i >= nk[0], and the end of its draws
-    for (int i = 0; i < n; i++) {
+    for (int i = first; i < n; i += step) {
         double g[2 * (DEEP_MAX_L - 1)];
         const u64 idx = base + (u64)nn * (u64)i; // indices modulo 2^64, as FillNormals
         for (int p = 0; p < L - 1; p++) {
@@ -653,7 +667,80 @@ static __device__ void moments(deep_sampler *q, double *out, const double *u, co
         }
         end_draw(q);
     }
+}
+
+// moments is DeepSampler.Moments for n draws whose normals start at index base of the stream
+// of key (base even).
+static __device__ void moments(deep_sampler *q, double *out, const double *u, const double *omega, const double *V,
+                               int n, uint2 key, u64 base) {
+    int nk[DEEP_MAX_L];
+    if (!prepare(q, nk, u, omega, V, n)) {
+        deep_fail(out, q->L, DEEP_NOT_PD);
+        return;
+    }
+    run_draws(q, nk, n, 0, 1, key, base);
     finish(q, out, n);
+}
+
+// merge_lane adds to q's reduction the reduction of the draws of the lane o above (its fields
+// read with __shfl_down_sync; every lane of the warp calls it, and only lanes below o keep the
+// result). Both reductions are weighted means and co-moments (Chan, Golub and LeVeque's pairwise
+// update, the two-sample form of add and end_draw): the points' weights w (sw, mean, co),
+// scaled by e^-mx, and the draws' squared weights W^2 (sw2, mu2, m2), scaled by e^-2 mx. The
+// smaller maximum's sums are rescaled to the larger one first, as add does when a new maximum
+// comes. No Go twin: DeepSampler streams its draws in one order, and deep_sample_warp's result
+// is the same estimator summed in another (kernels/emu compares it with DeepSampleBatch).
+static __device__ void merge_lane(deep_sampler *q, int o) {
+    const unsigned full = 0xffffffffu;
+    const bool keep = (threadIdx.x & 31) < (unsigned)o;
+    int pm = q->pm;
+    double mxb = __shfl_down_sync(full, q->mx, o);
+    double swb = __shfl_down_sync(full, q->sw, o);
+    double sw2b = __shfl_down_sync(full, q->sw2, o);
+    bool takeB = keep && swb > 0 && !(q->sw > 0);   // q has no point: q becomes B
+    bool both = keep && swb > 0 && q->sw > 0;       // both have points: the pairwise update
+    double m = go_max(q->mx, mxb);
+    double fa = both ? exp(q->mx - m) : 0, fb = both ? exp(mxb - m) : 0;
+    double swa = q->sw * fa, swbs = swb * fb, sw = swa + swbs;
+    double r = both ? swbs / sw : 0, k = both ? swa * (swbs / sw) : 0;
+    double s2a = q->sw2 * fa * fa, s2b = sw2b * fb * fb, s2 = s2a + s2b;
+    double r2 = both && s2 > 0 ? s2b / s2 : 0, k2 = both && s2 > 0 ? s2a * (s2b / s2) : 0;
+    double d[DEEP_MAX_PM];
+    for (int a = 0; a < pm; a++) {
+        double meanb = __shfl_down_sync(full, q->mean[a], o);
+        double mu2b = __shfl_down_sync(full, q->mu2[a], o);
+        double m2b = __shfl_down_sync(full, q->m2[a], o);
+        if (takeB) {
+            q->mean[a] = meanb;
+            q->mu2[a] = mu2b;
+            q->m2[a] = m2b;
+        } else if (both) {
+            d[a] = meanb - q->mean[a];
+            q->mean[a] += d[a] * r;
+            double d2 = mu2b - q->mu2[a];
+            q->mu2[a] += d2 * r2;
+            q->m2[a] = q->m2[a] * fa * fa + m2b * fb * fb + k2 * d2 * d2;
+        }
+    }
+    for (int a = 0; a < pm; a++) {
+        for (int b = a; b < pm; b++) {
+            double cob = __shfl_down_sync(full, q->co[a * pm + b], o);
+            if (takeB) {
+                q->co[a * pm + b] = cob;
+            } else if (both) {
+                q->co[a * pm + b] = q->co[a * pm + b] * fa + cob * fb + k * d[a] * d[b];
+            }
+        }
+    }
+    if (takeB) {
+        q->mx = mxb;
+        q->sw = swb;
+        q->sw2 = sw2b;
+    } else if (both) {
+        q->mx = m;
+        q->sw = sw;
+        q->sw2 = s2;
+    }
 }
 
 // deep_fail_bad_l writes the result of task t for an L outside DEEP_MIN_L..DEEP_MAX_L (see the
@@ -696,4 +783,56 @@ extern "C" __global__ void deep_sample(double *out, const double *in, long long 
     q.logHalf = log(0.5);
     q.logQuarter = log(0.25);
     moments(&q, res, task + 1, task + 3, task + 3 + 2 * L, draws, key, offset + (u64)slot * stride);
+}
+
+// deep_sample_warp is deep_sample with one task per warp: warp t = (blockIdx.x * BLOCK +
+// threadIdx.x) / 32 of n takes task t, lane l its draws l, l + 32, ..., each lane into its own
+// reduction, and the 32 reductions are merged in a fixed tree (lane l with lane l + o, o = 16,
+// 8, 4, 2, 1; merge_lane); lane 0 writes the result. The same draws and the same estimator as
+// deep_sample, summed in another order. Grid: GridWarps(n) = GridThreads(32 n).
+extern "C" __global__ void deep_sample_warp(double *out, const double *in, long long n, int L, int draws, double c,
+                                            double beta, unsigned long long seed, unsigned long long offset,
+                                            unsigned long long stride) {
+    const i64 t = ((i64)blockIdx.x * BLOCK + threadIdx.x) >> 5; // the same for the whole warp
+    const int lane = threadIdx.x & 31;
+    if (t >= n) {
+        return;
+    }
+    if (L < DEEP_MIN_L || L > DEEP_MAX_L) {
+        if (lane == 0) {
+            deep_fail_bad_l(out, t, L);
+        }
+        return;
+    }
+    const double *task = in + t * deep_in(L);
+    double *res = out + t * deep_out(L);
+    const double slot = task[0];
+    if (!(slot >= 0 && slot < MAX_DEEP_SLOT && slot == floor(slot))) {
+        if (lane == 0) {
+            deep_fail(res, L, DEEP_BAD_SLOT);
+        }
+        return;
+    }
+    const uint2 key = make_uint2((u32)seed, (u32)(seed >> 32));
+    deep_sampler q;
+    q.c = c;
+    q.beta = beta;
+    q.L = L;
+    q.pm = 2 * L;
+    q.logHalf = log(0.5);
+    q.logQuarter = log(0.25);
+    int nk[DEEP_MAX_L];
+    if (!prepare(&q, nk, task + 1, task + 3, task + 3 + 2 * L, draws)) { // the same in every lane
+        if (lane == 0) {
+            deep_fail(res, L, DEEP_NOT_PD);
+        }
+        return;
+    }
+    run_draws(&q, nk, draws, lane, 32, key, offset + (u64)slot * stride);
+    for (int o = 16; o > 0; o >>= 1) {
+        merge_lane(&q, o);
+    }
+    if (lane == 0) {
+        finish(&q, res, draws);
+    }
 }

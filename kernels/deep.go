@@ -117,8 +117,9 @@ const deepMaxPM = 2 * DeepMaxL
 // counter-based stream of package device).
 //
 // This is the CPU twin of deep.cu's deep_sample (one task per thread, the same rule, the same
-// order of draws and points); results agree to rounding. One DeepSampler per goroutine: it
-// holds work space.
+// order of draws and points) and deep_sample_warp (the same draws, summed over 32 lanes and
+// merged in a tree); results agree to rounding. One DeepSampler per goroutine: it holds work
+// space.
 type DeepSampler struct {
 	c, beta             float64
 	L, pm               int     // layers and P M = 2 L

@@ -37,6 +37,7 @@ var modules = map[string]struct {
 	"softmax_loss_grad": {"train", 8},
 	"adam_step":         {"train", 11},
 	"deep_sample":       {"deep", 10},
+	"deep_sample_warp":  {"deep", 10},
 }
 
 // PTX returns the embedded PTX text of every module, keyed by module name (the .cu file name

@@ -40,6 +40,7 @@ var signatures = map[string]string{
 	"softmax_loss_grad": "u64 u64 u64 u64 u64 u32 f64 f64",
 	"adam_step":         "u64 u64 u64 u64 u64 f64 f64 f64 f64 f64 f64",
 	"deep_sample":       "u64 u64 u64 u32 u32 f64 f64 u64 u64 u64",
+	"deep_sample_warp":  "u64 u64 u64 u32 u32 f64 f64 u64 u64 u64",
 }
 
 var entryRE = regexp.MustCompile(`(?m)^\.visible \.entry ([A-Za-z_][A-Za-z0-9_]*)\(\s*\n((?:\s*\.param [^\n]*\n)*)\s*\)`)

@@ -21,6 +21,9 @@
 //	              mu = blockIdx.x * Block + threadIdx.x handles sample (task) mu (no grid
 //	              stride); grid = GridThreads(n). The g_out and loss kernels also write one
 //	              partial sum per block to part[blockIdx.x], so part has GridThreads(n) entries.
+//	per warp      deep_sample_warp: warp mu = (blockIdx.x * Block + threadIdx.x) / 32 handles
+//	              task mu, its lanes over the task's draws, lane 0 writing; grid =
+//	              GridWarps(n).
 //	reductions    dot_partial, sqdist_partial, sumdiag_partial: block b reduces the fixed chunk
 //	              [b ReduceChunk, (b+1) ReduceChunk) of elements (of samples for sumdiag) into
 //	              part[b]; grid = GridReduce(len) (len = 0 gives one partial, 0). The host adds
@@ -80,6 +83,10 @@
 //	    even (so base is even) and L in range; for another L the kernel reads nothing and, for
 //	    1 <= L <= 64, writes NaN everywhere and the kernel-only status 4 at DeepOut(L)'s
 //	    layout, for any other L nothing.
+//	deep_sample_warp(the arguments of deep_sample)
+//	    deep_sample with one task per warp: lane l takes the draws l, l + 32, ..., and the
+//	    lanes' weighted sums are merged in a fixed tree (lane l with l + o, o = 16, ..., 1).
+//	    The same draws and estimator, summed in another order: the same results to rounding.
 //
 // The channel kernels follow device.Device's conventions: z-coordinates, full symmetric T x T
 // matrices per sample, only the upper triangle of omega read, g written full and symmetric.
@@ -106,6 +113,10 @@ func GridSamples(n int64) uint32 { return uint32(min(max(n, 1), maxGrid)) }
 
 // GridThreads returns the grid of a thread-per-sample kernel over n samples: ceil(n / Block).
 func GridThreads(n int64) uint32 { return uint32(max((n+Block-1)/Block, 1)) }
+
+// GridWarps returns the grid of a per-warp kernel over n items: one warp of 32 threads each,
+// GridThreads(32 n).
+func GridWarps(n int64) uint32 { return GridThreads(32 * n) }
 
 // GridReduce returns the grid (and the number of partials) of a reduction over len items.
 func GridReduce(length int64) uint32 { return uint32(max((length+ReduceChunk-1)/ReduceChunk, 1)) }

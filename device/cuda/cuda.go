@@ -48,7 +48,7 @@ var kernelNames = []string{
 	"token_dots", "token_mix", "scal", "axpby", "add_diag", "mul_pattern", "scale_columns",
 	"dot_partial", "sqdist_partial", "sumdiag_partial",
 	"softmax_output", "hardmax_output", "softmax_gout", "hardmax_gout", "hardmaxt_gout", "gaussian_fill",
-	"softmax_loss_grad", "adam_step", "deep_sample",
+	"softmax_loss_grad", "adam_step", "deep_sample", "deep_sample_warp",
 }
 
 // ErrClosed is wrapped by the errors of the operations of a closed Device: it is

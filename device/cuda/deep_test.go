@@ -13,6 +13,20 @@ import (
 // deepRun runs DeepSample at L layers on dev over the tasks in (kernels.DeepTasks) and
 // returns the results.
 func deepRun(t testing.TB, dev device.Device, in []float64, L, draws int, c, beta float64) []float64 {
+	return deepRunWith(t, dev, dev.Capabilities().DeepSampler.DeepSample, in, L, draws, c, beta)
+}
+
+// deepRunGPU is deepRun on the GPU g with the sampler's variant k.
+func deepRunGPU(t testing.TB, g *Device, k deepKernel, in []float64, L, draws int, c, beta float64) []float64 {
+	sample := func(out, in device.Buffer, n, L, draws int, c, beta float64, seed, offset, stride uint64) error {
+		return g.b.deepSample(k, out, in, n, L, draws, c, beta, seed, offset, stride)
+	}
+	return deepRunWith(t, g, sample, in, L, draws, c, beta)
+}
+
+// deepRunWith is deepRun with the sampler sample (a device.DeepSampler's DeepSample).
+func deepRunWith(t testing.TB, dev device.Device, sample func(out, in device.Buffer, n, L, draws int, c, beta float64, seed, offset, stride uint64) error,
+	in []float64, L, draws int, c, beta float64) []float64 {
 	t.Helper()
 	n := len(in) / kernels.DeepIn(L)
 	ib := up(t, dev, in)
@@ -20,26 +34,33 @@ func deepRun(t testing.TB, dev device.Device, in []float64, L, draws int, c, bet
 	defer dev.Free(ib)
 	defer dev.Free(ob)
 	const seed, offset, stride = 7, 1<<60 + 1<<40, 1 << 24
-	if err := dev.Capabilities().DeepSampler.DeepSample(ob, ib, n, L, draws, c, beta, seed, offset, stride); err != nil {
+	if err := sample(ob, ib, n, L, draws, c, beta, seed, offset, stride); err != nil {
 		t.Fatal(err)
 	}
 	return down(t, dev, ob)
 }
 
-// TestGPUDeepSample compares the kernel deep_sample with its CPU twin on the same tasks
-// (broad, sharp and correlated, kernels.DeepTasks) at L = 2, 3 and 4: the statuses equal, and
-// each task's values within 1e-9 relative (the GPU's exp and log differ from Go's in the last
-// bits).
+// TestGPUDeepSample compares both variants of the kernel, deep_sample (one task per thread)
+// and deep_sample_warp (one per warp, which DeepSample runs), with their CPU twin on the same
+// tasks (broad, sharp and correlated, kernels.DeepTasks) at L = 2, 3 and 4: the statuses equal,
+// and each task's values within 1e-9 relative (the GPU's exp and log differ from Go's in the
+// last bits, and deep_sample_warp sums in another order).
 func TestGPUDeepSample(t *testing.T) {
 	g := gpu(t)
 	c := cpu.New(0)
-	m := &maxErr{t: t, op: "DeepSample"}
+	for _, k := range []deepKernel{deepPerThread, deepPerWarp} {
+		t.Run(k.name, func(t *testing.T) { testGPUDeepSample(t, g, c, k) })
+	}
+}
+
+func testGPUDeepSample(t *testing.T, g *Device, c device.Device, k deepKernel) {
+	m := &maxErr{t: t, op: k.name}
 	for L := kernels.DeepMinL; L <= kernels.DeepMaxL; L++ {
 		nout, st := kernels.DeepOut(L), kernels.DeepOutStatus(L)
 		for _, cb := range [][2]float64{{1, 1}, {0.5, 2}} {
 			for _, n := range []int{1, 37, 600} {
 				in := kernels.DeepTasks(uint64(n), n, L, cb[0], cb[1])
-				want, got := deepRun(t, c, in, L, 500, cb[0], cb[1]), deepRun(t, g, in, L, 500, cb[0], cb[1])
+				want, got := deepRun(t, c, in, L, 500, cb[0], cb[1]), deepRunGPU(t, g, k, in, L, 500, cb[0], cb[1])
 				for i := 0; i < n; i++ {
 					w, h := want[i*nout:(i+1)*nout], got[i*nout:(i+1)*nout]
 					if w[st] != h[st] {
@@ -57,8 +78,9 @@ func TestGPUDeepSample(t *testing.T) {
 }
 
 // BenchmarkDeepSample times one SE iteration's channel integrals at L = 3 and 4 (4000
-// samples, two halves of 2000 draws: 8000 tasks) on the GPU and on the CPU backend of the
-// host, back to back, and reports both and their ratio.
+// samples, two halves of 2000 draws: 8000 tasks) on the GPU, with each variant of the kernel,
+// and on the CPU backend of the host, back to back, and reports the times and the ratios
+// cpu/gpu (the CPU over the variant) and thread/warp (deep_sample over deep_sample_warp).
 func BenchmarkDeepSample(b *testing.B) {
 	g := gpu(b)
 	c := cpu.New(0)
@@ -66,19 +88,24 @@ func BenchmarkDeepSample(b *testing.B) {
 	for _, L := range []int{3, 4} {
 		b.Run(fmt.Sprintf("L%d", L), func(b *testing.B) {
 			in := kernels.DeepTasks(1, n, L, 1, 1)
-			var tg, tc time.Duration
+			var tt, tw, tc time.Duration
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
-				deepRun(b, g, in, L, draws, 1, 1)
-				tg += time.Since(t0)
+				deepRunGPU(b, g, deepPerThread, in, L, draws, 1, 1)
+				tt += time.Since(t0)
+				t0 = time.Now()
+				deepRunGPU(b, g, deepPerWarp, in, L, draws, 1, 1)
+				tw += time.Since(t0)
 				t0 = time.Now()
 				deepRun(b, c, in, L, draws, 1, 1)
 				tc += time.Since(t0)
 			}
-			b.ReportMetric(tg.Seconds()/float64(b.N), "s/gpu")
+			b.ReportMetric(tt.Seconds()/float64(b.N), "s/thread")
+			b.ReportMetric(tw.Seconds()/float64(b.N), "s/warp")
 			b.ReportMetric(tc.Seconds()/float64(b.N), "s/cpu")
-			b.ReportMetric(tc.Seconds()/tg.Seconds(), "cpu/gpu")
-			b.ReportMetric(float64(n)*draws*float64(b.N)/tg.Seconds(), "draws/s")
+			b.ReportMetric(tc.Seconds()/tw.Seconds(), "cpu/warp")
+			b.ReportMetric(tt.Seconds()/tw.Seconds(), "thread/warp")
+			b.ReportMetric(float64(n)*draws*float64(b.N)/tw.Seconds(), "draws/s")
 		})
 	}
 }

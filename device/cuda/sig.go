@@ -30,6 +30,7 @@ var kernelSigs = map[string][]string{
 	"softmax_loss_grad": {"64", "64", "64", "64", "64", "32", "f64", "f64"},
 	"adam_step":         {"64", "64", "64", "64", "64", "f64", "f64", "f64", "f64", "f64", "f64"},
 	"deep_sample":       {"64", "64", "64", "32", "32", "f64", "f64", "64", "64", "64"},
+	"deep_sample_warp":  {"64", "64", "64", "32", "32", "f64", "f64", "64", "64", "64"},
 }
 
 // argClass returns the class of a launch argument.

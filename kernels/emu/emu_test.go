@@ -682,7 +682,18 @@ func deepTask(r *rand.Rand, kind string, L int, slot, c, beta float64) []float64
 	return task
 }
 
-// TestDeepSample runs deep_sample (one task per thread) against its CPU twin
+// deepKernels are the two variants of the deep channel's sampler, with their grids: deep_sample
+// (one task per thread) and deep_sample_warp (one task per warp, the draws over the lanes).
+var deepKernels = []struct {
+	name string
+	grid func(n int64) uint32
+}{
+	{"deep_sample", kernels.GridThreads},
+	{"deep_sample_warp", kernels.GridWarps},
+}
+
+// TestDeepSample runs deep_sample (one task per thread) and deep_sample_warp (one per warp, the
+// same draws summed in another order: 32 lane sums merged in a tree) against their CPU twin
 // kernels.DeepSampleBatch (device.FillNormals' stream) at every L = kernels.DeepMinL ..
 // DeepMaxL on random tasks: broad and sharp last layers, correlated V, an indefinite V
 // (DeepNotPD), bad slots (DeepBadSlot), slots out of task order, several (c, beta), even and
@@ -712,8 +723,11 @@ func TestDeepSample(t *testing.T) {
 			{"logZ", kernels.DeepOutLogZ(L), kernels.DeepOutLogZ(L) + 1},
 			{"ess", kernels.DeepOutESS(L), kernels.DeepOutESS(L) + 1},
 		}
-		worstRel := make([]float64, len(groups))
-		worstScaled := make([]float64, len(groups))
+		worstRel, worstScaled := map[string][]float64{}, map[string][]float64{} // by kernel, then group
+		for _, kern := range deepKernels {
+			worstRel[kern.name] = make([]float64, len(groups))
+			worstScaled[kern.name] = make([]float64, len(groups))
+		}
 		// At offset 2^64 - 2 - 200 (L - 1), slot 0's draw 100 takes the normals at indices
 		// -2, -1, 0, ..., 2 L - 5 (mod 2^64): its first pair before the wrap, the others after
 		// it (at L = 2 the draw before it ends at the wrap).
@@ -769,63 +783,68 @@ func TestDeepSample(t *testing.T) {
 			if err := kernels.DeepSampleBatch(want, in, n, L, cf.draws, cf.c, cf.beta, seed, cf.offset, cf.stride, 2, device.FillNormals); err != nil {
 				t.Fatal(err)
 			}
-			outBuf := newBuf(t, make([]float64, n*nout))
-			launch(t, "deep_sample", kernels.GridThreads(int64(n)), outBuf, newBuf(t, in), n, L, cf.draws, cf.c, cf.beta, uint64(seed), cf.offset, cf.stride)
-			got := outBuf.read(t)
-			name := fmt.Sprintf("L=%d c=%g beta=%g draws=%d n=%d", L, cf.c, cf.beta, cf.draws, n)
-			status := map[float64]int{}
-			minESS := map[string]float64{}
-			for task := 0; task < n; task++ {
-				g, w := got[task*nout:(task+1)*nout], want[task*nout:(task+1)*nout]
-				st := w[kernels.DeepOutStatus(L)]
-				status[st]++
-				if g[kernels.DeepOutStatus(L)] != st {
-					t.Errorf("%s task %d (%s): status %v, CPU %v", name, task, kindOf[task], g[kernels.DeepOutStatus(L)], st)
-					continue
-				}
-				if st == kernels.DeepOK {
-					if e, ok := minESS[kindOf[task]]; !ok || w[kernels.DeepOutESS(L)] < e {
-						minESS[kindOf[task]] = w[kernels.DeepOutESS(L)]
+			for _, kern := range deepKernels {
+				outBuf := newBuf(t, make([]float64, n*nout))
+				launch(t, kern.name, kern.grid(int64(n)), outBuf, newBuf(t, in), n, L, cf.draws, cf.c, cf.beta, uint64(seed), cf.offset, cf.stride)
+				got := outBuf.read(t)
+				name := fmt.Sprintf("%s L=%d c=%g beta=%g draws=%d n=%d", kern.name, L, cf.c, cf.beta, cf.draws, n)
+				status := map[float64]int{}
+				minESS := map[string]float64{}
+				for task := 0; task < n; task++ {
+					g, w := got[task*nout:(task+1)*nout], want[task*nout:(task+1)*nout]
+					st := w[kernels.DeepOutStatus(L)]
+					status[st]++
+					if g[kernels.DeepOutStatus(L)] != st {
+						t.Errorf("%s task %d (%s): status %v, CPU %v", name, task, kindOf[task], g[kernels.DeepOutStatus(L)], st)
+						continue
+					}
+					if st == kernels.DeepOK {
+						if e, ok := minESS[kindOf[task]]; !ok || w[kernels.DeepOutESS(L)] < e {
+							minESS[kindOf[task]] = w[kernels.DeepOutESS(L)]
+						}
+					}
+					rms := func(a int) float64 { return math.Sqrt(math.Abs(w[sec+a*(pm+1)])) }
+					for gi, gr := range groups {
+						for i := gr.lo; i < gr.hi; i++ {
+							if math.IsNaN(g[i]) != math.IsNaN(w[i]) {
+								t.Errorf("%s task %d (%s): out[%d] = %v, CPU %v", name, task, kindOf[task], i, g[i], w[i])
+								continue
+							}
+							if math.IsNaN(w[i]) || g[i] == w[i] {
+								continue
+							}
+							d := math.Abs(g[i] - w[i])
+							scale := math.Abs(w[i])
+							switch gr.name {
+							case "mean", "err":
+								scale = math.Max(scale, rms(i-gr.lo))
+							case "second":
+								scale = math.Max(scale, math.Sqrt(rms((i-gr.lo)/pm)*rms((i-gr.lo)%pm)))
+							}
+							if !(d <= 1e-9*scale) {
+								t.Errorf("%s task %d (%s): out[%d] (%s) = %.17g, CPU %.17g (error / scale %.3g)", name, task, kindOf[task], i, gr.name, g[i], w[i], d/scale)
+							}
+							wr, ws := worstRel[kern.name], worstScaled[kern.name]
+							wr[gi] = math.Max(wr[gi], d/math.Abs(w[i]))
+							ws[gi] = math.Max(ws[gi], d/scale)
+						}
 					}
 				}
-				rms := func(a int) float64 { return math.Sqrt(math.Abs(w[sec+a*(pm+1)])) }
-				for gi, gr := range groups {
-					for i := gr.lo; i < gr.hi; i++ {
-						if math.IsNaN(g[i]) != math.IsNaN(w[i]) {
-							t.Errorf("%s task %d (%s): out[%d] = %v, CPU %v", name, task, kindOf[task], i, g[i], w[i])
-							continue
-						}
-						if math.IsNaN(w[i]) || g[i] == w[i] {
-							continue
-						}
-						d := math.Abs(g[i] - w[i])
-						scale := math.Abs(w[i])
-						switch gr.name {
-						case "mean", "err":
-							scale = math.Max(scale, rms(i-gr.lo))
-						case "second":
-							scale = math.Max(scale, math.Sqrt(rms((i-gr.lo)/pm)*rms((i-gr.lo)%pm)))
-						}
-						if !(d <= 1e-9*scale) {
-							t.Errorf("%s task %d (%s): out[%d] (%s) = %.17g, CPU %.17g (error / scale %.3g)", name, task, kindOf[task], i, gr.name, g[i], w[i], d/scale)
-						}
-						worstRel[gi] = math.Max(worstRel[gi], d/math.Abs(w[i]))
-						worstScaled[gi] = math.Max(worstScaled[gi], d/scale)
+				t.Logf("%s: statuses %v, least ESS of a task by kind %v", name, status, minESS)
+				// A task with a few draws may find no point; with hundreds, every valid task has one.
+				if cf.shared {
+					if status[kernels.DeepOK] != n {
+						t.Errorf("%s: statuses %v, want all DeepOK", name, status)
 					}
+				} else if status[kernels.DeepNotPD] != 1 || status[kernels.DeepBadSlot] != 4 || (cf.draws >= 100 && status[kernels.DeepOK] != n-5) {
+					t.Errorf("%s: statuses %v, want 1 DeepNotPD, 4 DeepBadSlot and (with 100 draws or more) the rest DeepOK", name, status)
 				}
-			}
-			t.Logf("%s: statuses %v, least ESS of a task by kind %v", name, status, minESS)
-			// A task with a few draws may find no point; with hundreds, every valid task has one.
-			if cf.shared {
-				if status[kernels.DeepOK] != n {
-					t.Errorf("%s: statuses %v, want all DeepOK", name, status)
-				}
-			} else if status[kernels.DeepNotPD] != 1 || status[kernels.DeepBadSlot] != 4 || (cf.draws >= 100 && status[kernels.DeepOK] != n-5) {
-				t.Errorf("%s: statuses %v, want 1 DeepNotPD, 4 DeepBadSlot and (with 100 draws or more) the rest DeepOK", name, status)
 			}
 		}
 		for gi, gr := range groups {
-			t.Logf("L=%d %s: worst error relative to the value %.3g, to its scale %.3g", L, gr.name, worstRel[gi], worstScaled[gi])
+			for _, kern := range deepKernels {
+				t.Logf("%s L=%d %s: worst error relative to the value %.3g, to its scale %.3g", kern.name, L, gr.name, worstRel[kern.name][gi], worstScaled[kern.name][gi])
+			}
 		}
 	}
 }

@@ -71,6 +71,7 @@ int main(int argc, char **argv) {
     else if (k == "softmax_loss_grad") { double *g = B(a[0]), *p = B(a[1]), *yh = B(a[2]), *y = B(a[3]); long long n = L(a[4]); int t = atoi(a[5]); double be = D(a[6]), sc = D(a[7]); f = [=] { train::softmax_loss_grad(g, p, yh, y, n, t, be, sc); }; }
     else if (k == "adam_step") { double *w = B(a[0]), *g = B(a[1]), *m = B(a[2]), *v = B(a[3]); long long n = L(a[4]); double lr = D(a[5]), b1 = D(a[6]), b2 = D(a[7]), ep = D(a[8]), c1 = D(a[9]), c2 = D(a[10]); f = [=] { train::adam_step(w, g, m, v, n, lr, b1, b2, ep, c1, c2); }; }
     else if (k == "deep_sample") { double *o = B(a[0]), *in = B(a[1]); long long n = L(a[2]); int ly = atoi(a[3]), dr = atoi(a[4]); double c = D(a[5]), be = D(a[6]); unsigned long long s = U(a[7]), of = U(a[8]), st = U(a[9]); f = [=] { deep::deep_sample(o, in, n, ly, dr, c, be, s, of, st); }; }
+    else if (k == "deep_sample_warp") { double *o = B(a[0]), *in = B(a[1]); long long n = L(a[2]); int ly = atoi(a[3]), dr = atoi(a[4]); double c = D(a[5]), be = D(a[6]); unsigned long long s = U(a[7]), of = U(a[8]), st = U(a[9]); f = [=] { deep::deep_sample_warp(o, in, n, ly, dr, c, be, s, of, st); }; }
     else { fprintf(stderr, "unknown kernel %s\n", k.c_str()); return 2; }
     launch(grid, 256, f);
     for (Buf *b : bufs) {
