@@ -753,6 +753,39 @@ static __device__ void deep_fail_bad_l(double *out, i64 t, int L) {
     deep_fail(out + t * deep_out(L), L, DEEP_BAD_L);
 }
 
+// start_task is what deep_sample and deep_sample_warp do before the draws (the per-task body
+// of kernels.DeepSampleBatch up to Moments): it reads task t, checks L and the slot, and sets q
+// up for (L, c, beta). It returns false when the task ends there, its failure written to out
+// when write is set (in a warp, lane 0 writes); else task and res point at the task's input and
+// output and base is where its normals start (offset + slot stride).
+static __device__ bool start_task(deep_sampler *q, const double **task, double **res, u64 *base, double *out,
+                                  const double *in, i64 t, int L, double c, double beta, u64 offset, u64 stride,
+                                  bool write) {
+    if (L < DEEP_MIN_L || L > DEEP_MAX_L) {
+        if (write) {
+            deep_fail_bad_l(out, t, L);
+        }
+        return false;
+    }
+    *task = in + t * deep_in(L);
+    *res = out + t * deep_out(L);
+    const double slot = (*task)[0];
+    if (!(slot >= 0 && slot < MAX_DEEP_SLOT && slot == floor(slot))) {
+        if (write) {
+            deep_fail(*res, L, DEEP_BAD_SLOT);
+        }
+        return false;
+    }
+    *base = offset + (u64)slot * stride;
+    q->c = c;
+    q->beta = beta;
+    q->L = L;
+    q->pm = 2 * L;
+    q->logHalf = log(0.5);
+    q->logQuarter = log(0.25);
+    return true;
+}
+
 // deep_sample runs DeepSampler (L, c, beta) on task t = blockIdx.x * BLOCK + threadIdx.x of n:
 // the per-task body of kernels.DeepSampleBatch (the slot check, the task's normals at
 // offset + slot stride, Moments). See the top of this file.
@@ -763,26 +796,15 @@ extern "C" __global__ void deep_sample(double *out, const double *in, long long 
     if (t >= n) {
         return;
     }
-    if (L < DEEP_MIN_L || L > DEEP_MAX_L) {
-        deep_fail_bad_l(out, t, L);
-        return;
-    }
-    const double *task = in + t * deep_in(L);
-    double *res = out + t * deep_out(L);
-    const double slot = task[0];
-    if (!(slot >= 0 && slot < MAX_DEEP_SLOT && slot == floor(slot))) {
-        deep_fail(res, L, DEEP_BAD_SLOT);
+    deep_sampler q;
+    const double *task;
+    double *res;
+    u64 base;
+    if (!start_task(&q, &task, &res, &base, out, in, t, L, c, beta, offset, stride, true)) {
         return;
     }
     const uint2 key = make_uint2((u32)seed, (u32)(seed >> 32));
-    deep_sampler q;
-    q.c = c;
-    q.beta = beta;
-    q.L = L;
-    q.pm = 2 * L;
-    q.logHalf = log(0.5);
-    q.logQuarter = log(0.25);
-    moments(&q, res, task + 1, task + 3, task + 3 + 2 * L, draws, key, offset + (u64)slot * stride);
+    moments(&q, res, task + 1, task + 3, task + 3 + 2 * L, draws, key, base);
 }
 
 // deep_sample_warp is deep_sample with one task per warp: warp t = (blockIdx.x * BLOCK +
@@ -798,29 +820,14 @@ extern "C" __global__ void deep_sample_warp(double *out, const double *in, long 
     if (t >= n) {
         return;
     }
-    if (L < DEEP_MIN_L || L > DEEP_MAX_L) {
-        if (lane == 0) {
-            deep_fail_bad_l(out, t, L);
-        }
-        return;
-    }
-    const double *task = in + t * deep_in(L);
-    double *res = out + t * deep_out(L);
-    const double slot = task[0];
-    if (!(slot >= 0 && slot < MAX_DEEP_SLOT && slot == floor(slot))) {
-        if (lane == 0) {
-            deep_fail(res, L, DEEP_BAD_SLOT);
-        }
-        return;
+    deep_sampler q;
+    const double *task;
+    double *res;
+    u64 base;
+    if (!start_task(&q, &task, &res, &base, out, in, t, L, c, beta, offset, stride, lane == 0)) {
+        return; // the same in every lane of the warp
     }
     const uint2 key = make_uint2((u32)seed, (u32)(seed >> 32));
-    deep_sampler q;
-    q.c = c;
-    q.beta = beta;
-    q.L = L;
-    q.pm = 2 * L;
-    q.logHalf = log(0.5);
-    q.logQuarter = log(0.25);
     int nk[DEEP_MAX_L];
     if (!prepare(&q, nk, task + 1, task + 3, task + 3 + 2 * L, draws)) { // the same in every lane
         if (lane == 0) {
@@ -828,7 +835,7 @@ extern "C" __global__ void deep_sample_warp(double *out, const double *in, long 
         }
         return;
     }
-    run_draws(&q, nk, draws, lane, 32, key, offset + (u64)slot * stride);
+    run_draws(&q, nk, draws, lane, 32, key, base);
     for (int o = 16; o > 0; o >>= 1) {
         merge_lane(&q, o);
     }

@@ -849,7 +849,7 @@ func TestDeepSample(t *testing.T) {
 	}
 }
 
-// TestDeepSampleBadL launches deep_sample at layer counts outside kernels.DeepMinL ..
+// TestDeepSampleBadL launches deep_sample and deep_sample_warp at layer counts outside kernels.DeepMinL ..
 // DeepMaxL, which the device front refuses and DeepSampleBatch rejects: for 1 <= L <= 64 every
 // task's DeepOut(L) values are NaN with the kernel-only status 4 (deep.cu's DEEP_BAD_L) last,
 // whatever the input; for L <= 0 (and L > 64) nothing is written.
@@ -857,25 +857,27 @@ func TestDeepSampleBadL(t *testing.T) {
 	needEmu(t)
 	const n = 3
 	in := newBuf(t, make([]float64, n*kernels.DeepIn(5)))
-	for _, L := range []int{1, 5, 64, 0, -1, 65} {
-		nout := kernels.DeepOut(L)
-		init := make([]float64, n*nout)
-		for i := range init {
-			init[i] = 7
-		}
-		outBuf := newBuf(t, init)
-		launch(t, "deep_sample", kernels.GridThreads(n), outBuf, in, n, L, 10, 1.0, 1.0, uint64(1), uint64(0), uint64(64))
-		got := outBuf.read(t)
-		for i, g := range got {
-			want := 7.0
-			if L >= 1 && L <= 64 {
-				want = math.NaN()
-				if i%nout == kernels.DeepOutStatus(L) {
-					want = 4
-				}
+	for _, kern := range deepKernels {
+		for _, L := range []int{1, 5, 64, 0, -1, 65} {
+			nout := kernels.DeepOut(L)
+			init := make([]float64, n*nout)
+			for i := range init {
+				init[i] = 7
 			}
-			if !(g == want || math.IsNaN(g) && math.IsNaN(want)) {
-				t.Fatalf("L = %d: out[%d] = %v, want %v", L, i, g, want)
+			outBuf := newBuf(t, init)
+			launch(t, kern.name, kern.grid(n), outBuf, in, n, L, 10, 1.0, 1.0, uint64(1), uint64(0), uint64(64))
+			got := outBuf.read(t)
+			for i, g := range got {
+				want := 7.0
+				if L >= 1 && L <= 64 {
+					want = math.NaN()
+					if i%nout == kernels.DeepOutStatus(L) {
+						want = 4
+					}
+				}
+				if !(g == want || math.IsNaN(g) && math.IsNaN(want)) {
+					t.Fatalf("%s, L = %d: out[%d] = %v, want %v", kern.name, L, i, g, want)
+				}
 			}
 		}
 	}
