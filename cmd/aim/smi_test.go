@@ -139,6 +139,7 @@ func TestSMIBadInput(t *testing.T) {
 		{[]string{"amp", "--init", "ones"}, "--init \"ones\""},
 		{[]string{"amp", "--init-scale", "0"}, "--init-scale 0"},
 		{[]string{"amp", "--init", "consistent"}, "needs scale < 1"},
+		{[]string{"amp", "--init", "informed"}, "needs an overlap 0 < q < 1"},
 		{[]string{"amp", "--quad-max-eval", "-1"}, "quad-max-eval"},
 		{[]string{"amp", "--L", "3", "--draws", "2"}, "4 <= draws"},
 		{[]string{"amp", "--L", "2", "--draws", "100"}, "L = 2 always uses the cubature"},

@@ -37,7 +37,7 @@ func smiAMPFlags(fs *flag.FlagSet, c *job.SMIAMPConfig, quiet *bool) {
 	fs.Float64Var(&c.Epsilon, "epsilon", c.Epsilon, "ridge of the channel variance V = C-hat + epsilon I")
 	fs.Float64Var(&c.Noise, "noise", c.Noise, "variance Delta of Gaussian noise on the teacher's pre-activations, y = g(Z + sqrt(Delta) xi): the model of the SE run with --epsilon Delta (0: noiseless)")
 	fs.Float64Var(&c.Tol, "tol", c.Tol, "stop early when ||W-hat new - W-hat||^2/(L D) < tol (0: never)")
-	fs.StringVar(&c.Init, "init", c.Init, "the start: random (What_0 = init-scale N(0, 1), C-hat_0 = I, as the authors), consistent (the same What_0 with C-hat_0 = I - What_0 What_0^T / D, on the Nishimori line; init-scale < 1) or zero (stays at the uninformative point)")
+	fs.StringVar(&c.Init, "init", c.Init, "the start: random (What_0 = init-scale N(0, 1), C-hat_0 = I, as the authors), consistent (the same What_0 with C-hat_0 = I - What_0 What_0^T / D, on the Nishimori line; init-scale < 1) , informed (What_0 = q W* + sqrt(q (1 - q)) N(0, 1) with q = init-scale < 1 and the consistent C-hat_0: the SE's informed start) or zero (stays at the uninformative point)")
 	fs.Float64Var(&c.InitScale, "init-scale", c.InitScale, "the scale of the random What_0")
 	fs.IntVar(&c.TestSamples, "test-samples", c.TestSamples, "fresh samples of the generalisation error at each iteration (0: none)")
 	quadMaxEvalFlag(fs, &c.QuadMaxEval)

@@ -61,9 +61,13 @@ type Options struct {
 	// Nishimori line instead: Chat_0 = I - What_0 What_0^T / D, so that omega's variance plus V
 	// is the prior variance of z, as at every later iterate of Bayes-optimal GAMP (with
 	// Chat_0 = I and |What_0|^2/D = 1 the first channel sees twice the variance of z). It needs
-	// InitScale < 1, and Chat_0 positive definite.
+	// InitScale < 1, and Chat_0 positive definite. "informed" starts on the Nishimori line at
+	// the overlap q = InitScale in (0, 1) with the teacher: What_0 = q W* + sqrt(q (1 - q)) xi,
+	// xi the same N(0, 1) draws, so that M_ll = Q_ll = q up to O(1/sqrt(D)), and Chat_0 =
+	// I - What_0 What_0^T / D (about (1 - q) I): GAMP's analogue of the SE's informed start,
+	// which tells whether a learned fixed point of the SE is one GAMP stays at.
 	Init      string
-	InitScale float64 // the scale of the random What_0 (1)
+	InitScale float64 // the scale of the random What_0 (1), or the informed start's overlap q
 	// TestSamples is the size of the fresh test set of the generalisation error (1000, as the
 	// authors); 0: none (EGen is NaN). Its tokens come from the data seed's Gaussian stream at
 	// stream.SMIAMPTest = stream.Data + 2^51 + 2^50: past the N M D training tokens, and
@@ -130,12 +134,14 @@ func (o Options) validate() error {
 		return fmt.Errorf("amp: SMI tolerance %g, need 0 <= Tol < inf", o.Tol)
 	case !(o.Epsilon >= 0) || !finite(o.Epsilon):
 		return fmt.Errorf("amp: SMI ridge epsilon %g, need 0 <= epsilon < inf", o.Epsilon)
-	case o.Init != "" && o.Init != "random" && o.Init != "zero" && o.Init != "consistent":
-		return fmt.Errorf("amp: SMI init %q, need \"random\", \"consistent\" or \"zero\"", o.Init)
+	case o.Init != "" && o.Init != "random" && o.Init != "zero" && o.Init != "consistent" && o.Init != "informed":
+		return fmt.Errorf("amp: SMI init %q, need \"random\", \"consistent\", \"informed\" or \"zero\"", o.Init)
 	case o.Init != "zero" && (!(o.InitScale > 0) || !finite(o.InitScale)):
 		return fmt.Errorf("amp: SMI init scale %g, need 0 < scale < inf for a random start", o.InitScale)
 	case o.Init == "consistent" && !(o.InitScale < 1):
 		return fmt.Errorf("amp: SMI init scale %g, need 0 < scale < 1 for the consistent start (Chat_0 = I - What_0 What_0^T / D)", o.InitScale)
+	case o.Init == "informed" && !(o.InitScale < 1):
+		return fmt.Errorf("amp: SMI init scale %g, need an overlap 0 < q < 1 for the informed start", o.InitScale)
 	case o.TestSamples < 0:
 		return fmt.Errorf("amp: SMI TestSamples = %d, need >= 0", o.TestSamples)
 	case o.Workers < 0:
@@ -334,24 +340,31 @@ func newSMIState(data *smi.Data, o Options) (*smiState, error) {
 			return nil, fmt.Errorf("amp: SMI: %w", err)
 		}
 	}
-	// Start: What_0, and Chat_0 = I or (consistent) I - What_0 What_0^T / D.
+	// Start: What_0, and Chat_0 = I or (consistent, informed) I - What_0 What_0^T / D.
 	if o.Init != "zero" {
 		device.FillNormals(s.what, p.Seed, stream.Init)
-		for i := range s.what {
-			s.what[i] *= o.InitScale
+		if o.Init == "informed" {
+			q := o.InitScale
+			for i := range s.what {
+				s.what[i] = q*data.W[i] + math.Sqrt(q*(1-q))*s.what[i]
+			}
+		} else {
+			for i := range s.what {
+				s.what[i] *= o.InitScale
+			}
 		}
 	}
 	for k := 0; k < P; k++ {
 		s.chat[k*P+k] = 1
 	}
-	if o.Init == "consistent" {
+	if o.Init == "consistent" || o.Init == "informed" {
 		for a := 0; a < P; a++ {
 			for b := 0; b < P; b++ {
 				s.chat[a*P+b] -= floats.Dot(s.what[a*D:(a+1)*D], s.what[b*D:(b+1)*D]) / float64(D)
 			}
 		}
 		if !spd.Invert(make([]float64, P*P), s.chat, P) {
-			return nil, fmt.Errorf("amp: SMI consistent start: Chat_0 = I - What_0 What_0^T / D = %v is not positive definite (InitScale %g at D = %d)", s.chat, o.InitScale, D)
+			return nil, fmt.Errorf("amp: SMI %s start: Chat_0 = I - What_0 What_0^T / D = %v is not positive definite (InitScale %g at D = %d)", o.Init, s.chat, o.InitScale, D)
 		}
 	}
 	// The fresh test set and the teacher's outputs on it.

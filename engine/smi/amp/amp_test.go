@@ -49,10 +49,14 @@ func naiveSMI(t *testing.T, data *smi.Data, o Options, thetas []float64) (what [
 		what[k] = make([]float64, D)
 		for i := range what[k] {
 			what[k][i] = o.InitScale * w0[k*D+i]
+			if o.Init == "informed" { // What_0 = q W* + sqrt(q (1 - q)) xi
+				q := o.InitScale
+				what[k][i] = q*data.W[k*D+i] + math.Sqrt(q*(1-q))*w0[k*D+i]
+			}
 		}
 	}
 	chat = [][]float64{{1, 0}, {0, 1}}
-	if o.Init == "consistent" { // Chat_0 = I - What_0 What_0^T / D
+	if o.Init == "consistent" || o.Init == "informed" { // Chat_0 = I - What_0 What_0^T / D
 		for a := range chat {
 			for b := range chat[a] {
 				for i := 0; i < D; i++ {
@@ -215,34 +219,40 @@ func TestSMIMatchesNaive(t *testing.T) {
 	}
 }
 
-// TestSMIConsistentStart checks the consistent start (Chat_0 = I - What_0 What_0^T / D) through
-// one and two iterations against the naive loops started there (D = 20, L = 2), and that it
-// is a different start from the authors' Chat_0 = I.
+// TestSMIConsistentStart checks the consistent start (Chat_0 = I - What_0 What_0^T / D) and
+// the informed one (What_0 = q W* + sqrt(q (1 - q)) xi, the same Chat_0) through one and two
+// iterations against the naive loops started there (D = 20, L = 2), and that each is a
+// different start from the authors' Chat_0 = I.
 func TestSMIConsistentStart(t *testing.T) {
 	data := smiData(t, 20, 0.5, 2, 11)
-	for _, iters := range []int{1, 2} {
-		o := DefaultOptions()
-		o.MaxIter, o.Tol, o.TestSamples, o.Workers = iters, 0, 0, 2
-		o.Init, o.InitScale = "consistent", 0.5
-		res, err := Run(data, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		thetas := make([]float64, iters)
-		for i := range thetas {
-			thetas[i] = o.Damping
-		}
-		what, chat := naiveSMI(t, data, o, thetas)
-		dw, dc, scale := naiveDiff(res, what, chat)
-		o.Init = "random"
-		what, chat = naiveSMI(t, data, o, thetas)
-		dwRandom, dcRandom, _ := naiveDiff(res, what, chat)
-		t.Logf("%d iterations: |dWhat| %.1e (max |What| %.2f), |dChat| %.1e; from Chat_0 = I: %.2g, %.2g", iters, dw, scale, dc, dwRandom, dcRandom)
-		if dw > 1e-12*math.Max(scale, 1) || dc > 1e-12 {
-			t.Errorf("%d iterations: Run from the consistent start differs from the naive loops: What by %g, Chat by %g", iters, dw, dc)
-		}
-		if dcRandom < 1e-3 {
-			t.Errorf("%d iterations: the consistent start gave Chat within %g of the start Chat_0 = I's", iters, dcRandom)
+	for _, start := range []struct {
+		init  string
+		scale float64
+	}{{"consistent", 0.5}, {"informed", 0.7}} {
+		for _, iters := range []int{1, 2} {
+			o := DefaultOptions()
+			o.MaxIter, o.Tol, o.TestSamples, o.Workers = iters, 0, 0, 2
+			o.Init, o.InitScale = start.init, start.scale
+			res, err := Run(data, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			thetas := make([]float64, iters)
+			for i := range thetas {
+				thetas[i] = o.Damping
+			}
+			what, chat := naiveSMI(t, data, o, thetas)
+			dw, dc, scale := naiveDiff(res, what, chat)
+			o.Init = "random"
+			what, chat = naiveSMI(t, data, o, thetas)
+			dwRandom, dcRandom, _ := naiveDiff(res, what, chat)
+			t.Logf("%s start, %d iterations: |dWhat| %.1e (max |What| %.2f), |dChat| %.1e; from the random start: %.2g, %.2g", start.init, iters, dw, scale, dc, dwRandom, dcRandom)
+			if dw > 1e-12*math.Max(scale, 1) || dc > 1e-12 {
+				t.Errorf("%s start, %d iterations: Run differs from the naive loops: What by %g, Chat by %g", start.init, iters, dw, dc)
+			}
+			if dcRandom < 1e-3 {
+				t.Errorf("%s start, %d iterations: Chat within %g of the random start's", start.init, iters, dcRandom)
+			}
 		}
 	}
 }
@@ -603,6 +613,7 @@ func TestSMIRejects(t *testing.T) {
 		"Init foo":         func(o *Options) { o.Init = "foo" },
 		"InitScale 0":      func(o *Options) { o.InitScale = 0 },
 		"consistent at 1":  func(o *Options) { o.Init, o.InitScale = "consistent", 1 },
+		"informed at 1":    func(o *Options) { o.Init, o.InitScale = "informed", 1 },
 		"TestSamples -1":   func(o *Options) { o.TestSamples = -1 },
 		"Draws -1":         func(o *Options) { o.Draws = -1 },
 		"Draws 2":          func(o *Options) { o.Draws = 2 },

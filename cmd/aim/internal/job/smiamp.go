@@ -26,8 +26,8 @@ type SMIAMPConfig struct {
 	Epsilon      float64 // ridge of the channel variance
 	Noise        float64 // variance of the noise on the teacher's pre-activations (smi.Params.Noise)
 	Tol          float64 // stop early below this step (0: never)
-	Init         string  // the start: random, consistent or zero (smiamp.Options.Init)
-	InitScale    float64 // the scale of the random What_0
+	Init         string  // the start: random, consistent, informed or zero (smiamp.Options.Init)
+	InitScale    float64 // the scale of the random What_0, or the informed start's overlap q
 	TestSamples  int     // fresh samples of e_gen at each iteration (0: none)
 	QuadMaxEval  int     // the channel quadrature's evaluation budget per sample (0: smi.DefaultDeepMaxEval)
 	SMIIntegrals         // L = 3: importance sampling (--draws) or the cubature
@@ -70,12 +70,14 @@ func (c *SMIAMPConfig) Validate() error {
 		return Inputf("--tol %g: need 0 <= tol < inf", c.Tol)
 	case c.TestSamples < 0:
 		return Inputf("--test-samples %d: need 0 (none) or more", c.TestSamples)
-	case c.Init != "random" && c.Init != "consistent" && c.Init != "zero":
-		return Inputf("--init %q: need random, consistent or zero", c.Init)
+	case c.Init != "random" && c.Init != "consistent" && c.Init != "informed" && c.Init != "zero":
+		return Inputf("--init %q: need random, consistent, informed or zero", c.Init)
 	case !(c.InitScale > 0) || math.IsInf(c.InitScale, 0):
 		return Inputf("--init-scale %g: need 0 < scale < inf", c.InitScale)
 	case c.Init == "consistent" && !(c.InitScale < 1):
 		return Inputf("--init-scale %g: the consistent start (C-hat_0 = I - What_0 What_0^T / D) needs scale < 1", c.InitScale)
+	case c.Init == "informed" && !(c.InitScale < 1):
+		return Inputf("--init-scale %g: the informed start needs an overlap 0 < q < 1", c.InitScale)
 	}
 	if err := checkQuadMaxEval(c.QuadMaxEval); err != nil {
 		return err
