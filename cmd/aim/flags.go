@@ -151,8 +151,8 @@ func smiSEFlags(fs *flag.FlagSet, o *job.SMISEOptions) {
 
 // integralFlags registers --draws and --cubature, the choice of the L = 3 channel integrals,
 // into o; def is the command's default number of draws.
-func integralFlags(fs *flag.FlagSet, o *job.SMIIntegrals, def int) {
-	fs.IntVar(&o.Draws, "draws", o.Draws, fmt.Sprintf("L >= 3: importance-sampling draws per channel integral, in two independent halves (0: the default, %d)", def))
+func integralFlags(fs *flag.FlagSet, o *job.SMIIntegrals, def string) {
+	fs.IntVar(&o.Draws, "draws", o.Draws, fmt.Sprintf("L >= 3: importance-sampling draws per channel integral, in two independent halves (0: the default, %s)", def))
 	fs.BoolVar(&o.Cubature, "cubature", o.Cubature, "L = 3: the budget-capped adaptive cubature instead of importance sampling (README; L = 4 has none)")
 	fs.StringVar(&o.Device, "device", o.Device, "L >= 3: where the sampled channel integrals run: cpu (in process), cuda, cuda:I or auto (the same estimates to rounding)")
 }

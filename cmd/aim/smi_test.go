@@ -476,7 +476,7 @@ func TestSMIAMP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := smiamp.DefaultOptions()
+	o := smiamp.DefaultOptions(2)
 	o.MaxIter, o.TestSamples = 3, 300
 	res, err := smiamp.Run(data, o)
 	if err != nil {
@@ -538,7 +538,7 @@ func TestSMIAMPQuadBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	egen := func(budget int) string {
-		o := smiamp.DefaultOptions()
+		o := smiamp.DefaultOptions(2)
 		o.MaxIter, o.TestSamples, o.QuadMaxEval = 2, 200, budget
 		res, err := smiamp.Run(data, o)
 		if err != nil {

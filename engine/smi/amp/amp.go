@@ -88,8 +88,8 @@ type Options struct {
 	// stream.SMIAMPDraw(iteration, mu) (half h at h stream.SMIAMPDrawNormals/2 from there):
 	// two halves, whose averaged moments give g and whose cross product m_a m_b^T replaces
 	// m m^T in the posterior covariance of dg, so that the sampling noise does not bias Cov
-	// downwards. 0: the budget-capped cubature (QuadTol, QuadMaxEval). DefaultOptions sets
-	// DefaultDraws.
+	// downwards. 0: the budget-capped cubature (QuadTol, QuadMaxEval). DefaultOptions(L) sets
+	// DefaultDraws(L).
 	Draws int
 	// Device runs the sampled integrals (Draws), all N samples' of one iteration in one batch
 	// (smi.SampleBatch): its sampler (device.DeepSampler; the GPU's kernel or the CPU
@@ -107,17 +107,29 @@ type Options struct {
 	Progress func(it Iteration)
 }
 
-// DefaultOptions returns the authors' settings (AMP_BO_2w.py) with damped messages: 50
-// iterations, damping 0.8, the ridge 1e-3 on V, a random start What_0 ~ N(0, 1) with Chat_0 = I,
-// and 1000 fresh test samples for the generalisation error.
-func DefaultOptions() Options {
+// DefaultOptions returns, for L layers, the authors' settings (AMP_BO_2w.py) with damped
+// messages: 50 iterations, damping 0.8, the ridge 1e-3 on V, a random start What_0 ~ N(0, 1)
+// with Chat_0 = I, and 1000 fresh test samples for the generalisation error; and
+// DefaultDraws(L) draws per sampled channel integral.
+func DefaultOptions(L int) Options {
 	return Options{MaxIter: 50, Damping: 1 - 0.8, Tol: 1e-8, Epsilon: 1e-3, Init: "random", InitScale: 1, TestSamples: 1000,
-		DampMessages: true, Draws: DefaultDraws}
+		DampMessages: true, Draws: DefaultDraws(L)}
 }
 
-// DefaultDraws is the number of importance-sampling draws per sample of the L >= 3 channel
-// (Options.Draws): two halves of 500.
-const DefaultDraws = 1000
+// DefaultDraws returns the number of importance-sampling draws per sample of the L-layer
+// channel (Options.Draws): 1000 (two halves of 500) up to L = 3 (at L = 1, 2 none are taken),
+// 4000 at L = 4. At L = 4 the sampler keeps under 1% of its draws effective where the last
+// layer is learned behind unlearned ones, and at 1000 draws the noise of g holds GAMP below
+// the state evolution: at alpha = 2, D = 4000 and 8000, it ends at cos^2 = (0.57, 0.34, 0,
+// 0.9942), layer 4 twenty SE errors below the SE's (0.682, 0.563, 0.215, 0.99546); with 4000
+// and 8000 draws layers 1, 2 and 4 move onto the SE's (0.669, 0.556, 0.021, 0.99534 at 8000;
+// README). At L = 3, 4000 draws land where 1000 do.
+func DefaultDraws(L int) int {
+	if L >= 4 {
+		return 4000
+	}
+	return 1000
+}
 
 // MaxDraws bounds Options.Draws: each half of a sample's draws reads at most
 // stream.SMIAMPDrawNormals/2 normals, 2(L-1) per draw (the bound is the deepest sampled L's).

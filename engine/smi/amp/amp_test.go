@@ -193,7 +193,7 @@ func naiveDiff(res Result, what, chat [][]float64) (dw, dc, scale float64) {
 func TestSMIMatchesNaive(t *testing.T) {
 	data := smiData(t, 20, 0.5, 2, 11)
 	for _, iters := range []int{1, 2} {
-		o := DefaultOptions()
+		o := DefaultOptions(2)
 		o.MaxIter, o.Tol, o.TestSamples, o.Workers = iters, 0, 0, 2
 		o.DampMessages = false // the naive loop follows the authors' AMP_BO_2w.py
 		res, err := Run(data, o)
@@ -230,7 +230,7 @@ func TestSMIConsistentStart(t *testing.T) {
 		scale float64
 	}{{"consistent", 0.5}, {"informed", 0.7}} {
 		for _, iters := range []int{1, 2} {
-			o := DefaultOptions()
+			o := DefaultOptions(2)
 			o.MaxIter, o.Tol, o.TestSamples, o.Workers = iters, 0, 0, 2
 			o.Init, o.InitScale = start.init, start.scale
 			res, err := Run(data, o)
@@ -390,7 +390,7 @@ func TestSMILearnsLastLayerFirst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 30 s")
 	}
-	o := DefaultOptions()
+	o := DefaultOptions(2)
 	o.MaxIter = 25
 	for _, seed := range []uint64{1, 2} {
 		data := smiData(t, 200, 1.5, 2, seed)
@@ -471,7 +471,7 @@ func testDeterministic(t *testing.T, L int) {
 	data := smiData(t, 40, 1, L, 5)
 	var ref Result
 	for i, w := range []int{1, 2, 3, 4} {
-		o := DefaultOptions()
+		o := DefaultOptions(2)
 		o.MaxIter, o.Tol, o.TestSamples, o.Workers = 3, 0, 50, w
 		if w == 4 { // the sampled integrals on a device: the CPU backend's sampler, 2 workers
 			o.Device = cpu.New(2)
@@ -503,7 +503,7 @@ func testDeterministic(t *testing.T, L int) {
 // the quadrature's noise level while a random start moves at once.
 func TestSMIZeroStart(t *testing.T) {
 	data := smiData(t, 40, 1, 2, 6)
-	o := DefaultOptions()
+	o := DefaultOptions(2)
 	o.MaxIter, o.TestSamples, o.Init = 1, 0, "zero"
 	res, err := Run(data, o)
 	if err != nil {
@@ -529,7 +529,7 @@ func TestSMIZeroStart(t *testing.T) {
 // counted, and that more than 1% of failures is an error.
 func TestSMIQuadratureFailures(t *testing.T) {
 	data := smiData(t, 40, 5, 2, 7) // N = 200
-	o := DefaultOptions()
+	o := DefaultOptions(2)
 	o.MaxIter, o.TestSamples = 2, 0
 	data.U[0], data.U[1] = math.NaN(), math.NaN() // 1 sample of 200: 0.5%
 	res, err := Run(data, o)
@@ -552,7 +552,7 @@ func TestSMIQuadratureFailures(t *testing.T) {
 // I + A return ErrDiverged with the iteration.
 func TestSMIDiverges(t *testing.T) {
 	data := smiData(t, 20, 1, 2, 8)
-	st, err := newSMIState(data, DefaultOptions())
+	st, err := newSMIState(data, DefaultOptions(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,28 +579,28 @@ func TestSMIRejects(t *testing.T) {
 	}
 	l4 := smiData(t, 20, 1, 4, 1)
 	l5 := smiData(t, 20, 1, 5, 1)
-	if _, err := Run(m3, DefaultOptions()); err == nil || !strings.Contains(err.Error(), "M = 3") {
+	if _, err := Run(m3, DefaultOptions(2)); err == nil || !strings.Contains(err.Error(), "M = 3") {
 		t.Errorf("M = 3: got %v", err)
 	}
-	cub := DefaultOptions()
+	cub := DefaultOptions(2)
 	cub.Draws = 0
 	if _, err := Run(l4, cub); err == nil || !strings.Contains(err.Error(), "L = 4") {
 		t.Errorf("L = 4 without sampling: got %v", err)
 	}
-	if _, err := Run(l5, DefaultOptions()); err == nil || !strings.Contains(err.Error(), "L = 5") {
+	if _, err := Run(l5, DefaultOptions(2)); err == nil || !strings.Contains(err.Error(), "L = 5") {
 		t.Errorf("L = 5: got %v", err)
 	}
-	if _, err := Run(nil, DefaultOptions()); err == nil {
+	if _, err := Run(nil, DefaultOptions(2)); err == nil {
 		t.Error("nil data accepted")
 	}
-	near1 := DefaultOptions()
+	near1 := DefaultOptions(2)
 	near1.Init, near1.InitScale = "consistent", 0.99 // |What_0|^2/D ~ 0.98 +- 0.3 at D = 20
 	if _, err := Run(good, near1); err == nil || !strings.Contains(err.Error(), "not positive definite") {
 		t.Errorf("consistent start with Chat_0 not positive definite: got %v", err)
 	}
 	bad := *good
 	bad.U = bad.U[:2]
-	if _, err := Run(&bad, DefaultOptions()); err == nil {
+	if _, err := Run(&bad, DefaultOptions(2)); err == nil {
 		t.Error("short U accepted")
 	}
 	for name, f := range map[string]func(o *Options){
@@ -623,19 +623,19 @@ func TestSMIRejects(t *testing.T) {
 		"QuadMaxEval -1":   func(o *Options) { o.QuadMaxEval = -1 },
 		"Epsilon negative": func(o *Options) { o.Epsilon = -1e-3 },
 	} {
-		o := DefaultOptions()
+		o := DefaultOptions(2)
 		f(&o)
 		if _, err := Run(good, o); err == nil || !strings.HasPrefix(err.Error(), "amp: SMI") {
 			t.Errorf("%s: got %v, want an option error", name, err)
 		}
 	}
-	if b := Bytes(good.P, DefaultOptions()); b != 8*(3*2*20+3*20*2*2+20*2*2+1000*2*20+1000*4+1000)+2*20 {
+	if b := Bytes(good.P, DefaultOptions(2)); b != 8*(3*2*20+3*20*2*2+20*2*2+1000*2*20+1000*4+1000)+2*20 {
 		t.Errorf("Bytes = %d", b)
 	}
 	// The test set is counted at the size asked for (P = 2, M = 2, D = 20).
-	big := DefaultOptions()
+	big := DefaultOptions(2)
 	big.TestSamples = 5000
-	if d := Bytes(good.P, big) - Bytes(good.P, DefaultOptions()); d != 8*4000*(2*20+4+1) {
+	if d := Bytes(good.P, big) - Bytes(good.P, DefaultOptions(2)); d != 8*4000*(2*20+4+1) {
 		t.Errorf("Bytes with 5000 test samples exceeds the 1000-sample count by %d, want %d", d, 8*4000*(2*20+4+1))
 	}
 }
@@ -647,7 +647,7 @@ func TestSMIRejects(t *testing.T) {
 // cubature at ten times its budget within the sampling noise.
 func TestSMISampledChannel(t *testing.T) {
 	data := smiData(t, 40, 2, 3, 8)
-	o := DefaultOptions()
+	o := DefaultOptions(2)
 	o.Draws, o.Workers = 4000, 1
 	s, err := newSMIState(data, o)
 	if err != nil {
@@ -756,10 +756,10 @@ func BenchmarkSMIIteration(b *testing.B) {
 		name  string
 		L     int
 		draws int
-	}{{"L2", 2, 0}, {"L3", 3, DefaultDraws}, {"L3-cubature", 3, 0}} {
+	}{{"L2", 2, 0}, {"L3", 3, DefaultDraws(3)}, {"L3-cubature", 3, 0}} {
 		b.Run(c.name, func(b *testing.B) {
 			data := smiData(b, 1000, 1, c.L, 1)
-			o := DefaultOptions()
+			o := DefaultOptions(c.L)
 			o.MaxIter, o.Tol, o.Draws = b.N, 0, c.draws
 			b.ResetTimer()
 			res, err := Run(data, o)
@@ -796,7 +796,7 @@ func TestSMIAdaptiveDamping(t *testing.T) {
 	}{{4, 4, false}, {8, 4, false}, {8, 6, true}} {
 		data := smiData(t, 20, tc.alpha, 2, tc.seed)
 		run := func(iters int) Result {
-			o := DefaultOptions()
+			o := DefaultOptions(2)
 			o.MaxIter, o.Tol, o.TestSamples, o.Workers = iters, 0, 0, 2
 			o.DampMessages = tc.dampMessages
 			res, err := Run(data, o)
@@ -806,7 +806,7 @@ func TestSMIAdaptiveDamping(t *testing.T) {
 			return res
 		}
 		res := run(4)
-		o := DefaultOptions()
+		o := DefaultOptions(2)
 		o.DampMessages = tc.dampMessages
 		thetas := make([]float64, len(res.Trace))
 		first := 0 // the iteration of the first raise
@@ -851,7 +851,7 @@ func TestSMIAdaptiveDamping(t *testing.T) {
 
 // TestSMIStable checks the rule of adaptive damping on hand-made updates (D = 20, P = 2).
 func TestSMIStable(t *testing.T) {
-	st, err := newSMIState(smiData(t, 20, 1, 2, 8), DefaultOptions())
+	st, err := newSMIState(smiData(t, 20, 1, 2, 8), DefaultOptions(2))
 	if err != nil {
 		t.Fatal(err)
 	}

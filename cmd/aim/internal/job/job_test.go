@@ -255,6 +255,23 @@ func TestSMISEQuadBudget(t *testing.T) {
 	}
 }
 
+// TestSMIAMPDraws checks GAMP's draws per sampled integral as the job passes them to the
+// engine: the engine's default for the run's L (1000 at L = 3, 4000 at L = 4), --draws where
+// given, and none with --cubature.
+func TestSMIAMPDraws(t *testing.T) {
+	for _, c := range []struct {
+		L, draws int
+		cubature bool
+		want     int
+	}{{3, 0, false, 1000}, {4, 0, false, 4000}, {4, 600, false, 600}, {3, 0, true, 0}} {
+		ac := NewSMIAMPConfig()
+		ac.L, ac.Draws, ac.Cubature = c.L, c.draws, c.cubature
+		if got := validated(t, ac).options().Draws; got != c.want {
+			t.Errorf("L = %d, --draws %d, --cubature %v: %d draws, want %d", c.L, c.draws, c.cubature, got, c.want)
+		}
+	}
+}
+
 // TestRunSMI checks the SMI jobs' rows against the engine: the SE curve and its e_gen, GAMP's
 // final overlaps with the teacher-normalised m_ll, and every SGD record.
 func TestRunSMI(t *testing.T) {
@@ -287,7 +304,7 @@ func TestRunSMI(t *testing.T) {
 		t.Fatalf("%+v, %v", amps, err)
 	}
 	data, _ := smi.Generate(smi.Params{D: 40, Alpha: 1, M: 2, L: 2, C: 1, Beta: 1, Seed: 5})
-	ao := smiamp.DefaultOptions()
+	ao := smiamp.DefaultOptions(2)
 	ao.MaxIter, ao.TestSamples = 3, 50
 	// The command line's --damping is rho = 1 - theta, translated back: theta = 1 - (1 - theta)
 	// in floating point, which need not be the default's last bit.

@@ -1,8 +1,10 @@
 package job
 
 import (
+	"fmt"
 	"math"
 	"runtime"
+	"strconv"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/grid"
 	"github.com/aimtheory/aim/device"
@@ -122,11 +124,12 @@ type SMISEOptions struct {
 	SMIIntegrals
 }
 
-// The default number of draws per L = 3 channel integral of `aim smi se` and `smi thresholds`
-// (the state evolution) and of `aim smi amp` (GAMP).
-const (
-	SMISEDefaultDraws  = smise.DefaultDraws
-	SMIAMPDefaultDraws = smiamp.DefaultDraws
+// The default number of draws per sampled channel integral of `aim smi se` and
+// `smi thresholds` (the state evolution), and of `aim smi amp` (GAMP) at L = 3 and 4, as the
+// flags' help states them.
+var (
+	SMISEDefaultDraws  = strconv.Itoa(smise.DefaultDraws)
+	SMIAMPDefaultDraws = fmt.Sprintf("%d at L = 3, %d at L = 4", smiamp.DefaultDraws(3), smiamp.DefaultDraws(4))
 )
 
 // SMIIntegrals chooses how the L >= 3 channel integrals are taken, for `aim smi se`,

@@ -40,7 +40,7 @@ type SMIAMPConfig struct {
 
 // NewSMIAMPConfig returns the configuration of `aim smi amp` with no flag set.
 func NewSMIAMPConfig() *SMIAMPConfig {
-	o := smiamp.DefaultOptions()
+	o := smiamp.DefaultOptions(2) // the fields read here are the same at every L
 	return &SMIAMPConfig{SMI: defaultSMI("amp"), D: 1000, Alpha: "0.2,0.5,0.9,1.2,1.5", Seeds: 4, Seed: 1, Iters: o.MaxIter,
 		Damping: 1 - o.Damping, Epsilon: o.Epsilon, Tol: o.Tol, Init: o.Init, InitScale: o.InitScale, TestSamples: o.TestSamples, Trace: "results/smi-amp-trace.csv",
 		SMIIntegrals: SMIIntegrals{Device: DefaultSMIDevice}}
@@ -82,7 +82,7 @@ func (c *SMIAMPConfig) Validate() error {
 	if err := checkQuadMaxEval(c.QuadMaxEval); err != nil {
 		return err
 	}
-	if err := c.SMIIntegrals.check(c.L, smiamp.DefaultDraws, smiamp.MaxDraws); err != nil {
+	if err := c.SMIIntegrals.check(c.L, smiamp.DefaultDraws(c.L), smiamp.MaxDraws); err != nil {
 		return err
 	}
 	if c.Trace != "" && !strings.HasSuffix(strings.ToLower(c.Trace), ".csv") {
@@ -116,7 +116,7 @@ func (c *SMIAMPConfig) teacher(alpha float64, seed uint64) smi.Params {
 }
 
 func (c *SMIAMPConfig) options() smiamp.Options {
-	o := smiamp.DefaultOptions()
+	o := smiamp.DefaultOptions(c.L)
 	o.MaxIter, o.Epsilon, o.Tol, o.TestSamples, o.Workers = c.Iters, c.Epsilon, c.Tol, c.TestSamples, c.Workers
 	o.QuadMaxEval = c.QuadMaxEval
 	o.Draws = c.draws(o.Draws)
