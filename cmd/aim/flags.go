@@ -150,7 +150,7 @@ func smiSEFlags(fs *flag.FlagSet, o *job.SMISEOptions) {
 }
 
 // integralFlags registers --draws and --cubature, the choice of the L = 3 channel integrals,
-// into o; def is the command's default number of draws.
+// into o; def states the command's default number of draws.
 func integralFlags(fs *flag.FlagSet, o *job.SMIIntegrals, def string) {
 	fs.IntVar(&o.Draws, "draws", o.Draws, fmt.Sprintf("L >= 3: importance-sampling draws per channel integral, in two independent halves (0: the default, %s)", def))
 	fs.BoolVar(&o.Cubature, "cubature", o.Cubature, "L = 3: the budget-capped adaptive cubature instead of importance sampling (README; L = 4 has none)")
