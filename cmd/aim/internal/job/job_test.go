@@ -255,6 +255,30 @@ func TestSMISEQuadBudget(t *testing.T) {
 	}
 }
 
+// TestSMISEGenErrorsOutside checks that a row whose Q leaves [0, 1] (only --at's Newton step
+// can) keeps its Q with no e_gen and a warning, while the next row's e_gen is computed.
+func TestSMISEGenErrorsOutside(t *testing.T) {
+	sc := NewSMISEConfig()
+	sc.Alpha, sc.GenSamples, sc.Workers = "1", 64, 1
+	sc = validated(t, sc)
+	points := []smise.Point{{Alpha: 1, Q: []float64{-0.2, 0.5}, Converged: true}, {Alpha: 1, Q: []float64{0.2, 0.5}, Converged: true}}
+	rows := make([]SMISERow, len(points))
+	for i := range rows {
+		rows[i].GenError, rows[i].GenBO, rows[i].GenLast = math.NaN(), math.NaN(), math.NaN()
+	}
+	var log strings.Builder
+	if err := sc.genErrors(points, rows, noProgress{}, Env{Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsNaN(rows[0].GenError) || !math.IsNaN(rows[0].GenBO) || !strings.Contains(log.String(), "Q = -0.2, 0.5 leaves [0, 1]") {
+		t.Errorf("Q outside [0, 1]: e_gen %v, e_BO %v, log %q", rows[0].GenError, rows[0].GenBO, log.String())
+	}
+	want, _, err := smise.GenError(sc.ch, points[1].Q, smise.GenErrorOptions{Samples: 64, Inner: sc.GenInner, Seed: sc.Seed, Workers: 1})
+	if err != nil || rows[1].GenError != want {
+		t.Errorf("Q inside [0, 1]: e_gen %v, engine %v (%v)", rows[1].GenError, want, err)
+	}
+}
+
 // TestSMIAMPDraws checks GAMP's draws per sampled integral as the job passes them to the
 // engine: the engine's default for the run's L (1000 at L = 3, 4000 at L = 4), --draws where
 // given, and none with --cubature.

@@ -266,7 +266,7 @@ func RunSMISE(c *SMISEConfig, env Env) (*SMISEResult, error) {
 		}
 	}
 	if c.GenSamples > 0 {
-		if err := c.genErrors(points, res.Rows, bar); err != nil {
+		if err := c.genErrors(points, res.Rows, bar, env); err != nil {
 			return nil, err
 		}
 	}
@@ -307,12 +307,17 @@ func (c *SMISEConfig) linearise(o smise.Options, bar Progress) ([]smise.Point, [
 
 // genErrors fills the plug-in e_gen, the Bayes-optimal e_BO and the last-layer-only e_gen of
 // every converged row, one point after the other, each error on all the goroutines. Every point
-// uses the same draws (the SE's seed), so the curves are smooth in alpha.
-func (c *SMISEConfig) genErrors(points []smise.Point, rows []SMISERow, bar Progress) error {
+// uses the same draws (the SE's seed), so the curves are smooth in alpha. A row whose Q leaves
+// [0, 1] (an --at Newton step) keeps NaN there, with a warning on env's log.
+func (c *SMISEConfig) genErrors(points []smise.Point, rows []SMISERow, bar Progress, env Env) error {
 	o := smise.GenErrorOptions{Samples: c.GenSamples, Inner: c.GenInner, Seed: c.Seed, Workers: c.Workers}
 	for i, p := range points {
 		r := &rows[i]
-		if p.Converged {
+		if p.Converged && !inUnit(p.Q) {
+			// Only --at's Newton step can leave [0, 1]: its linear model reaches past the
+			// overlaps' range, where no channel (and no e_gen) exists. The row keeps the step.
+			env.notef("warning: alpha %g: the Newton step's Q = %s leaves [0, 1], so its e_gen is not computed; the map there is G(Q0) above", p.Alpha, formatErrs(p.Q))
+		} else if p.Converged {
 			var err error
 			if r.GenError, r.GenStderr, err = smise.GenError(c.ch, p.Q, o); err != nil {
 				return err
@@ -327,6 +332,16 @@ func (c *SMISEConfig) genErrors(points []smise.Point, rows []SMISERow, bar Progr
 		bar.Add(1)
 	}
 	return nil
+}
+
+// inUnit reports whether every overlap of q is in [0, 1].
+func inUnit(q []float64) bool {
+	for _, v := range q {
+		if !(v >= 0 && v <= 1) {
+			return false
+		}
+	}
+	return true
 }
 
 // diff returns a - b entrywise.
