@@ -16,14 +16,19 @@ func softmaxParams(D int, alpha float64, seed uint64) aim.Params {
 		Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}}
 }
 
-// TestAMPTrajectoryCPUvsGPU runs GAMP-RIE at D = 200 (alpha = 0.25, T = 2, softmax) with the
-// same seed on the cpu backend and on the GPU: the data are the same (Philox), so the
+// TestAMPTrajectoryCPUvsGPU runs GAMP-RIE at D = 200 (alpha = 0.25, T = 2, softmax; D = 60 on
+// the cpu stand-in) with the same seed on the cpu backend and on the GPU: the data are the same (Philox), so the
 // per-iteration errors ||S-hat - S||^2/D must agree to 1e-8 (relative) over the first 10
 // iterations; the largest difference is logged.
-func TestAMPTrajectoryCPUvsGPU(t *testing.T) {
-	g := gpu(t)
+func TestAMPTrajectoryCPUvsGPU(t *testing.T) { onTargets(t, testAMPTrajectoryCPUvsGPU) }
+
+func testAMPTrajectoryCPUvsGPU(t *testing.T, g target) {
 	c := cpu.New(0)
-	p := softmaxParams(200, 0.25, 2024)
+	D := 200
+	if !g.onGPU() {
+		D = 60
+	}
+	p := softmaxParams(D, 0.25, 2024)
 	o := amp.DefaultOptions()
 	o.MaxIter = 10
 	o.Tol = 1e-300 // run all 10 iterations

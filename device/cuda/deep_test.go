@@ -16,10 +16,10 @@ func deepRun(t testing.TB, dev device.Device, in []float64, L, draws int, c, bet
 	return deepRunWith(t, dev, dev.Capabilities().DeepSampler.DeepSample, in, L, draws, c, beta)
 }
 
-// deepRunGPU is deepRun on the GPU g with the sampler's variant k.
-func deepRunGPU(t testing.TB, g *Device, k deepKernel, in []float64, L, draws int, c, beta float64) []float64 {
+// deepRunVariant is deepRun on the target g with the sampler's variant k.
+func deepRunVariant(t testing.TB, g target, k deepKernel, in []float64, L, draws int, c, beta float64) []float64 {
 	sample := func(out, in device.Buffer, n, L, draws int, c, beta float64, seed, offset, stride uint64) error {
-		return g.b.deepSample(k, out, in, n, L, draws, c, beta, seed, offset, stride)
+		return g.deepSample(k, out, in, n, L, draws, c, beta, seed, offset, stride)
 	}
 	return deepRunWith(t, g, sample, in, L, draws, c, beta)
 }
@@ -45,22 +45,27 @@ func deepRunWith(t testing.TB, dev device.Device, sample func(out, in device.Buf
 // tasks (broad, sharp and correlated, kernels.DeepTasks) at L = 2, 3 and 4: the statuses equal,
 // and each task's values within 1e-9 relative (the GPU's exp and log differ from Go's in the
 // last bits, and deep_sample_warp sums in another order).
-func TestGPUDeepSample(t *testing.T) {
-	g := gpu(t)
+func TestGPUDeepSample(t *testing.T) { onTargets(t, testGPUDeepSample) }
+
+func testGPUDeepSample(t *testing.T, g target) {
 	c := cpu.New(0)
 	for _, k := range []deepKernel{deepPerThread, deepPerWarp} {
-		t.Run(k.name, func(t *testing.T) { testGPUDeepSample(t, g, c, k) })
+		t.Run(k.name, func(t *testing.T) { testDeepVariant(t, g, c, k) })
 	}
 }
 
-func testGPUDeepSample(t *testing.T, g *Device, c device.Device, k deepKernel) {
+func testDeepVariant(t *testing.T, g target, c device.Device, k deepKernel) {
 	m := &maxErr{t: t, op: k.name}
+	sizes := []int{1, 37, 600}
+	if !g.onGPU() {
+		sizes = sizes[:2]
+	}
 	for L := kernels.DeepMinL; L <= kernels.DeepMaxL; L++ {
 		nout, st := kernels.DeepOut(L), kernels.DeepOutStatus(L)
 		for _, cb := range [][2]float64{{1, 1}, {0.5, 2}} {
-			for _, n := range []int{1, 37, 600} {
+			for _, n := range sizes {
 				in := kernels.DeepTasks(uint64(n), n, L, cb[0], cb[1])
-				want, got := deepRun(t, c, in, L, 500, cb[0], cb[1]), deepRunGPU(t, g, k, in, L, 500, cb[0], cb[1])
+				want, got := deepRun(t, c, in, L, 500, cb[0], cb[1]), deepRunVariant(t, g, k, in, L, 500, cb[0], cb[1])
 				for i := 0; i < n; i++ {
 					w, h := want[i*nout:(i+1)*nout], got[i*nout:(i+1)*nout]
 					if w[st] != h[st] {
@@ -91,10 +96,10 @@ func BenchmarkDeepSample(b *testing.B) {
 			var tt, tw, tc time.Duration
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
-				deepRunGPU(b, g, deepPerThread, in, L, draws, 1, 1)
+				deepRunVariant(b, gpuTarget{g}, deepPerThread, in, L, draws, 1, 1)
 				tt += time.Since(t0)
 				t0 = time.Now()
-				deepRunGPU(b, g, deepPerWarp, in, L, draws, 1, 1)
+				deepRunVariant(b, gpuTarget{g}, deepPerWarp, in, L, draws, 1, 1)
 				tw += time.Since(t0)
 				t0 = time.Now()
 				deepRun(b, c, in, L, draws, 1, 1)

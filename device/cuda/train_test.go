@@ -10,8 +10,9 @@ import (
 
 // TestGPUTrainer compares the training operations with the CPU backend on the same inputs:
 // SoftmaxLossGrad's gamma and loss to 1e-12, AdamStep bit for bit over three steps.
-func TestGPUTrainer(t *testing.T) {
-	g := gpu(t)
+func TestGPUTrainer(t *testing.T) { onTargets(t, testGPUTrainer) }
+
+func testGPUTrainer(t *testing.T, g target) {
 	c := cpu.New(0)
 	r := rand.New(rand.NewPCG(31, 32))
 	m := &maxErr{t: t, op: "SoftmaxLossGrad"}

@@ -12,8 +12,9 @@ import (
 // TestGPUViews runs operations on views at odd offsets (a device pointer plus 8 bytes per value)
 // on the GPU and on the CPU, and compares the whole buffers: inside the views to 1e-12 (bit
 // for bit for Copy and GaussianFill), outside them bit for bit.
-func TestGPUViews(t *testing.T) {
-	g := gpu(t)
+func TestGPUViews(t *testing.T) { onTargets(t, testGPUViews) }
+
+func testGPUViews(t *testing.T, g target) {
 	c := cpu.New(0)
 	r := rand.New(rand.NewPCG(41, 42))
 	view := func(p pair, off, n int) pair {
