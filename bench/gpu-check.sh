@@ -5,6 +5,9 @@
 #
 #   bench/gpu-check.sh [OUT]        # OUT defaults to results/gpu-check
 #
+# SKIP="NAME ..." skips the parts so named (reported as skipped), where a session's device time
+# is short: e.g. SKIP="bench-cpu bench-gpu-4000-gd".
+#
 # Everything lands under OUT: one log per part, the bench CSVs, manifests and figures, and
 # summary.txt (the table, printed last). It never changes the GPU's settings.
 #
@@ -82,6 +85,11 @@ part() {
 	shift 2
 	local t
 	t=$(limit "$want")
+	if [[ " ${SKIP:-} " == *" $name "* ]]; then
+		printf '\n== %s: skipped (SKIP)\n' "$name"
+		parts+=("$name skipped 0")
+		return
+	fi
 	printf '\n== %s (limit %s s)\n' "$name" "$t"
 	if [ "$t" -eq 0 ]; then
 		echo "skipped: the ${TOTAL} s budget is spent" | tee "$OUT/$name.log"

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"io"
+	"strconv"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
 )
@@ -29,8 +31,12 @@ func ampFlags(fs *flag.FlagSet, c *job.AMPConfig, quiet *bool) {
 	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexity alpha = N/D^2: a list or range")
 	fs.StringVar(&c.Trace, "trace", c.Trace, "also write every iteration of every run to this CSV")
 	fs.IntVar(&c.MaxIter, "max-iter", c.MaxIter, "iteration cap (default 100 for softmax, 500 for hardmax, as in the paper)")
-	fs.Float64Var(&c.Damping, "damping", c.Damping, "damping in [0, 1)")
-	fs.Float64Var(&c.Tol, "tol", c.Tol, "stop when ||S-hat_new - S-hat||^2/D < tol")
+	fs.Func("damping", "damping theta in [0, 1), the weight on the old omega and V (default 0.5 for softmax, as in the paper; 0 for hardmax, which converges several times faster undamped)", func(v string) error {
+		d, err := strconv.ParseFloat(v, 64)
+		c.Damping = d
+		return err
+	})
+	fs.Float64Var(&c.Tol, "tol", c.Tol, "stop when the estimated distance to the fixed point, ||S-hat - S-hat*||^2/D (the step over (1 - r)^2, r the contraction rate of the last steps), is below tol")
 	fs.BoolVar(&c.PaperInit, "paper-init", c.PaperInit, "start as the authors' code: a random prior draw with omega = V = c-hat = 10 (default: the prior mean, as state evolution starts)")
 	fs.StringVar(&c.SE, "se", c.SE, "an `aim se` CSV (same channel, T and beta, a curve at every --rho) whose lines to draw on the plot, instead of solving the SE on a dense grid")
 }
@@ -47,10 +53,11 @@ func parseAMP(args []string, stderr io.Writer) (*job.AMPConfig, bool, error) {
 	return c, quiet, c.Validate()
 }
 
-func runAMP(args []string, stdout, stderr io.Writer) error {
+// runAMP runs `aim amp`; cancelling ctx stops it with the runs done written.
+func runAMP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, quiet, err := parseAMP(args, stderr)
 	if err != nil {
 		return err
 	}
-	return report(stdout)(job.ExecuteAMP(c, env(stderr, quiet)))
+	return report(stdout)(job.ExecuteAMP(c, envContext(ctx, stderr, quiet)))
 }

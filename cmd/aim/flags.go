@@ -4,6 +4,7 @@ package main
 // configurations through the same definitions, so a sweep key is a flag of its job.
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -167,6 +168,13 @@ func quadMaxEvalFlag(fs *flag.FlagSet, n *int) {
 func env(stderr io.Writer, quiet bool) job.Env {
 	return job.Env{Log: stderr, Version: programVersion(), Args: os.Args[1:],
 		Progress: func(total int, what string) job.Progress { return newProgress(total, what, stderr, quiet) }}
+}
+
+// envContext is env with the context that stops the job when cancelled.
+func envContext(ctx context.Context, stderr io.Writer, quiet bool) job.Env {
+	e := env(stderr, quiet)
+	e.Context = ctx
+	return e
 }
 
 // report returns what prints a job's summary line (when it wrote its files) and returns its

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"io"
 
@@ -50,10 +51,11 @@ func parseGD(args []string, stderr io.Writer) (*job.GDConfig, bool, error) {
 	return c, quiet, c.Validate()
 }
 
-func runGD(args []string, stdout, stderr io.Writer) error {
+// runGD runs `aim gd`; cancelling ctx stops it with the runs done written.
+func runGD(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, quiet, err := parseGD(args, stderr)
 	if err != nil {
 		return err
 	}
-	return report(stdout)(job.ExecuteGD(c, env(stderr, quiet)))
+	return report(stdout)(job.ExecuteGD(c, envContext(ctx, stderr, quiet)))
 }

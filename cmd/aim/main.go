@@ -8,6 +8,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -77,24 +78,34 @@ func main() {
 }
 
 // run executes the command line and returns the exit status: 0 on success, 1 when the
-// computation failed (for example a state evolution that did not converge), 2 on bad input.
+// computation failed (for example a state evolution that did not converge), 2 on bad input,
+// 130 when SIGINT or SIGTERM stopped it (handleSignals).
 func run(args []string, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdout, stderr)
+}
+
+// runContext is run under a context whose cancellation stops the command as SIGINT does: the
+// jobs that write a row per grid point write the rows they finished and a manifest that lists
+// the missing points, and the command exits with status 130.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, mainUsage)
 		return 2
 	}
+	ctx, done := handleSignals(ctx, args, stderr)
+	defer done()
 	var err error
 	switch args[0] {
 	case "se":
-		err = runSE(args[1:], stdout, stderr)
+		err = runSE(ctx, args[1:], stdout, stderr)
 	case "thresholds":
 		err = runThresholds(args[1:], stdout, stderr)
 	case "amp":
-		err = runAMP(args[1:], stdout, stderr)
+		err = runAMP(ctx, args[1:], stdout, stderr)
 	case "gd":
-		err = runGD(args[1:], stdout, stderr)
+		err = runGD(ctx, args[1:], stdout, stderr)
 	case "smi":
-		err = runSMI(args[1:], stdout, stderr)
+		err = runSMI(ctx, args[1:], stdout, stderr)
 	case "sweep":
 		err = runSweep(args[1:], stdout, stderr)
 	case "plot":
@@ -120,6 +131,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "aim %s: %s\n", args[0], strings.TrimSpace(err.Error()))
+	if errors.Is(err, job.ErrInterrupted) {
+		return exitInterrupted
+	}
 	if job.IsInput(err) {
 		return 2
 	}

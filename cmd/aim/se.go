@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -64,7 +65,8 @@ func parseSE(args []string, stderr io.Writer) (*job.SEConfig, bool, error) {
 	return c, quiet, c.Validate()
 }
 
-func runSE(args []string, stdout, stderr io.Writer) error {
+// runSE runs `aim se`; cancelling ctx stops it with the points it solved written.
+func runSE(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, quiet, err := parseSE(args, stderr)
 	if err != nil {
 		return err
@@ -77,7 +79,7 @@ func runSE(args []string, stdout, stderr io.Writer) error {
 		printThresholds(stdout, c, th)
 		return nil
 	}
-	return report(stdout)(job.ExecuteSE(c, env(stderr, quiet)))
+	return report(stdout)(job.ExecuteSE(c, envContext(ctx, stderr, quiet)))
 }
 
 // printThresholds prints alpha-bar_c and, per rho, alpha_PR beside the counting formula.

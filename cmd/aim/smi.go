@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,8 +31,8 @@ SGD takes any L >= 1 and M >= 2.
 Run 'aim smi se -h' for the flags of a subcommand.
 `
 
-// runSMI dispatches `aim smi <sub>`; every error names the subcommand.
-func runSMI(args []string, stdout, stderr io.Writer) error {
+// runSMI dispatches `aim smi <sub>`; every error names the subcommand. ctx stops aim smi amp.
+func runSMI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, smiUsage)
 		return usagef("missing subcommand (want se, thresholds, amp or sgd)")
@@ -43,7 +44,7 @@ func runSMI(args []string, stdout, stderr io.Writer) error {
 	case "thresholds":
 		err = runSMIThresholds(args[1:], stdout, stderr)
 	case "amp":
-		err = runSMIAMP(args[1:], stdout, stderr)
+		err = runSMIAMP(ctx, args[1:], stdout, stderr)
 	case "sgd":
 		err = runSMISGD(args[1:], stdout, stderr)
 	case "help", "-h", "--help":

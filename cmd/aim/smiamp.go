@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"io"
 
@@ -57,12 +58,13 @@ func parseSMIAMP(args []string, stderr io.Writer) (*job.SMIAMPConfig, bool, erro
 	return c, quiet, c.Validate()
 }
 
-func runSMIAMP(args []string, stdout, stderr io.Writer) error {
+// runSMIAMP runs `aim smi amp`; cancelling ctx stops it with the runs done written.
+func runSMIAMP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, quiet, err := parseSMIAMP(args, stderr)
 	if err != nil {
 		return err
 	}
-	return report(stdout)(job.ExecuteSMIAMP(c, env(stderr, quiet)))
+	return report(stdout)(job.ExecuteSMIAMP(c, envContext(ctx, stderr, quiet)))
 }
 
 const smiSGDUsage = `Usage: aim smi sgd [flags]

@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/fixedpoint"
 	"github.com/aimtheory/aim/engine/smi"
 	"github.com/aimtheory/aim/engine/stream"
 	"github.com/aimtheory/aim/internal/par"
@@ -45,8 +46,10 @@ type Options struct {
 	// damping (Iteration.Damping); an update still unstable at 0.95 is taken, and the
 	// divergence checks report it if it breaks down.
 	Damping float64
-	// Tol stops the run when the step ||What_new - What||^2 / (P D) falls below it (1e-8, which
-	// in practice runs MaxIter iterations); 0 never stops early.
+	// Tol stops the run when the estimated squared distance of What to the fixed point,
+	// ||What - What*||^2 / (P D), falls below it (fixedpoint.Steps on the damped steps: the
+	// step over (1 - r)^2, r the contraction rate of the last steps; 1e-8, which in practice
+	// runs MaxIter iterations); 0 never stops early.
 	Tol float64
 	// Epsilon is the ridge of the channel's variance: the posterior moments are taken at
 	// V = Chat + Epsilon I (1e-3, as the authors' compute_g_out_d_gout). The Onsager term uses
@@ -181,6 +184,10 @@ type Iteration struct {
 	// Step is ||What_new - What||^2 / (P D), What_new = (I + A)^{-1} B the undamped proposal and
 	// What the previous iterate.
 	Step float64
+	// Distance is the estimated ||What - What*||^2 / (P D) of the previous iterate to the
+	// fixed point (fixedpoint.Steps on the damped steps; +Inf until the rate is known, and
+	// again for two iterations after the damping was raised).
+	Distance float64
 	// EGen is the plug-in generalisation error on the fresh test set,
 	// mean_mu ||y(W* x_mu) - y(What x_mu)||_F^2 with y = softmax_row(beta u u^T) of the forward
 	// map u = v_L(W x^T / sqrt(D)) (docs/SMI.md 2.1); NaN without a test set.
@@ -201,7 +208,8 @@ type Result struct {
 	What       []float64 // P x D, the final estimate of W*
 	Chat       []float64 // P x P, its final covariance estimate
 	Iterations int
-	Converged  bool // the step fell below Tol before MaxIter
+	Distance   float64 // the last iteration's estimated distance to the fixed point
+	Converged  bool    // Distance fell below Tol before MaxIter
 	Seconds    float64
 }
 
@@ -445,7 +453,9 @@ func (s *smiState) run() (Result, error) {
 	B := make([]float64, P*D)
 	wNew := make([]float64, P*D)
 	theta := o.Damping
+	var steps fixedpoint.Steps
 	for it := 1; it <= o.MaxIter; it++ {
+		stepTheta := theta
 		t0 := time.Now()
 		// V = Chat; the channel sees V + eps I.
 		copy(ve, s.chat)
@@ -558,15 +568,19 @@ func (s *smiState) run() (Result, error) {
 		}
 		rec.Inexact, rec.Failed = nInexact, nFail
 		rec.Damping = theta
+		if theta != stepTheta {
+			steps.Reset() // the rate changes with the damping
+		}
+		rec.Distance, _ = steps.Add(rho * rho * step) // the damped step
 		rec.QuadSeconds = quad
 		rec.Seconds = time.Since(t0).Seconds()
 		rec.Elapsed = time.Since(start).Seconds()
 		res.Trace = append(res.Trace, rec)
-		res.Iterations = it
+		res.Iterations, res.Distance = it, rec.Distance
 		if o.Progress != nil {
 			o.Progress(rec)
 		}
-		if step < o.Tol {
+		if rec.Distance < o.Tol {
 			res.Converged = true
 			break
 		}

@@ -16,9 +16,9 @@ import (
 // alpha, seed), beside the state evolution.
 type AMPConfig struct {
 	Sim
-	MaxIter   int     // iteration cap; 0: 100 for softmax, 500 for hardmax (Validate sets it)
-	Damping   float64 // damping theta in [0, 1)
-	Tol       float64 // stop when ||S-hat_new - S-hat||^2/D < Tol
+	MaxIter   int     // iteration cap; 0: amp.ChannelOptions's, 100 for softmax, 500 for hardmax (Validate sets it)
+	Damping   float64 // damping theta in [0, 1), the starting one for hardmax; NaN: amp.ChannelOptions's (Validate sets it)
+	Tol       float64 // stop when the estimated ||S-hat - S-hat*||^2/D < Tol (amp.Options.Tol)
 	PaperInit bool    // start as the authors' code does
 	SE        string  // an `aim se` CSV whose lines the figure draws ("": solved on a dense grid)
 
@@ -28,7 +28,7 @@ type AMPConfig struct {
 // NewAMPConfig returns the configuration of `aim amp` with no flag set.
 func NewAMPConfig() *AMPConfig {
 	o := amp.DefaultOptions()
-	c := &AMPConfig{Sim: defaultSim("amp", 200, 8), Damping: o.Damping, Tol: o.Tol}
+	c := &AMPConfig{Sim: defaultSim("amp", 200, 8), Damping: math.NaN(), Tol: o.Tol}
 	c.Alpha = "0.05,0.1,0.15"
 	return c
 }
@@ -40,11 +40,12 @@ func (c *AMPConfig) Validate() error {
 	if err := c.validate([]string{"0.5"}, "0.05,0.1,0.15"); err != nil {
 		return err
 	}
+	def := amp.ChannelOptions(c.deviceChannel())
 	if c.MaxIter == 0 {
-		c.MaxIter = 100
-		if c.Channel == "hardmax" {
-			c.MaxIter = 500
-		}
+		c.MaxIter = def.MaxIter
+	}
+	if math.IsNaN(c.Damping) {
+		c.Damping = def.Damping
 	}
 	switch {
 	case c.MaxIter < 1:
@@ -71,7 +72,7 @@ func (c *AMPConfig) Validate() error {
 }
 
 func (c *AMPConfig) options() amp.Options {
-	o := amp.DefaultOptions()
+	o := amp.ChannelOptions(c.deviceChannel())
 	o.MaxIter, o.Damping, o.Tol, o.PaperInit = c.MaxIter, c.Damping, c.Tol, c.PaperInit
 	return o
 }
@@ -100,6 +101,7 @@ type AMPRow struct {
 	Error           float64 // the final ||S-hat - S||_F^2 / D; NaN for a diverged run
 	SEMMSE          float64 // the state evolution at (rho, alpha)
 	Iterations      int
+	Distance        float64 // the estimated ||S-hat - S-hat*||_F^2 / D at the end (amp.Result.Distance)
 	Converged       bool
 	Seconds         float64
 	Device          string
@@ -121,6 +123,7 @@ var AMPSchema = &table.Schema[AMPRow]{Kind: table.AMP, Columns: []table.Column[A
 	table.Float("error", func(r *AMPRow) float64 { return r.Error }),
 	table.Float("se_mmse", func(r *AMPRow) float64 { return r.SEMMSE }),
 	table.Int("iterations", func(r *AMPRow) int { return r.Iterations }),
+	table.Added(table.Float("distance", func(r *AMPRow) float64 { return r.Distance })),
 	table.Bool("converged", func(r *AMPRow) bool { return r.Converged }),
 	table.Seconds("seconds", func(r *AMPRow) float64 { return r.Seconds }),
 	table.Word("device", func(r *AMPRow) string { return r.Device }),
@@ -133,6 +136,8 @@ type AMPTraceRow struct {
 	Iter       int
 	Error      float64 // ||S-hat - S||_F^2 / D after the iteration
 	Step       float64 // ||S-hat_new - S-hat_old||_F^2 / D
+	Distance   float64 // the estimated ||S-hat_old - S-hat*||_F^2 / D (+Inf until known)
+	Damping    float64 // theta of the iteration
 	Delta      float64 // the denoiser's noise variance
 	Seconds    float64 // since the run started
 }
@@ -145,17 +150,20 @@ var AMPTraceSchema = &table.Schema[AMPTraceRow]{Kind: table.AMPTrace, Columns: [
 	table.Int("iter", func(r *AMPTraceRow) int { return r.Iter }),
 	table.Float("error", func(r *AMPTraceRow) float64 { return r.Error }),
 	table.Float("step", func(r *AMPTraceRow) float64 { return r.Step }),
+	table.Added(table.Float("distance", func(r *AMPTraceRow) float64 { return r.Distance })),
+	table.Added(table.Float("damping", func(r *AMPTraceRow) float64 { return r.Damping })),
 	table.Float("delta", func(r *AMPTraceRow) float64 { return r.Delta }),
 	table.Float("seconds", func(r *AMPTraceRow) float64 { return r.Seconds }),
 }}
 
 // AMPResult is what RunAMP computed.
 type AMPResult struct {
-	Tokens TokenPlan     // the token mode the runs used
-	Rows   []AMPRow      // per rho, per alpha, per seed
-	Trace  []AMPTraceRow // every iteration of every run
-	Failed []string      // the diverged runs (their rows have no error)
-	Note   string        // the device chosen, and why
+	Tokens  TokenPlan     // the token mode the runs used
+	Rows    []AMPRow      // per rho, per alpha, per seed
+	Trace   []AMPTraceRow // every iteration of every run
+	Failed  []string      // the diverged runs (their rows have no error)
+	Missing []Missing     // the runs not done when the job was interrupted (with ErrInterrupted): rho, alpha, seed
+	Note    string        // the device chosen, and why
 }
 
 // Err is the error of the result when runs diverged (their rows written without values).
@@ -167,7 +175,9 @@ type ampJob struct {
 	c *AMPConfig
 }
 
-// RunAMP runs every (rho, alpha, seed) of a validated configuration on its device.
+// RunAMP runs every (rho, alpha, seed) of a validated configuration on its device. When env's
+// context is cancelled it starts no new run and returns the runs done, the missing ones and
+// ErrInterrupted.
 func RunAMP(c *AMPConfig, env Env) (*AMPResult, error) {
 	open := func() (*Device, error) {
 		d, err := OpenDevice(c.Device, c.Workers, c.Threads)
@@ -187,7 +197,7 @@ func (j *ampJob) run(env Env) (*AMPResult, error) {
 	res := &AMPResult{Note: j.dev.Note, Tokens: j.plan}
 	bar := env.progress(len(c.rhos)*len(c.alphas)*c.Seeds*c.MaxIter, "amp "+c.csvChannel())
 	defer bar.Finish()
-	err := c.eachRun(j.ch, amp.ErrDiverged, &res.Failed, func(r simRun) error {
+	err := c.eachRun(env.context(), j.ch, amp.ErrDiverged, &res.Failed, &res.Missing, func(r simRun) error {
 		o := c.options()
 		o.Progress = func(amp.Iteration) { bar.Add(1) }
 		out, err := ampOnce(j.dev, j.plan, r.p, o)
@@ -196,21 +206,21 @@ func (j *ampJob) run(env Env) (*AMPResult, error) {
 			return err
 		}
 		for _, it := range out.Trace {
-			res.Trace = append(res.Trace, AMPTraceRow{Rho: r.rho, Alpha: r.alpha, Seed: r.seed, Iter: it.Iter, Error: it.Error, Step: it.Step, Delta: it.Delta, Seconds: it.Seconds})
+			res.Trace = append(res.Trace, AMPTraceRow{Rho: r.rho, Alpha: r.alpha, Seed: r.seed, Iter: it.Iter, Error: it.Error, Step: it.Step, Distance: it.Distance, Damping: it.Damping, Delta: it.Delta, Seconds: it.Seconds})
 		}
 		row := AMPRow{Channel: c.csvChannel(), T: c.T, Rho: r.rho, Beta: c.csvBeta(), Noise: c.csvNoise(), D: c.D, N: r.p.N(), R: r.p.R(), Alpha: r.alpha,
 			AlphaBar: r.alpha * c.directions(), Seed: r.seed, Error: out.Error, SEMMSE: r.mmse, Iterations: out.Iterations,
-			Converged: err == nil && out.Converged, Seconds: out.Seconds, Device: j.dev.Name()}
+			Distance: out.Distance, Converged: err == nil && out.Converged, Seconds: out.Seconds, Device: j.dev.Name()}
 		if err != nil {
 			row.Error = math.NaN()
 		}
 		res.Rows = append(res.Rows, row)
 		return err
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrInterrupted) {
 		return nil, err
 	}
-	return res, nil
+	return res, err
 }
 
 // ampOnce draws the data of one run (in the plan's token mode), runs GAMP-RIE and frees
@@ -227,11 +237,13 @@ func ampOnce(dev *Device, pl TokenPlan, p aim.Params, o amp.Options) (amp.Result
 // ExecuteAMP runs `aim amp` as the command does: RunAMP, with the outputs opened once the device
 // is open and the memory checked, then the CSV, the trace, the figure and the manifest
 // written. It returns the line to print; diverged runs give an error after everything is
-// written.
+// written, and so does an interruption (ErrInterrupted: the runs done are written, the
+// manifest lists the missing ones).
 func ExecuteAMP(c *AMPConfig, env Env) (string, error) {
 	res, out, start, err := execute(env, func() (*outputs, error) { return openOutputs(c.Out, c.Plot, c.Trace, "") },
 		func(e Env) (*AMPResult, error) { return RunAMP(c, e) })
-	if err != nil {
+	stop := err
+	if err != nil && !stopped(err, out) {
 		return "", err
 	}
 	if err := AMPSchema.Write(out.res.csv.File(), 0, res.Rows); err != nil {
@@ -248,18 +260,21 @@ func ExecuteAMP(c *AMPConfig, env Env) (string, error) {
 	man["runs"] = len(res.Rows)
 	man["diverged"] = len(res.Failed)
 	if out.trace != nil {
-		if err := writeTrace(out, AMPTraceSchema, 0, res.Trace, c.Size, params, env.manifest("amp trace", res.Note, params, start)); err != nil {
+		if err := writeTrace(out, AMPTraceSchema, 0, res.Trace, c.Size, params, env.manifest("amp trace", res.Note, params, start), stop, res.Missing); err != nil {
 			return "", out.abort(err)
 		}
 	}
 	var fig *figure.Figure // none without --plot: its SE lines can take minutes (the noisy softmax)
-	if c.Plot != "" {
+	if c.Plot != "" && (stop == nil || len(res.Rows) > 0) {
 		var err error
 		if fig, err = c.figure(res.Rows); err != nil {
 			return "", out.abort(err)
 		}
 	}
-	return out.complete(fig, man, len(res.Rows), start, res.Err())
+	if stop != nil {
+		markIncomplete(man, res.Missing)
+	}
+	return out.complete(fig, man, len(res.Rows), start, errors.Join(stop, res.Err()))
 }
 
 // figure draws the figure of `aim amp` from the rows of its CSV, as `aim plot` draws it from

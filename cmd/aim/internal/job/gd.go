@@ -175,11 +175,12 @@ var GDTraceSchema = &table.Schema[GDTraceRow]{Kind: table.GDTrace, Columns: []ta
 
 // GDResult is what RunGD computed.
 type GDResult struct {
-	Tokens TokenPlan    // the token mode the runs used
-	Rows   []GDRow      // per rho, per alpha, per seed
-	Trace  []GDTraceRow // the first student of every run, every TraceEvery steps
-	Failed []string     // the diverged runs (their rows have no values)
-	Note   string       // the device chosen, and why
+	Tokens  TokenPlan    // the token mode the runs used
+	Rows    []GDRow      // per rho, per alpha, per seed
+	Trace   []GDTraceRow // the first student of every run, every TraceEvery steps
+	Failed  []string     // the diverged runs (their rows have no values)
+	Missing []Missing    // the runs not done when the job was interrupted (with ErrInterrupted): rho, alpha, seed
+	Note    string       // the device chosen, and why
 }
 
 // Err is the error of the result when runs diverged (their rows written without values).
@@ -209,7 +210,8 @@ func (c *GDConfig) openTrainer() (*Device, error) {
 	return dev, nil
 }
 
-// RunGD trains every (rho, alpha, seed) of a validated configuration on its device.
+// RunGD trains every (rho, alpha, seed) of a validated configuration on its device; it stops
+// on env's context as RunAMP does.
 func RunGD(c *GDConfig, env Env) (*GDResult, error) {
 	return runSimJob(&c.Sim, env, c.openTrainer, c.planTokens, func(j simJob) (*GDResult, error) {
 		return (&gdJob{simJob: j, c: c}).run(env)
@@ -222,7 +224,7 @@ func (j *gdJob) run(env Env) (*GDResult, error) {
 	steps := c.Steps * c.Restarts
 	bar := env.progress(len(c.rhos)*len(c.alphas)*c.Seeds*steps, "gd")
 	defer bar.Finish()
-	err := c.eachRun(j.ch, gd.ErrDiverged, &res.Failed, func(r simRun) error {
+	err := c.eachRun(env.context(), j.ch, gd.ErrDiverged, &res.Failed, &res.Missing, func(r simRun) error {
 		o := c.options()
 		done := 0
 		o.Progress = func() { done++; bar.Add(1) }
@@ -242,10 +244,10 @@ func (j *gdJob) run(env Env) (*GDResult, error) {
 		res.Rows = append(res.Rows, c.row(r.rho, r.alpha, r.seed, r.p, out, err, r.mmse, j.dev.Name()))
 		return err
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrInterrupted) {
 		return nil, err
 	}
-	return res, nil
+	return res, err
 }
 
 // row is the CSV row of one training; the error of the single students and the final loss are
@@ -274,20 +276,21 @@ func mean(xs []float64) float64 {
 }
 
 // ExecuteGD runs `aim gd` as the command does: RunGD with the outputs opened once the device
-// is open and the memory checked (as ExecuteAMP); the trace's figure goes beside the trace as
-// .png.
+// is open and the memory checked (as ExecuteAMP, interruption included); the trace's figure
+// goes beside the trace as .png.
 func ExecuteGD(c *GDConfig, env Env) (string, error) {
 	res, out, start, err := execute(env, func() (*outputs, error) {
 		return openOutputs(c.Out, c.Plot, c.Trace, strings.TrimSuffix(c.Trace, ".csv")+".png")
 	}, func(e Env) (*GDResult, error) { return RunGD(c, e) })
-	if err != nil {
+	stop := err
+	if err != nil && !stopped(err, out) {
 		return "", err
 	}
 	if err := GDSchema.Write(out.res.csv.File(), 0, res.Rows); err != nil {
 		return "", out.abort(err)
 	}
 	var fig *figure.Figure // none without --plot: its SE lines can take minutes (the noisy softmax)
-	if c.Plot != "" {
+	if c.Plot != "" && (stop == nil || len(res.Rows) > 0) {
 		var err error
 		if fig, err = c.figure(res.Rows); err != nil {
 			return "", out.abort(err)
@@ -305,11 +308,14 @@ func ExecuteGD(c *GDConfig, env Env) (string, error) {
 	man["runs"] = len(res.Rows)
 	man["diverged"] = len(res.Failed)
 	if out.trace != nil {
-		if err := writeTrace(out, GDTraceSchema, 0, res.Trace, c.Size, params, env.manifest("gd trace", res.Note, params, start)); err != nil {
+		if err := writeTrace(out, GDTraceSchema, 0, res.Trace, c.Size, params, env.manifest("gd trace", res.Note, params, start), stop, res.Missing); err != nil {
 			return "", out.abort(err)
 		}
 	}
-	return out.complete(fig, man, len(res.Rows), start, res.Err())
+	if stop != nil {
+		markIncomplete(man, res.Missing)
+	}
+	return out.complete(fig, man, len(res.Rows), start, errors.Join(stop, res.Err()))
 }
 
 // figure draws the figure of `aim gd` from the rows of its CSV, as `aim plot` draws it from the

@@ -13,6 +13,7 @@
 package job
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -64,6 +65,10 @@ type Env struct {
 	Progress func(total int, what string) Progress // a meter over total units of work; nil: none
 	Version  string                                // the program version
 	Args     []string                              // the command line
+	// Context stops the job when cancelled (nil: never): the rows it finished are written
+	// and it returns ErrInterrupted (the jobs that write a row per grid point; the others
+	// ignore it).
+	Context context.Context
 
 	ready func() error // Execute's: opens the outputs once nothing can refuse the job any more
 }

@@ -45,9 +45,9 @@ func TestRowsFormat(t *testing.T) {
 			"channel,T,rho,beta,noise,alpha,alpha_bar,alpha_r,mmse,mmse_err,q,qhat,gen_error,gen_error_stderr,iterations,converged,free_entropy,coexist",
 			"hardmax-paper,2,0.5,,0,0.1,0.4,0.2,0.333333333333,2e-05,,+Inf,,,7,true,,false"},
 		{"amp", AMPSchema.Header(0), AMPSchema.Row(&AMPRow{Channel: "softmax", T: 3, Rho: 1, Beta: 2, D: 30, N: 90, R: 30, Alpha: 0.1, AlphaBar: 1,
-			Seed: 1 << 40, Error: nan, SEMMSE: 0.25, Iterations: 12, Seconds: 1.23456, Device: "cpu"}),
-			"channel,T,rho,beta,noise,D,N,R,alpha,alpha_bar,seed,error,se_mmse,iterations,converged,seconds,device",
-			"softmax,3,1,2,0,30,90,30,0.1,1,1099511627776,,0.25,12,false,1.235,cpu"},
+			Seed: 1 << 40, Error: nan, SEMMSE: 0.25, Iterations: 12, Distance: math.Inf(1), Seconds: 1.23456, Device: "cpu"}),
+			"channel,T,rho,beta,noise,D,N,R,alpha,alpha_bar,seed,error,se_mmse,iterations,distance,converged,seconds,device",
+			"softmax,3,1,2,0,30,90,30,0.1,1,1099511627776,,0.25,12,+Inf,false,1.235,cpu"},
 		{"smi se L = 3", SMISESchema.Header(3), SMISESchema.Row(&SMISERow{L: 3, M: 2, C: 1, Beta: 1, Alpha: 0.5, Q: []float64{0.1, 0.2, 0.3},
 			QErr: []float64{0, 0.002, nan}, QHat: []float64{1, 2, 3}, GenError: 0.5, GenStderr: 0.01, GenBO: 0.4, BOStderr: 0.005, GenLast: nan, LastStderr: nan,
 			Samples: 8000, Iterations: 4, Converged: true, Inexact: 2, Start: "informed", Coexist: true, FreeEntropy: -1.25, FreeStderr: nan}),
@@ -59,9 +59,9 @@ func TestRowsFormat(t *testing.T) {
 			"L,M,beta,c,alpha_stability_1,alpha_stability_2,alpha_stability_3,alpha_conditional_1,alpha_conditional_2",
 			"3,2,1,0.5,+Inf,0.25,0.2,,0.75"},
 		{"smi amp trace L = 1", SMIAMPTraceSchema.Header(1), SMIAMPTraceSchema.Row(&SMIAMPTraceRow{Alpha: 1, Seed: 5, Iteration: 3, Q: []float64{0.5},
-			AbsM: []float64{0.4}, MNorm: []float64{0.8}, Cos: []float64{0.9}, EGen: 0.1, Step: 1e-9, Damping: 0.6, QuadInexact: 1, QuadFailed: 0, QuadSeconds: 0.0004, Seconds: 2}),
-			"alpha,seed,iteration,Q11,absM11,m11,cos1,e_gen,step,damping,quad_inexact,quad_failed,quad_seconds,seconds",
-			"1,5,3,0.5,0.4,0.8,0.9,0.1,1e-09,0.6,1,0,0.000,2.000"},
+			AbsM: []float64{0.4}, MNorm: []float64{0.8}, Cos: []float64{0.9}, EGen: 0.1, Step: 1e-9, Distance: 4e-8, Damping: 0.6, QuadInexact: 1, QuadFailed: 0, QuadSeconds: 0.0004, Seconds: 2}),
+			"alpha,seed,iteration,Q11,absM11,m11,cos1,e_gen,step,distance,damping,quad_inexact,quad_failed,quad_seconds,seconds",
+			"1,5,3,0.5,0.4,0.8,0.9,0.1,1e-09,4e-08,0.6,1,0,0.000,2.000"},
 	} {
 		if got := strings.Join(tc.header, ","); got != tc.wantH {
 			t.Errorf("%s: header %s, want %s", tc.name, got, tc.wantH)

@@ -1,7 +1,9 @@
 package job
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
@@ -38,14 +40,24 @@ func openResults(csvPath, plotPath string) (*results, error) {
 }
 
 // finish writes the plot (if any) and the manifest, then commits every file; on an error it
-// removes them all.
+// removes them all. A plot with no figure (an interrupted job with too few rows to draw) is
+// removed and not listed among the outputs. A manifest without "complete" gets "complete":
+// true.
 func (r *results) finish(f *figure.Figure, manifest map[string]any) error {
-	if r.plot != nil && f != nil {
+	if r.plot != nil && f == nil {
+		r.plot.Abort()
+		r.files = slices.DeleteFunc(r.files, func(p *output.Pending) bool { return p == r.plot })
+		r.plot = nil
+	}
+	if r.plot != nil {
 		format, _ := figure.Format(r.plot.Path())
 		if err := f.Render(r.plot.File(), format); err != nil {
 			r.files.Abort()
 			return err
 		}
+	}
+	if _, ok := manifest["complete"]; !ok {
+		manifest["complete"] = true
 	}
 	outputs := make([]string, len(r.files))
 	for i, p := range r.files {
@@ -101,14 +113,18 @@ func (o *outputs) abort(err error) error {
 
 // writeTrace writes the trace CSV, its figure when the trace has a plot (drawn from the rows
 // as aim plot draws the file, with the manifest's parameters, at the given size), and its
-// manifest.
-func writeTrace[R any](o *outputs, s *table.Schema[R], L int, rows []R, size FigureSize, params, manifest map[string]any) error {
+// manifest. After an interruption (stop, the job's ErrInterrupted) the manifest lists the
+// missing runs, and an empty trace gets no figure.
+func writeTrace[R any](o *outputs, s *table.Schema[R], L int, rows []R, size FigureSize, params, manifest map[string]any, stop error, missing []Missing) error {
 	r := o.trace
 	if err := s.Write(r.csv.File(), L, rows); err != nil {
 		return err
 	}
+	if stop != nil {
+		markIncomplete(manifest, missing)
+	}
 	var fig *figure.Figure
-	if r.plot != nil {
+	if r.plot != nil && (stop == nil || len(rows) > 0) {
 		t, err := s.Table(r.csv.Path(), L, rows)
 		if err != nil {
 			return err
@@ -123,7 +139,7 @@ func writeTrace[R any](o *outputs, s *table.Schema[R], L int, rows []R, size Fig
 
 // execute runs a job's Run with the outputs opened (by open) when the job is ready to compute,
 // and returns its result, the outputs and the time the computation started; on an error the
-// outputs are removed.
+// outputs are removed, except on ErrInterrupted (see stopped).
 func execute[R any](env Env, open func() (*outputs, error), run func(Env) (R, error)) (R, *outputs, time.Time, error) {
 	var out *outputs
 	var start time.Time
@@ -134,10 +150,21 @@ func execute[R any](env Env, open func() (*outputs, error), run func(Env) (R, er
 		return err
 	}
 	res, err := run(env)
-	if err != nil && out != nil {
+	if err != nil && out != nil && !errors.Is(err, ErrInterrupted) {
 		out.abort(err)
 	}
 	return res, out, start, err
+}
+
+// stopped reports whether a job's Run ended with an interruption after its outputs were
+// opened (execute keeps them then): the job writes what it finished and returns err after.
+func stopped(err error, out *outputs) bool { return out != nil && errors.Is(err, ErrInterrupted) }
+
+// markIncomplete records in a manifest that the job was interrupted, with the grid points it
+// did not finish.
+func markIncomplete(manifest map[string]any, missing []Missing) {
+	manifest["complete"] = false
+	manifest["missing"] = append([]Missing{}, missing...)
 }
 
 // complete writes the plot and the manifest and commits the outputs; it returns the line to

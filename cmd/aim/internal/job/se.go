@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/engine/aim"
@@ -289,6 +290,10 @@ type SEResult struct {
 	// Coexisting lists the points where two fixed points coexist (--start both), each with
 	// both branches and their free entropies; the row reports the larger.
 	Coexisting []Coexisting
+	// Missing lists the points not solved when the job was interrupted (RunSE returns
+	// ErrInterrupted with the rows of the others): rho, alpha_r and, unless rho = 0 (the
+	// rescaled limit), alpha.
+	Missing []Missing
 }
 
 // Coexisting is a point of two stable fixed points: both branches and their free entropies.
@@ -305,6 +310,8 @@ type Coexisting struct {
 func (r *SEResult) Err() error { return Failures(r.Failed, len(r.Rows), "points did not converge") }
 
 // RunSE solves every point of a validated configuration, in parallel on c.Workers goroutines.
+// When env's context is cancelled it stops at once and returns the points solved so far with
+// the missing ones and ErrInterrupted.
 func RunSE(c *SEConfig, env Env) (*SEResult, error) {
 	ch, err := c.theoryChannel()
 	if err != nil {
@@ -332,32 +339,52 @@ func runSE(c *SEConfig, ch aim.Channel, env Env) (*SEResult, error) {
 			}
 		}
 	}
+	ctx := env.context()
 	th, err := seThresholds(c, ch)
 	if err != nil {
 		return nil, err
 	}
-	res := &SEResult{Rows: make([]SERow, len(points)), Thresholds: th}
-	errs := make([]error, len(points))
-	coex := make([]*Coexisting, len(points))
+	res := &SEResult{Thresholds: th}
+	type solved struct {
+		row  SERow
+		coex *Coexisting
+		err  error
+	}
 	bar := env.progress(len(points), "se "+ch.Name())
 	// Points run in parallel on c.Workers goroutines; each point's Monte Carlo takes an equal
 	// share of the cores, and its draws depend on the point, not on the grid or the schedule.
 	genWorkers := max(1, par.Workers(0)/max(1, min(c.Workers, len(points))))
-	if err := par.For(c.Workers, len(points), par.NoState, func(_ struct{}, i int) error {
-		res.Rows[i], coex[i], errs[i] = solvePoint(c, ch, points[i].rho, points[i].alphaR, genWorkers)
-		bar.Add(1)
-		return nil
-	}); err != nil {
+	out, done, err := forPoints(ctx, c.Workers, len(points), bar, func(i int) solved {
+		var s solved
+		s.row, s.coex, s.err = solvePoint(c, ch, points[i].rho, points[i].alphaR, genWorkers)
+		return s
+	})
+	if err != nil {
 		return nil, err
 	}
 	bar.Finish()
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, se.ErrNotConverged) {
-			return nil, err
+	var coex []*Coexisting
+	for i, s := range out {
+		if !done[i] {
+			m := Missing{"rho": points[i].rho, "alpha_r": points[i].alphaR}
+			if points[i].rho > 0 {
+				m["alpha"] = points[i].alphaR * points[i].rho
+			}
+			res.Missing = append(res.Missing, m)
+			continue
 		}
-		if err != nil {
-			res.Failed = append(res.Failed, err.Error())
+		if s.err != nil && !errors.Is(s.err, se.ErrNotConverged) {
+			return nil, s.err
 		}
+		if s.err != nil {
+			res.Failed = append(res.Failed, s.err.Error())
+		}
+		res.Rows = append(res.Rows, s.row)
+		coex = append(coex, s.coex)
+	}
+	if len(res.Missing) > 0 {
+		// The first-order search solves the whole alpha grid again: not after an interruption.
+		return res, interrupted(len(res.Rows), len(points), "points")
 	}
 	// The first-order transitions, at the rho where the grid found coexisting fixed points.
 	searched := map[float64]bool{}
@@ -431,16 +458,19 @@ func solvePoint(c *SEConfig, ch aim.Channel, rho, alphaR float64, genWorkers int
 }
 
 // mmseErr is the error of a solved point's MMSE that the channel's integration error causes:
-// for a tabulated channel (aim.HardmaxTChannel) or a Monte Carlo one (aim.NoisySoftmaxT, the
-// noisy softmax at T > 2) the larger distance from MMSE to the fixed points solved, from the
-// same start, with FisherSum moved up and down by its error. It is 0 for the channels computed
-// to 1e-12 (softmax, hardmax T = 2, the noisy softmax at T = 2).
+// for a tabulated channel (aim.HardmaxTChannel), a Monte Carlo one (aim.NoisySoftmaxT, the
+// noisy softmax at T > 2) or the noisy softmax at T = 2 (aim.NoisySoftmax, whose error is the
+// difference from a coarser rule) the larger distance from MMSE to the fixed points solved,
+// from the same start, with FisherSum moved up and down by its error. It is 0 for the channels
+// computed to 1e-12 (softmax, hardmax T = 2).
 func mmseErr(c *SEConfig, ch aim.Channel, rho, alphaR float64, p se.Point) (float64, error) {
 	var bound func(sign float64) aim.Channel
 	switch b := ch.(type) {
 	case *aim.HardmaxTChannel:
 		bound = func(sign float64) aim.Channel { return b.Bound(sign) }
 	case *aim.NoisySoftmaxT:
+		bound = func(sign float64) aim.Channel { return b.Bound(sign) }
+	case *aim.NoisySoftmax:
 		bound = func(sign float64) aim.Channel { return b.Bound(sign) }
 	default:
 		return 0, nil
@@ -479,11 +509,13 @@ func PointSeed(seed uint64, rho, alphaR float64) uint64 {
 
 // ExecuteSE runs `aim se` as the command does: RunSE, with the outputs opened before it solves
 // anything, then the CSV, the figure and the manifest written. It returns the line to print;
-// unconverged points give an error after everything is written.
+// unconverged points give an error after everything is written, and so does an interruption
+// (ErrInterrupted: the points solved are written, the manifest lists the missing ones).
 func ExecuteSE(c *SEConfig, env Env) (string, error) {
 	res, out, start, err := execute(env, func() (*outputs, error) { return openOutputs(c.Out, c.Plot, "", "") },
 		func(e Env) (*SEResult, error) { return RunSE(c, e) })
-	if err != nil {
+	stop := err
+	if err != nil && !stopped(err, out) {
 		return "", err
 	}
 	if err := SESchema.Write(out.res.csv.File(), 0, res.Rows); err != nil {
@@ -494,9 +526,11 @@ func ExecuteSE(c *SEConfig, env Env) (string, error) {
 		return "", out.abort(err)
 	}
 	t.Th = figureThresholds(res.Thresholds)
-	fig, err := drawFigure([]*table.Table{t}, plot.Options{Axes: c.Axes, Size: c.Size})
-	if err != nil {
-		return "", out.abort(err)
+	var fig *figure.Figure
+	if stop == nil || len(res.Rows) > 0 {
+		if fig, err = drawFigure([]*table.Table{t}, plot.Options{Axes: c.Axes, Size: c.Size}); err != nil {
+			return "", out.abort(err)
+		}
 	}
 	params := c.params()
 	for k, v := range map[string]any{"rescaled": c.Rescaled, "damping": c.Damping, "tol": c.Tol, "max_iter": c.MaxIter,
@@ -519,7 +553,10 @@ func ExecuteSE(c *SEConfig, env Env) (string, error) {
 			"free_entropy_uninformed": num(x.PhiUninformed), "free_entropy_informed": num(x.PhiInformed), "optimal": x.Optimal})
 	}
 	man["coexisting"] = coex
-	return out.complete(fig, man, len(res.Rows), start, res.Err())
+	if stop != nil {
+		markIncomplete(man, res.Missing)
+	}
+	return out.complete(fig, man, len(res.Rows), start, errors.Join(stop, res.Err()))
 }
 
 // figureThresholds keeps the thresholds the manifest records as numbers (no infinities).

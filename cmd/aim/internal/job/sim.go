@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -154,17 +155,24 @@ type simRun struct {
 }
 
 // eachRun calls run for every (rho, alpha, seed) of the grid, in the CSV's order, with the SE
-// solved once per point (ch; NaN when ch is nil). A run's error wrapping diverged is recorded in failed and the
-// grid goes on; any other error stops it.
-func (c *Sim) eachRun(ch aim.Channel, diverged error, failed *[]string, run func(r simRun) error) error {
+// solved once per point (ch; NaN when ch is nil). A run's error wrapping diverged is recorded
+// in failed and the grid goes on; any other error stops it. Once ctx is cancelled no run
+// starts any more (the one in flight ends first): the runs left are appended to missing and
+// eachRun returns ErrInterrupted.
+func (c *Sim) eachRun(ctx context.Context, ch aim.Channel, diverged error, failed *[]string, missing *[]Missing, run func(r simRun) error) error {
+	done := 0
 	for _, rho := range c.rhos {
 		for _, alpha := range c.alphas {
 			mmse := math.NaN()
-			if ch != nil {
-				mmse = seMMSE(ch, rho, alpha)
-			}
 			for s := 0; s < c.Seeds; s++ {
 				seed := runSeed(c.Seed, s)
+				if ctx.Err() != nil {
+					*missing = append(*missing, Missing{"rho": rho, "alpha": alpha, "seed": seed})
+					continue
+				}
+				if s == 0 && ch != nil {
+					mmse = seMMSE(ch, rho, alpha)
+				}
 				r := simRun{rho: rho, alpha: alpha, mmse: mmse, seed: seed, p: c.params(rho, alpha, seed)}
 				if err := run(r); err != nil {
 					if !errors.Is(err, diverged) {
@@ -172,8 +180,12 @@ func (c *Sim) eachRun(ch aim.Channel, diverged error, failed *[]string, run func
 					}
 					*failed = append(*failed, fmt.Sprintf("rho %g alpha %g seed %d: %v", rho, alpha, seed, err))
 				}
+				done++
 			}
 		}
+	}
+	if len(*missing) > 0 {
+		return interrupted(done, done+len(*missing), "runs")
 	}
 	return nil
 }

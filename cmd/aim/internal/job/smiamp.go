@@ -1,12 +1,14 @@
 package job
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/engine/smi"
@@ -152,6 +154,7 @@ type SMIAMPRow struct {
 	MNorm, Cos []float64 // the teacher-normalised m_ll = |M_ll|/(||w*_l||^2/D) and the cosines
 	EGen       float64
 	Iterations int
+	Distance   float64 // the estimated ||What - What*||^2 / (P D) at the end (amp.Result.Distance)
 	Converged  bool
 	Seconds    float64
 }
@@ -172,6 +175,7 @@ var SMIAMPSchema = &table.Schema[SMIAMPRow]{Kind: table.SMIAMP, Columns: []table
 	table.Layers("cos", false, 0, func(r *SMIAMPRow) []float64 { return r.Cos }),
 	table.Float("e_gen", func(r *SMIAMPRow) float64 { return r.EGen }),
 	table.Int("iterations", func(r *SMIAMPRow) int { return r.Iterations }),
+	table.Added(table.Float("distance", func(r *SMIAMPRow) float64 { return r.Distance })),
 	table.Bool("converged", func(r *SMIAMPRow) bool { return r.Converged }),
 	table.Seconds("seconds", func(r *SMIAMPRow) float64 { return r.Seconds }),
 }}
@@ -184,6 +188,7 @@ type SMIAMPTraceRow struct {
 	Q, AbsM     []float64
 	MNorm, Cos  []float64
 	EGen, Step  float64
+	Distance    float64 // the estimated ||What - What*||^2 / (P D) (+Inf until known)
 	Damping     float64 // the damping theta the iteration's update took (adaptive damping)
 	QuadInexact int
 	QuadFailed  int
@@ -202,6 +207,7 @@ var SMIAMPTraceSchema = &table.Schema[SMIAMPTraceRow]{Kind: table.SMIAMPTrace, C
 	table.Layers("cos", false, 0, func(r *SMIAMPTraceRow) []float64 { return r.Cos }),
 	table.Float("e_gen", func(r *SMIAMPTraceRow) float64 { return r.EGen }),
 	table.Float("step", func(r *SMIAMPTraceRow) float64 { return r.Step }),
+	table.Added(table.Float("distance", func(r *SMIAMPTraceRow) float64 { return r.Distance })),
 	table.Float("damping", func(r *SMIAMPTraceRow) float64 { return r.Damping }),
 	table.Int("quad_inexact", func(r *SMIAMPTraceRow) int { return r.QuadInexact }),
 	table.Int("quad_failed", func(r *SMIAMPTraceRow) int { return r.QuadFailed }),
@@ -214,13 +220,17 @@ type SMIAMPResult struct {
 	Rows   []SMIAMPRow      // per alpha, per seed
 	Trace  []SMIAMPTraceRow // every iteration of every run
 	Failed []string         // the runs that failed (their rows have no values)
-	Note   string           // where the runs ran
+	// Missing lists the runs not done when the job was interrupted (with ErrInterrupted):
+	// alpha and seed.
+	Missing []Missing
+	Note    string // where the runs ran
 }
 
 // Err is the error of the result when runs failed (their rows written without values).
 func (r *SMIAMPResult) Err() error { return Failures(r.Failed, len(r.Rows), "runs failed") }
 
-// RunSMIAMP runs every (alpha, seed) of a validated configuration.
+// RunSMIAMP runs every (alpha, seed) of a validated configuration; it stops on env's context
+// as RunAMP does.
 func RunSMIAMP(c *SMIAMPConfig, env Env) (*SMIAMPResult, error) {
 	if err := c.CheckMemory(); err != nil {
 		return nil, err
@@ -241,9 +251,14 @@ func (c *SMIAMPConfig) run(env Env) (*SMIAMPResult, error) {
 	env.notef("%s", res.Note)
 	bar := env.progress(len(c.alphas)*c.Seeds*c.Iters, "smi amp")
 	defer bar.Finish()
+	ctx := env.context()
 	for _, a := range c.alphas {
 		for s := 0; s < c.Seeds; s++ {
 			seed := runSeed(c.Seed, s)
+			if ctx.Err() != nil { // the run in flight has ended: no new one
+				res.Missing = append(res.Missing, Missing{"alpha": a, "seed": seed})
+				continue
+			}
 			p := c.teacher(a, seed)
 			data, err := smi.Generate(p)
 			if err != nil {
@@ -260,17 +275,20 @@ func (c *SMIAMPConfig) run(env Env) (*SMIAMPResult, error) {
 			}
 			for _, it := range out.Trace {
 				res.Trace = append(res.Trace, SMIAMPTraceRow{Alpha: a, Seed: seed, Iteration: it.Iter, Q: it.Q, AbsM: it.M, MNorm: ratios(it.M, wn),
-					Cos: it.Cos, EGen: it.EGen, Step: it.Step, Damping: it.Damping, QuadInexact: it.Inexact, QuadFailed: it.Failed, QuadSeconds: it.QuadSeconds, Seconds: it.Seconds})
+					Cos: it.Cos, EGen: it.EGen, Step: it.Step, Distance: it.Distance, Damping: it.Damping, QuadInexact: it.Inexact, QuadFailed: it.Failed, QuadSeconds: it.QuadSeconds, Seconds: it.Seconds})
 			}
 			row := SMIAMPRow{L: c.L, M: c.M, C: c.C, Beta: c.Beta, D: c.D, N: p.N(), Alpha: a, Seed: seed,
 				Q: table.NaNs(c.L), AbsM: table.NaNs(c.L), MNorm: table.NaNs(c.L), Cos: table.NaNs(c.L), EGen: math.NaN(),
-				Iterations: out.Iterations, Converged: err == nil && out.Converged, Seconds: out.Seconds}
+				Iterations: out.Iterations, Distance: out.Distance, Converged: err == nil && out.Converged, Seconds: out.Seconds}
 			if err == nil && len(out.Trace) > 0 {
 				last := out.Trace[len(out.Trace)-1]
 				row.Q, row.AbsM, row.MNorm, row.Cos, row.EGen = last.Q, last.M, ratios(last.M, wn), last.Cos, last.EGen
 			}
 			res.Rows = append(res.Rows, row)
 		}
+	}
+	if len(res.Missing) > 0 {
+		return res, interrupted(len(res.Rows), len(res.Rows)+len(res.Missing), "runs")
 	}
 	return res, nil
 }
@@ -301,7 +319,8 @@ func ratios(a, b []float64) []float64 {
 // ExecuteSMIAMP runs `aim smi amp` as the command does: RunSMIAMP with the outputs opened once
 // the memory is checked, then the CSV, the trace (with its figure beside it as .png when the
 // command has a plot), the figure and the manifest written. It returns the line to print;
-// failed runs give an error after everything is written.
+// failed runs give an error after everything is written, and so does an interruption
+// (ErrInterrupted: the runs done are written, the manifest lists the missing ones).
 func ExecuteSMIAMP(c *SMIAMPConfig, env Env) (string, error) {
 	tracePlot := ""
 	if c.Trace != "" && c.Plot != "" {
@@ -309,7 +328,8 @@ func ExecuteSMIAMP(c *SMIAMPConfig, env Env) (string, error) {
 	}
 	res, out, start, err := execute(env, func() (*outputs, error) { return openOutputs(c.Out, c.Plot, c.Trace, tracePlot) },
 		func(e Env) (*SMIAMPResult, error) { return RunSMIAMP(c, e) })
-	if err != nil {
+	stop := err
+	if err != nil && !stopped(err, out) {
 		return "", err
 	}
 	if err := SMIAMPSchema.Write(out.res.csv.File(), c.L, res.Rows); err != nil {
@@ -326,7 +346,7 @@ func ExecuteSMIAMP(c *SMIAMPConfig, env Env) (string, error) {
 	man["runs"] = len(res.Rows)
 	man["failed"] = len(res.Failed)
 	if out.trace != nil {
-		if err := writeTrace(out, SMIAMPTraceSchema, c.L, res.Trace, c.Size, params, env.manifest("smi amp trace", res.Note, params, start)); err != nil {
+		if err := writeTrace(out, SMIAMPTraceSchema, c.L, res.Trace, c.Size, params, env.manifest("smi amp trace", res.Note, params, start), stop, res.Missing); err != nil {
 			return "", out.abort(err)
 		}
 	}
@@ -338,11 +358,16 @@ func ExecuteSMIAMP(c *SMIAMPConfig, env Env) (string, error) {
 	if c.seTable != nil {
 		tables = append(tables, c.seTable)
 	}
-	fig, err := drawFigure(tables, plot.Options{Size: c.Size})
-	if err != nil {
-		return "", out.abort(err)
+	var fig *figure.Figure
+	if stop == nil || len(res.Rows) > 0 {
+		if fig, err = drawFigure(tables, plot.Options{Size: c.Size}); err != nil {
+			return "", out.abort(err)
+		}
 	}
-	return out.complete(fig, man, len(res.Rows), start, res.Err())
+	if stop != nil {
+		markIncomplete(man, res.Missing)
+	}
+	return out.complete(fig, man, len(res.Rows), start, errors.Join(stop, res.Err()))
 }
 
 // smiSECurve is the SE Q_ll read back from an `aim smi se` CSV, sorted by alpha.

@@ -9,7 +9,50 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
+
+// live holds the pending files of the process that are neither committed nor aborted, for
+// RemoveAll.
+var live struct {
+	sync.Mutex
+	files   map[*Pending]bool
+	removed bool // RemoveAll was called: no file may be created any more
+}
+
+// track adds p to the live files, or refuses it after RemoveAll.
+func track(p *Pending) error {
+	live.Lock()
+	defer live.Unlock()
+	if live.removed {
+		return fmt.Errorf("output %s: the process is stopping", p.final)
+	}
+	if live.files == nil {
+		live.files = map[*Pending]bool{}
+	}
+	live.files[p] = true
+	return nil
+}
+
+// untrack removes p from the live files.
+func untrack(p *Pending) {
+	live.Lock()
+	delete(live.files, p)
+	live.Unlock()
+}
+
+// RemoveAll removes the temporary file of every pending file of the process that is not yet
+// committed or aborted, and makes Create fail from then on: what a process calls before it
+// exits at once (a second interrupt), so that it leaves no temporary behind. A file being
+// committed meanwhile ends either at its final path or nowhere.
+func RemoveAll() {
+	live.Lock()
+	defer live.Unlock()
+	live.removed = true
+	for p := range live.files {
+		os.Remove(p.f.Name())
+	}
+}
 
 // Pending is a file being written under a temporary name beside its final path.
 type Pending struct {
@@ -33,7 +76,13 @@ func Create(path string) (*Pending, error) {
 	if err != nil {
 		return nil, fmt.Errorf("output %s: cannot write there: %w", path, err)
 	}
-	return &Pending{final: path, f: f}, nil
+	p := &Pending{final: path, f: f}
+	if err := track(p); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return p, nil
 }
 
 // File returns the temporary file to write to.
@@ -44,6 +93,7 @@ func (p *Pending) Path() string { return p.final }
 
 // Commit flushes the temporary file to disk and renames it to the final path.
 func (p *Pending) Commit() error {
+	defer untrack(p)
 	if err := p.f.Sync(); err != nil {
 		p.Abort()
 		return fmt.Errorf("output %s: %w", p.final, err)
@@ -65,6 +115,7 @@ func (p *Pending) Commit() error {
 
 // Abort closes and removes the temporary file; the final path is left untouched.
 func (p *Pending) Abort() {
+	defer untrack(p)
 	p.f.Close()
 	os.Remove(p.f.Name())
 }

@@ -54,3 +54,42 @@ func TestCreateRejectsUnwritable(t *testing.T) {
 		t.Errorf("ManifestPath = %q", got)
 	}
 }
+
+// TestRemoveAll checks that RemoveAll removes the temporaries of the pending files, keeps the
+// committed and aborted ones as they are, and refuses new files after it.
+func TestRemoveAll(t *testing.T) {
+	t.Cleanup(func() {
+		live.Lock()
+		live.removed = false
+		live.Unlock()
+	})
+	dir := t.TempDir()
+	var s Set
+	done, err := s.Add(filepath.Join(dir, "done.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done.File().WriteString("x\n")
+	if err := done.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a.csv", "a.json", "a.png"} {
+		p, err := s.Add(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.File().WriteString("half")
+	}
+	RemoveAll()
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != "done.csv" {
+		t.Errorf("after RemoveAll the folder holds %v, want only done.csv", entries)
+	}
+	if p, err := Create(filepath.Join(dir, "late.csv")); err == nil {
+		p.Abort()
+		t.Error("Create after RemoveAll succeeded")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("a refused Create left %v", entries)
+	}
+}
