@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// The softmax channel with additive Gaussian label noise (issue 17), T = 2:
+// The softmax channel with additive Gaussian label noise, T = 2:
 //
 //	y = softmax_row(beta h) + sqrt(Delta) xi,   xi_ab iid N(0, 1) per output entry.
 //

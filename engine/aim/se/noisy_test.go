@@ -2,6 +2,7 @@ package se
 
 import (
 	"math"
+	"os"
 	"testing"
 
 	"github.com/aimtheory/aim/engine/aim"
@@ -105,6 +106,95 @@ func TestNoisyTEnvelope(t *testing.T) {
 			c.delta, c.rho, c.alpha, fd, want, G, fd-psi)
 		if math.Abs(fd-want) > 5e-4*math.Abs(want) {
 			t.Errorf("Delta = %g rho = %g alpha = %g: dPhi/dalpha = %.6f, psi_out + alpha G dm/dalpha = %.6f", c.delta, c.rho, c.alpha, fd, want)
+		}
+	}
+}
+
+// TestNoisyMMSEMonotone: the noisy softmax's mmse at rho = 0.5 and 1 is non-decreasing in Delta
+// over {0 (the noiseless softmax), 1e-8, 1e-6, 1e-4, 1e-2} (noisy labels are a degraded copy
+// of clean ones) within the mmse errors of the SE solved with FisherSum moved by its stated
+// error, non-increasing in alpha, in [0, Q0], and within 2e-3 of the noiseless value at
+// Delta = 1e-8. About two minutes on two cores (a line per rho and Delta): AIM_LONG_TESTS=1 only.
+func TestNoisyMMSEMonotone(t *testing.T) {
+	if testing.Short() || os.Getenv("AIM_LONG_TESTS") != "1" {
+		t.Skip("minutes of noisy SE solves: set AIM_LONG_TESTS=1")
+	}
+	deltas := []float64{0, 1e-8, 1e-6, 1e-4, 1e-2}
+	for _, rho := range []float64{0.5, 1} {
+		alphas := []float64{0.05, 0.1, 0.15}
+		prevA := make([]float64, len(deltas))
+		for ai, alpha := range alphas {
+			prev, prevErr := -1.0, 0.0
+			for di, d := range deltas {
+				var ch aim.Channel
+				var nch *aim.NoisySoftmax
+				if d == 0 {
+					ch, _ = aim.NewSoftmax(2, 1)
+				} else {
+					nch, _ = aim.NewNoisySoftmax(2, 1, d)
+					ch = nch
+				}
+				p, err := Solve(ch, rho, alpha, DefaultOptions())
+				if err != nil {
+					t.Fatal(err)
+				}
+				var merr float64
+				if nch != nil {
+					for _, sign := range []float64{-1, 1} {
+						b, err := Solve(nch.Bound(sign), rho, alpha, DefaultOptions())
+						if err != nil {
+							t.Fatal(err)
+						}
+						merr = math.Max(merr, math.Abs(b.MMSE-p.MMSE))
+					}
+				}
+				t.Logf("rho = %g alpha = %g Delta = %g: mmse %.6f +- %.1e", rho, alpha, d, p.MMSE, merr)
+				if p.MMSE < 0 || p.MMSE > 1+rho {
+					t.Errorf("rho = %g alpha = %g Delta = %g: mmse %.6f outside [0, Q0]", rho, alpha, d, p.MMSE)
+				}
+				if p.MMSE < prev-3*(merr+prevErr)-1e-9 {
+					t.Errorf("rho = %g alpha = %g: mmse %.6f at Delta = %g below %.6f at the smaller Delta", rho, alpha, p.MMSE, d, prev)
+				}
+				if d == 1e-8 && math.Abs(p.MMSE-prev) > 2e-3 {
+					t.Errorf("rho = %g alpha = %g: mmse %.6f at Delta = 1e-8, noiseless %.6f", rho, alpha, p.MMSE, prev)
+				}
+				if ai > 0 && p.MMSE > prevA[di]+3*merr+1e-9 {
+					t.Errorf("rho = %g Delta = %g: mmse %.6f at alpha = %g above %.6f at the smaller alpha", rho, d, p.MMSE, alpha, prevA[di])
+				}
+				prev, prevErr, prevA[di] = p.MMSE, merr, p.MMSE
+			}
+		}
+	}
+}
+
+// TestNoisyLineSE: the SE's mmse from the interpolants along V = Q0 - q (the default) and from
+// the rule at every call (aim.NoisySoftmax.Direct) agree within the mmse error of the SE solved
+// with FisherSum moved by the line's stated error. About a minute: AIM_LONG_TESTS=1 only.
+func TestNoisyLineSE(t *testing.T) {
+	if testing.Short() || os.Getenv("AIM_LONG_TESTS") != "1" {
+		t.Skip("about a minute of direct noisy SE solves: set AIM_LONG_TESTS=1")
+	}
+	for _, c := range []struct{ delta, rho, alpha float64 }{{1e-4, 0.5, 0.1}, {1e-2, 1, 0.15}, {1e-8, 0.5, 0.05}} {
+		ch, _ := aim.NewNoisySoftmax(2, 1, c.delta)
+		p, err := Solve(ch, c.rho, c.alpha, DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var merr float64
+		for _, sign := range []float64{-1, 1} {
+			b, err := Solve(ch.Bound(sign), c.rho, c.alpha, DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			merr = math.Max(merr, math.Abs(b.MMSE-p.MMSE))
+		}
+		d, err := Solve(ch.Direct(), c.rho, c.alpha, DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%+v: mmse %.9f +- %.1e (line), %.9f (rule), difference %.1e", c, p.MMSE, merr, d.MMSE, p.MMSE-d.MMSE)
+		if math.Abs(p.MMSE-d.MMSE) > merr {
+			t.Errorf("%+v: mmse %.9f +- %.1e from the line, %.9f from the rule", c, p.MMSE, merr, d.MMSE)
 		}
 	}
 }

@@ -62,7 +62,8 @@ func (c *SEConfig) Validate() error {
 	case c.Channel == "hardmax":
 		defaultAlpha = "0.01:10:128:log"
 	case c.Noise > 0:
-		// No perfect recovery with label noise; a noisy SE point costs about 10 s.
+		// No perfect recovery with label noise: past the noiseless alpha_PR. A point costs
+		// about a minute at T > 2 (aim.NoisySoftmaxT).
 		defaultAlpha = "0.02:0.5:25"
 	}
 	c.hardmaxAnyT = true
@@ -609,8 +610,9 @@ func denseSE(m *Model, a0, a1 float64, from, n int, logx bool) (*table.Table, er
 	if err != nil {
 		return nil, err
 	}
-	if m.Noise > 0 && n > 12 {
-		// The noisy softmax's SE costs about 10 s a point (aim.NoisySoftmax): a coarser line.
+	if m.Noise > 0 && m.T > 2 && n > 12 {
+		// The noisy softmax's SE at T > 2 costs about a minute a point (aim.NoisySoftmaxT): a
+		// coarser line.
 		from, n = (from*12+n-1)/n, 12
 	}
 	var rows []SERow
