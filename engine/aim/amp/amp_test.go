@@ -185,10 +185,12 @@ func TestStreamedBytes(t *testing.T) {
 	}
 }
 
-// TestAMPHardmaxExact checks that GAMP-RIE with the exact hardmax channel follows the exact SE
-// and not the published curve, which lies far above it (0.730 and 0.316 at rho = 0.5, alpha =
-// 0.2 and 1). At D = 60 the tolerance is 0.04 on the mean of two seeds; the D = 100 figures are
-// in the README.
+// TestAMPHardmaxExact checks that GAMP-RIE with the exact hardmax channel (ChannelOptions:
+// undamped, adaptive, the distance rule) follows the exact SE and not the published curve,
+// which lies far above it (0.730 and 0.316 at rho = 0.5, alpha = 0.2 and 1). At D = 60 the
+// per-seed spread of the final error, measured over seeds 1 to 8, is 0.062 at alpha = 0.2 and
+// 0.013 at alpha = 1 (means 0.550 and 0.0875 against the SE's 0.5222 and 0.0789); the test
+// takes the mean of seeds 1 to 4 and allows 3 standard errors of it, 0.093 and 0.020.
 func TestAMPHardmaxExact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 15 s")
@@ -196,15 +198,14 @@ func TestAMPHardmaxExact(t *testing.T) {
 	dev := cpu.New(0)
 	exact, _ := aim.NewHardmax(2, false)
 	paper, _ := aim.NewHardmax(2, true)
-	o := DefaultOptions()
-	o.MaxIter = 150
-	for _, alpha := range []float64{0.2, 1} {
-		p := aim.Params{D: 60, Alpha: alpha, Rho: 0.5, Channel: device.Channel{Kind: device.Hardmax, T: 2}}
-		got := meanError(t, dev, p, []uint64{1, 2}, o)
-		want, published := seMMSE(t, exact, 0.5, alpha), seMMSE(t, paper, 0.5, alpha)
-		t.Logf("hardmax alpha = %g, D = 60: AMP %.4f, exact SE %.4f, published-formula SE %.4f", alpha, got, want, published)
-		if math.Abs(got-want) > 0.04 || math.Abs(got-published) < 0.1 {
-			t.Errorf("hardmax alpha = %g: AMP %.4f, exact SE %.4f, published SE %.4f", alpha, got, want, published)
+	o := ChannelOptions(device.Channel{Kind: device.Hardmax, T: 2})
+	for _, c := range []struct{ alpha, tol float64 }{{0.2, 0.093}, {1, 0.020}} {
+		p := aim.Params{D: 60, Alpha: c.alpha, Rho: 0.5, Channel: device.Channel{Kind: device.Hardmax, T: 2}}
+		got := meanError(t, dev, p, []uint64{1, 2, 3, 4}, o)
+		want, published := seMMSE(t, exact, 0.5, c.alpha), seMMSE(t, paper, 0.5, c.alpha)
+		t.Logf("hardmax alpha = %g, D = 60: AMP %.4f, exact SE %.4f, published-formula SE %.4f", c.alpha, got, want, published)
+		if math.Abs(got-want) > c.tol || math.Abs(got-published) < 0.1 {
+			t.Errorf("hardmax alpha = %g: AMP %.4f, exact SE %.4f (tolerance %g), published SE %.4f", c.alpha, got, want, c.tol, published)
 		}
 	}
 }
