@@ -236,10 +236,10 @@ func TestSEIntTol(t *testing.T) {
 	}
 	runOK(t, append(base, "--out", out)...)
 	all := readCSV(t, out)
-	code, _, stderr = runAim(append(base, "--int-tol", "0.005", "--out", out)...)
+	code, _, stderr = runAim(append(base, "--int-tol", "0.001", "--out", out)...)
 	cut := readCSV(t, out)
 	if code != 1 || len(cut) != len(all) {
-		t.Fatalf("--int-tol 0.005: status %d, %d rows (want 1, %d): %s", code, len(cut), len(all), stderr)
+		t.Fatalf("--int-tol 0.001: status %d, %d rows (want 1, %d): %s", code, len(cut), len(all), stderr)
 	}
 	ch, _ := aim.NewHardmaxTChannel(3)
 	failed := 0
@@ -252,9 +252,9 @@ func TestSEIntTol(t *testing.T) {
 	for i := 1; i < len(all); i++ {
 		m, _ := strconv.ParseFloat(all[i][column(t, all[0], "mmse")], 64)
 		f, _ := ch.FisherSum(1.5-m, m)
-		over := ch.FisherSumErr(1.5-m, m) > 0.005*f
+		over := ch.FisherSumErr(1.5-m, m) > 0.001*f
 		if over != (cut[i][conv] == "false") || !over && strings.Join(cut[i], ",") != strings.Join(all[i], ",") {
-			t.Errorf("row %d: %v, without --int-tol %v (relative error over 0.005: %v)", i, cut[i], all[i], over)
+			t.Errorf("row %d: %v, without --int-tol %v (relative error over 0.001: %v)", i, cut[i], all[i], over)
 		}
 		if over {
 			failed++

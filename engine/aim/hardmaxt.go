@@ -12,7 +12,7 @@ import (
 )
 
 // HardmaxT is the hardmax channel at any T (kernels.HardmaxT: g_out by a Gaussian polytope
-// integral with its error) as the state evolution will see it (issue 15, begun). It gives
+// integral with its error) as the state evolution sees it. It gives
 // FisherSum(q, V) = E[sum_{a<=b} g_ab^2] with an error: at q = 0 exactly over the output
 // patterns, and for q > 0 by Monte Carlo over (omega, y).
 type HardmaxT struct {
@@ -70,6 +70,18 @@ func fisherInner(T int) int {
 // hardmaxTSeed fixes the Monte Carlo draws of FisherSumEstimate (common random numbers: the
 // same draws for every q, so that the SE map is a deterministic function of q).
 const hardmaxTSeed = 0x61696d2d68617264 // "aim-hard"
+
+// mixSeed is the SplitMix64 finaliser of x + (i + 1) 0xd1b54a32d192ed03: seeds derived from one
+// x by the index i and scattered over 2^64. Lattice.Reshift draws a rule's shifts from seed + k C
+// (C the golden-ratio increment, k up to shifts x dimensions), so two such streams overlap only
+// if their seeds differ by a small multiple of C, which for scattered seeds has a probability
+// of order 1e-17.
+func mixSeed(x uint64, i int) uint64 {
+	z := x + uint64(i+1)*0xd1b54a32d192ed03
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
 
 // FisherSumZero returns FisherSum(0, V) = sum_y Z_out(y; 0, V) |g_out(y; 0, V)|^2, summed over
 // the T^T output patterns (row a's winner b_a), which at q = 0 is the whole expectation: omega
@@ -237,14 +249,23 @@ func lexLess(a, b []int) bool {
 // are part of the spread over the outer shifts that Err measures, and the bias that the spread
 // of g adds to |g|^2 is removed (Estimate.VarM). (With one fixed inner rule the inner error is
 // a smooth function of z that does not average out: it biased F by 3e-4 to 2e-3 at T = 2.)
-// At q = 0 it is FisherSumZero.
+// At q = 0 it is FisherSumZero. The outer shifts and the inner reseeds come from hardmaxTSeed
+// (fisherSumLattice with another seed is an independent estimate of the same integral).
 func (h *HardmaxT) FisherSumLattice(q, V float64, points int) (Value, error) {
+	return h.fisherSumLattice(q, V, points, hardmaxTSeed)
+}
+
+// fisherSumLattice is FisherSumLattice with the outer lattice's shifts drawn from seed and the
+// inner rule at outer point i of shift r reseeded with seed ^ (r points + i + 1) C (C the
+// golden-ratio increment). Two seeds give independent estimates: their shifts, and so their
+// errors, are independent.
+func (h *HardmaxT) fisherSumLattice(q, V float64, points int, seed uint64) (Value, error) {
 	if !(q >= 0) || !(V > 0) || math.IsInf(q, 0) || math.IsInf(V, 0) {
 		return Value{}, fmt.Errorf("hardmax T = %d: FisherSum(q = %g, V = %g): need q >= 0 and V > 0, finite", h.T, q, V)
 	}
 	T, M := h.T, kernels.Fields(h.T)
 	const shifts, chunk = 8, 16
-	rule, err := kernels.NewLattice(M, points, shifts, hardmaxTSeed)
+	rule, err := kernels.NewLattice(M, points, shifts, seed)
 	if err != nil {
 		return Value{}, fmt.Errorf("hardmax T = %d: %w", T, err)
 	}
@@ -263,7 +284,7 @@ func (h *HardmaxT) FisherSumLattice(q, V float64, points int) (Value, error) {
 			for j := range w {
 				omega[j] = sl * mathext.NormalQuantile(math.Min(math.Max(w[j], 1e-15), 1-1e-15))
 			}
-			k.Reseed(hardmaxTSeed ^ uint64(r*points+i+1)*0x9e3779b97f4a7c15)
+			k.Reseed(seed ^ uint64(r*points+i+1)*0x9e3779b97f4a7c15)
 			for p, rep := range reps {
 				t, _ := classTerm(k, rep, y, g, omega, 1)
 				out[r] += float64(counts[p]) * t

@@ -1,8 +1,11 @@
 package aim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
@@ -11,7 +14,7 @@ import (
 	"github.com/aimtheory/aim/kernels"
 )
 
-// The state-evolution integral of the hardmax channel at T > 2, tabulated (issue 15).
+// The state-evolution integral of the hardmax channel at T > 2, tabulated.
 //
 // FisherSum(q, V) = F(lambda)/V with lambda = q/V (FisherSumLattice). F is smooth on
 // [0, inf): F(0) = FisherSum(0, 1) (the output patterns), and for large lambda the integrand
@@ -24,14 +27,32 @@ import (
 // lambda = 0, 2^-4, ..., 2^5 (lattice estimates with their errors, where the lattice over omega
 // is accurate) and at s = 0 (c1), and FisherFit fits a Chebyshev series in s to them by weighted
 // least squares: the fit interpolates between the computed nodes and bridges lambda > 32 to the
-// exact limit. Its error at each lambda is the propagated error of the nodes plus the change from
-// the series of one degree less (the truncation). At T = 2, where H is known in closed form
-// (Hardmax.FisherH), the whole construction is tested against it.
+// exact limit. At T = 2, where H is known in closed form (Hardmax.FisherH), the whole
+// construction is tested against it.
+//
+// The error model. Each node is a lattice estimate of its own: node i has its own outer shifts and
+// inner reseeds (fisherNodeSeed), so the nodes' errors are independent and each node's Err (the
+// spread over its 8 shifts) is its standard error. The fit's error at lambda (FisherFit.Eval) is
+//
+//	err(lambda) = (max(sigma_fit(s), e(s) G(s)) + |G_6(s) - G_5(s)|) / sqrt(1 + lambda),
+//
+// sigma_fit the nodes' errors propagated through the least squares, G_6 - G_5 the change from the
+// series of one degree less (the truncation), and e(s) the relative error of the nodes on either
+// side of s, interpolated linearly in s: the fit never claims more accuracy than the nodes it
+// comes from. The least squares alone would: with independent nodes it averages 12 of them into
+// 7 coefficients and states a half to 0.8 of the nodes' error between them (a gain that holds
+// only if G is exactly a degree-6 series); with correlated nodes (one lattice for all,
+// FisherTable.Shared) the averaging gains nothing, and the propagated error understates the
+// actual one. Beyond lambda ~ 40 the propagated error is the larger, and the floor does not bind.
 
 // FisherTable is the tabulated F(lambda) of the hardmax channel at T tokens.
 type FisherTable struct {
 	T      int
-	Points int       // lattice points per shift of each node (FisherSumLattice)
+	Points int // lattice points per shift of each node (FisherSumLattice)
+	// Shared marks a table whose nodes all lie on one lattice, FisherSumLattice(lambda, 1,
+	// Points) with the shifts of hardmaxTSeed, so that their errors are correlated; otherwise
+	// node i has its own lattice (fisherNodeSeed).
+	Shared bool
 	Limit  Value     // c1 = lim sqrt(lambda) F(lambda) (FisherLimit)
 	Lambda []float64 // the nodes, lambda = 0 first
 	F      []Value   // F at the nodes
@@ -46,20 +67,28 @@ func fisherNodes() []float64 {
 	return l
 }
 
+// fisherNodeSeed is the lattice seed of node i of a FisherTable (mixSeed of hardmaxTSeed): each
+// node has its own outer shifts and inner reseeds, so that the nodes' errors are independent.
+func fisherNodeSeed(i int) uint64 { return mixSeed(hardmaxTSeed, i) }
+
 // Tabulate computes the FisherTable of the channel with points lattice points per shift at every
-// node (FisherSumLattice) and FisherLimit with 16 times as many.
-func (h *HardmaxT) Tabulate(points int) (*FisherTable, error) {
+// node (the estimate of FisherSumLattice on node i's own lattice, fisherNodeSeed(i)) and
+// FisherLimit with 16 times as many. progress, if not nil, is called after each node.
+func (h *HardmaxT) Tabulate(points int, progress func(lambda float64, v Value)) (*FisherTable, error) {
 	t := &FisherTable{T: h.T, Points: points, Lambda: fisherNodes()}
 	var err error
 	if t.Limit, err = h.FisherLimit(16 * points); err != nil {
 		return nil, err
 	}
-	for _, l := range t.Lambda {
-		v, err := h.FisherSumLattice(l, 1, points)
+	for i, l := range t.Lambda {
+		v, err := h.fisherSumLattice(l, 1, points, fisherNodeSeed(i))
 		if err != nil {
 			return nil, err
 		}
 		t.F = append(t.F, v)
+		if progress != nil {
+			progress(l, v)
+		}
 	}
 	return t, nil
 }
@@ -145,10 +174,12 @@ func (h *HardmaxT) FisherLimit(points int) (Value, error) {
 const fisherDegree = 6
 
 // FisherFit is the weighted least-squares Chebyshev series G(s) = sum_j a_j T_j(2s - 1) of a
-// FisherTable (see the section comment), and the series of one degree less for the error.
+// FisherTable (see the section comment), the series of one degree less for the error, and the
+// nodes' relative errors that floor it.
 type FisherFit struct {
 	a, a1 []float64  // the coefficients of degree fisherDegree and fisherDegree - 1
 	cov   *mat.Dense // the covariance of a from the nodes' errors
+	s, e  []float64  // the nodes' s, increasing, and their relative errors Err/V
 }
 
 // Fit returns the table's FisherFit, or an error when the table has too few valid nodes or an
@@ -166,6 +197,9 @@ func (t *FisherTable) Fit() (*FisherFit, error) {
 		ss[i] = math.Max(ss[i], 1e-7*ys[i]) // an exact node (c1 at T = 2) weighs as one to 1e-7
 	}
 	f := &FisherFit{}
+	for _, i := range sortedIndex(xs) {
+		f.s, f.e = append(f.s, xs[i]), append(f.e, ss[i]/ys[i])
+	}
 	var err error
 	if f.a, f.cov, err = chebLSQ(xs, ys, ss, fisherDegree); err != nil {
 		return nil, fmt.Errorf("hardmax T = %d: %w", t.T, err)
@@ -174,6 +208,31 @@ func (t *FisherTable) Fit() (*FisherFit, error) {
 		return nil, fmt.Errorf("hardmax T = %d: %w", t.T, err)
 	}
 	return f, nil
+}
+
+// sortedIndex returns the indices of xs in increasing order of xs.
+func sortedIndex(xs []float64) []int {
+	idx := make([]int, len(xs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(i, j int) int { return cmp.Compare(xs[i], xs[j]) })
+	return idx
+}
+
+// relErr returns the nodes' relative error at s: linear in s between the two nodes around it
+// (the nearest node's outside them).
+func (f *FisherFit) relErr(s float64) float64 {
+	n := len(f.s)
+	j := sort.SearchFloat64s(f.s, s) // f.s[j-1] < s <= f.s[j]
+	switch {
+	case j == 0:
+		return f.e[0]
+	case j == n:
+		return f.e[n-1]
+	}
+	u := (s - f.s[j-1]) / (f.s[j] - f.s[j-1])
+	return (1-u)*f.e[j-1] + u*f.e[j]
 }
 
 // chebBasis writes T_j(2s - 1), j = 0..len(b)-1, into b.
@@ -221,8 +280,9 @@ func chebLSQ(xs, ys, ss []float64, deg int) ([]float64, *mat.Dense, error) {
 	return a.RawVector().Data, &cov, nil
 }
 
-// Eval returns F(lambda) and its error: the propagated error of the nodes plus the truncation
-// estimate |G_6(s) - G_5(s)|, both divided by sqrt(1 + lambda). NaN for lambda < 0.
+// Eval returns F(lambda) and its error: the propagated error of the nodes, floored at the nodes'
+// relative error around s (relErr) times G(s), plus the truncation estimate |G_6(s) - G_5(s)|,
+// both divided by sqrt(1 + lambda) (the section comment). NaN for lambda < 0.
 func (f *FisherFit) Eval(lambda float64) (F, err float64) {
 	if !(lambda >= 0) {
 		return math.NaN(), math.NaN()
@@ -248,7 +308,8 @@ func (f *FisherFit) Eval(lambda float64) (F, err float64) {
 	if math.IsInf(lambda, 1) {
 		return 0, 0
 	}
-	return g / r, (math.Sqrt(math.Max(v, 0)) + math.Abs(g-g1)) / r
+	stat := math.Max(math.Sqrt(math.Max(v, 0)), f.relErr(s)*math.Abs(g))
+	return g / r, (stat + math.Abs(g-g1)) / r
 }
 
 // HardmaxTChannel is the hardmax channel at T > 2 as the state evolution sees it: FisherSum(q, V)
