@@ -468,7 +468,7 @@ func TestSMIAMP(t *testing.T) {
 		t.Fatalf("status %d: %s", code, stderr)
 	}
 	rows := readCSV(t, out)
-	want := "L,M,c,beta,D,N,alpha,seed,Q11,Q22,absM11,absM22,m11,m22,cos1,cos2,e_gen,iterations,converged,seconds"
+	want := "L,M,c,beta,D,N,alpha,seed,Q11,Q22,absM11,absM22,m11,m22,cos1,cos2,e_gen,iterations,distance,converged,seconds"
 	if strings.Join(rows[0], ",") != want || len(rows) != 2 {
 		t.Fatalf("CSV %v, want header %s and one row", rows, want)
 	}
