@@ -67,21 +67,21 @@
 //	c1         FisherLimit       lim sqrt(lambda) F(lambda): the facets' share times kappa   AIM 2.3
 //	kappa      fisherKappa       int phi(d)^2/Phi(d) dd: one facet's Fisher integral         AIM 2.3
 //	e_gen      GenError          E||y - y_hat||_F^2 of the Bayes-optimal predictor           AIM 2.4
-//	i(snr)     MutualInformation lim I(S; S + snr^-1/2 Z)/D^2 = (1/4) int_0^snr mmse(1/t) dt  issue 17
-//	psi_in     -                 prior free entropy Q0 q-hat/4 - i(q-hat): d/dq-hat = q/4    issue 17
-//	psi_out    OutputEntropy     E log Z_out(y; omega, V), u-coordinates; d/dq = FisherSum/2 issue 17
+//	i(snr)     MutualInformation lim I(S; S + snr^-1/2 Z)/D^2 = (1/4) int_0^snr mmse(1/t) dt
+//	psi_in     -                 prior free entropy Q0 q-hat/4 - i(q-hat): d/dq-hat = q/4
+//	psi_out    OutputEntropy     E log Z_out(y; omega, V), u-coordinates; d/dq = FisherSum/2
 //	                             along V = Q0 - q (softmax: up to a q-independent constant)
-//	Phi        FreeEntropy       psi_in(q-hat) - q q-hat/4 + alpha psi_out(q, Q0 - q) per D^2; issue 17
+//	Phi        FreeEntropy       psi_in(q-hat) - q q-hat/4 + alpha psi_out(q, Q0 - q) per D^2;
 //	                             stationary at the SE fixed points; Bayes-optimal: the largest
-//	Delta      Noise, --noise    label noise variance of the noisy softmax (T = 2):            issue 17
+//	Delta      Noise, --noise    label noise variance of the noisy softmax (T = 2):
 //	                             y = softmax_row(beta h) + sqrt(Delta) xi, xi_ab iid N(0, 1)
 //	                             (kernels.NoisySoftmax, aim.NoisySoftmax, device.Channel.Noise)
-//	y~         Reduced           (y_aa - y_ab + 1)/2 = sigma(beta d_a) + sqrt(Delta/2) eta_a: the issue 17
+//	y~         Reduced           (y_aa - y_ab + 1)/2 = sigma(beta d_a) + sqrt(Delta/2) eta_a: the
 //	                             noisy softmax's sufficient statistics, d = (h11 - h12, h22 - h12)
-//	m_0        MInformed         the informed start m = 1e-6 (uninformed: m = 1)              issue 17
-//	alpha_IT   AlphaIT           first-order transition: the free entropies of the branches  issue 17
+//	m_0        MInformed         the informed start m = 1e-6 (uninformed: m = 1)
+//	alpha_IT   AlphaIT           first-order transition: the free entropies of the branches
 //	                             cross (information-theoretic threshold)
-//	alpha_alg  AlphaAlg          first-order transition: the uninformed branch disappears    issue 17
+//	alpha_alg  AlphaAlg          first-order transition: the uninformed branch disappears
 //	                             (algorithmic threshold); spinodal: the informed one appears
 //	z          (device ops)      AMP coordinates z = sqrt(2) u = tau o h                     AIM 3
 //	tau        tau               tau_aa = 1, tau_ab = sqrt(2): h to z                        AIM 3
@@ -127,12 +127,12 @@
 //	omega      omega             Q^{1/2} xi: what the estimate knows of Z                    SMI 2.2
 //	g_out      Mean / V          V^{-1}(E[Z | y, omega, V] - omega), per token               SMI 2.1
 //	epsilon    Epsilon           1e-3 regularisation of V (the authors' code)                SMI 2.2
-//	m_a, m_b   half              L >= 3: two independent importance-sampling estimates of    issue 16
+//	m_a, m_b   half              L >= 3: two independent importance-sampling estimates of
 //	                             E[Z - omega | y]; E[m_a m_b^T] = m m^T, so q-hat has no noise bias
-//	ESS        SampleMoments.ESS the effective sample size (sum w)^2 / sum w^2 of one estimate issue 16
-//	chart j    kernels.DeepSampler proposal that draws z_L and every v_k but v_j, solves v_j  issue 16
-//	J(v, r)    logAttentionJacobian |det d(A(v)^{-1} r)/dv|, a chart's density factor        issue 16
-//	slot s     SampleBatch.Set   a task's place in the normal stream: offset + s stride         issue 16
+//	ESS        SampleMoments.ESS the effective sample size (sum w)^2 / sum w^2 of one estimate
+//	chart j    kernels.DeepSampler proposal that draws z_L and every v_k but v_j, solves v_j
+//	J(v, r)    logAttentionJacobian |det d(A(v)^{-1} r)/dv|, a chart's density factor
+//	slot s     SampleBatch.Set   a task's place in the normal stream: offset + s stride
 //	F_l        SMIStability      E||Cov(z_l | y) V^{-1} - I_M||_F^2 / V^2: q-hat ~ alpha F Q SMI 2.3
 //	alpha_l    Stability         1/F_l at Q = 0: layer l's weak-recovery threshold           SMI 2.3
 //	psi_in     PsiIn             sum_l (q-hat_l - log(1 + q-hat_l))/2, Gaussian prior: d/dq-hat SMI 2.1
@@ -141,8 +141,8 @@
 //	                             (smi.DeepMoments.LogZ); d/dQ_ll = E[sum_tokens g_out,l^2]/2
 //	Phi        FreeEntropy       psi_in(q-hat) - tr(Q q-hat)/2 + alpha psi_out(Q), per D;    SMI 2.1
 //	                             dPhi/dalpha = psi_out at a fixed point; Bayes-optimal: largest
-//	Q_inf      QInformed         the informed start Q = (1 - 1e-4) I (uninformed: Init I)    issue 17
-//	J_lk       Linearisation.J   dG_l/dQ_k of the SE map G(Q) = q-hat/(1 + q-hat): Qerr = the  issue 16
+//	Q_inf      QInformed         the informed start Q = (1 - 1e-4) I (uninformed: Init I)
+//	J_lk       Linearisation.J   dG_l/dQ_k of the SE map G(Q) = q-hat/(1 + q-hat): Qerr = the
 //	                             error of G through (I - J)^{-1}; the Newton step (fixedpoint.Newton)
 //	C-hat      Chat              GAMP's posterior covariance of W, P x P                     SMI 3
 //	M_ll, C_l  M, Cos            overlap |w-hat_l . w*_l| / D and its cosine (smi.Data.Overlaps) SMI 3, 4
@@ -157,7 +157,7 @@
 //     no variable M), the SMI's tokens per sequence (code M, smi.Params.M), and the SMI overlap
 //     M_ll (the fields M of the SMI amp.Iteration and sgd.Point, with Q and Cos beside it).
 //   - Delta is the denoising problem's noise variance 1/q-hat (code delta, AIM 2.1) and the
-//     label noise variance of the noisy softmax (code Noise, the CLI's --noise, issue 17).
+//     label noise variance of the noisy softmax (code Noise, the CLI's --noise).
 //   - J is the SE map's Jacobian J_lk (Linearisation.J, fixedpoint's Options.Jacobian) and a
 //     sampler chart's density factor J(v, r) (logAttentionJacobian).
 //   - T is the AIM's tokens per sequence (code T); the SMI authors' iteration cap T is MaxIter

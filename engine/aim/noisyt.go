@@ -10,7 +10,7 @@ import (
 )
 
 // NoisySoftmaxT is the softmax channel with additive Gaussian label noise at any
-// 2 <= T <= kernels.NoisyTMax (issue 17; NoisySoftmax computes T = 2 by quadrature and is how
+// 2 <= T <= kernels.NoisyTMax (NoisySoftmax computes T = 2 by quadrature and is how
 // this one is tested), y = softmax_row(beta h) + sqrt(Delta) xi, as the state evolution sees
 // it: FisherSum and OutputEntropy are Monte Carlo averages over (omega, y),
 //

@@ -10,7 +10,7 @@ import (
 	"github.com/aimtheory/aim/engine/rie"
 )
 
-// The free entropy of the single-layer AIM state evolution (issue 17).
+// The free entropy of the single-layer AIM state evolution.
 //
 // Per D^2 (N = alpha D^2 samples), with m = V = Q0 - q:
 //

@@ -7,7 +7,7 @@ import (
 	"github.com/aimtheory/aim/engine/smi"
 )
 
-// The free entropy of the SMI state evolution (docs/SMI.md 2.1, issue 17), per D, for the
+// The free entropy of the SMI state evolution (docs/SMI.md 2.1), per D, for the
 // Gaussian prior w*_l ~ N(0, 1) and diagonal overlaps:
 //
 //	Phi(Q, q-hat; alpha) = psi_in(q-hat) - tr(Q q-hat)/2 + alpha psi_out(Q),

@@ -21,7 +21,7 @@ type Tokens struct {
 }
 
 // maxChunk is the largest automatic chunk: big enough that the chunk's products run at the BLAS
-// rate, small enough for the cache-friendly streams of issue 14's later steps.
+// rate, small enough for cache-friendly streams.
 const maxChunk = 4096
 
 func (t *Tokens) validateTokens() error {
