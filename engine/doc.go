@@ -93,6 +93,10 @@
 //	R_t        rMat              S-hat + B/(A D), the matrix the RIE denoises (not the rank R) AIM 3
 //	theta      Damping           damping: the weight on the old iterate, x <- (1-theta) G + theta x AIM 3
 //	                             (every Damping field of the engine; engine/fixedpoint)
+//	r          Steps             contraction rate: the larger of the last two step-norm ratios
+//	distance   Distance          estimated squared distance to the fixed point, step/(1 - r)^2,
+//	                             in the step's units; GAMP's converged means distance < Tol
+//	                             (fixedpoint.Steps; amp and smi/amp Iteration.Distance)
 //	W          w                 the GD student's weights, R x D; S = W^T W / sqrt(R D)      AIM 4
 //	y-hat      yhat              the student's outputs row-softmax(beta h)                   AIM 4
 //	Gamma      gamma             dL/dh through the softmax Jacobian                          AIM 4
