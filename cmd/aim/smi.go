@@ -31,7 +31,8 @@ SGD takes any L >= 1 and M >= 2.
 Run 'aim smi se -h' for the flags of a subcommand.
 `
 
-// runSMI dispatches `aim smi <sub>`; every error names the subcommand. ctx stops aim smi amp.
+// runSMI dispatches `aim smi <sub>`; every error names the subcommand. ctx stops aim smi se
+// and aim smi amp.
 func runSMI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, smiUsage)
@@ -40,7 +41,7 @@ func runSMI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var err error
 	switch sub := args[0]; sub {
 	case "se":
-		err = runSMISE(args[1:], stdout, stderr)
+		err = runSMISE(ctx, args[1:], stdout, stderr)
 	case "thresholds":
 		err = runSMIThresholds(args[1:], stdout, stderr)
 	case "amp":
@@ -134,12 +135,13 @@ func parseSMISE(args []string, stderr io.Writer) (*job.SMISEConfig, bool, error)
 	return c, quiet, c.Validate()
 }
 
-func runSMISE(args []string, stdout, stderr io.Writer) error {
+// runSMISE runs `aim smi se`; cancelling ctx stops it with the points done written.
+func runSMISE(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, quiet, err := parseSMISE(args, stderr)
 	if err != nil {
 		return err
 	}
-	return report(stdout)(job.ExecuteSMISE(c, env(stderr, quiet)))
+	return report(stdout)(job.ExecuteSMISE(c, envContext(ctx, stderr, quiet)))
 }
 
 const smiThresholdsUsage = `Usage: aim smi thresholds [flags]

@@ -1,10 +1,14 @@
 package job
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/cmd/aim/internal/grid"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
@@ -181,6 +185,9 @@ type SMISEResult struct {
 	Coexisting []SMICoexisting
 	// At are the linearisations of --at, per alpha (none without it).
 	At []smise.Linearisation
+	// Missing lists the alphas not solved when the job was interrupted (RunSMISE returns
+	// ErrInterrupted with the rows of the others, without e_gen).
+	Missing []Missing
 }
 
 // SMICoexisting is an alpha with two stable fixed points of the SMI SE (--start both).
@@ -229,7 +236,7 @@ func RunSMISE(c *SMISEConfig, env Env) (*SMISEResult, error) {
 				formatErrs(x.Q), formatErrs(x.QErr), formatErrs(ratios(diff(x.Q, x.Q0), x.QErr)))
 		}
 	} else {
-		points, err = smise.SolveCurve(c.ch, c.alphas, opts, func(smise.Point) { bar.Add(1) })
+		points, res.Missing, err = c.solveCurve(env, opts, bar)
 	}
 	if err != nil {
 		return nil, err
@@ -265,7 +272,7 @@ func RunSMISE(c *SMISEConfig, env Env) (*SMISEResult, error) {
 			env.notef("warning: %s", m)
 		}
 	}
-	if c.GenSamples > 0 {
+	if c.GenSamples > 0 && len(res.Missing) == 0 {
 		if err := c.genErrors(points, res.Rows, bar, env); err != nil {
 			return nil, err
 		}
@@ -282,7 +289,66 @@ func RunSMISE(c *SMISEConfig, env Env) (*SMISEResult, error) {
 	if len(converged) > 0 {
 		res.Onset = smise.Onsets(converged, 0.01)
 	}
+	if len(res.Missing) > 0 {
+		return res, interrupted(len(res.Rows), len(c.alphas), "points")
+	}
 	return res, nil
+}
+
+// solveCurve runs smise.SolveCurve over c.alphas and returns its points in the grid's order.
+// When env's context is cancelled first it returns at once with the points finished so far
+// (SolveCurve solves the alphas in increasing order, each from the one before) and the alphas
+// it did not finish; the curve goes on in its goroutine, its results dropped, until the
+// process exits.
+func (c *SMISEConfig) solveCurve(env Env, opts smise.Options, bar Progress) ([]smise.Point, []Missing, error) {
+	var (
+		mu       sync.Mutex
+		finished []smise.Point
+		stopped  bool // set once solveCurve returns after a cancellation: later points are dropped
+	)
+	type result struct {
+		points []smise.Point
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		points, err := smise.SolveCurve(c.ch, c.alphas, opts, func(p smise.Point) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !stopped {
+				finished = append(finished, p)
+				bar.Add(1)
+			}
+		})
+		done <- result{points, err}
+	}()
+	select {
+	case r := <-done:
+		return r.points, nil, r.err
+	case <-env.context().Done():
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	stopped = true
+	at := map[float64]int{} // an alpha's place in the grid
+	for i, a := range c.alphas {
+		if _, ok := at[a]; !ok {
+			at[a] = i
+		}
+	}
+	points := append([]smise.Point{}, finished...)
+	slices.SortFunc(points, func(a, b smise.Point) int { return cmp.Compare(at[a.Alpha], at[b.Alpha]) })
+	got := map[float64]bool{}
+	for _, p := range finished {
+		got[p.Alpha] = true
+	}
+	var missing []Missing
+	for _, a := range c.alphas {
+		if !got[a] {
+			missing = append(missing, Missing{"alpha": a})
+		}
+	}
+	return points, missing, nil
 }
 
 // linearise runs smise.Linearise at --at for every alpha and returns, per alpha, a point whose
@@ -379,7 +445,8 @@ func lastLayerOnly(Q []float64) []float64 {
 func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
 	res, out, start, err := execute(env, func() (*outputs, error) { return openOutputs(c.Out, c.Plot, "", "") },
 		func(e Env) (*SMISEResult, error) { return RunSMISE(c, e) })
-	if err != nil {
+	stop := err
+	if err != nil && !stopped(err, out) {
 		return "", err
 	}
 	if err := SMISESchema.Write(out.res.csv.File(), c.L, res.Rows); err != nil {
@@ -390,9 +457,11 @@ func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
 		return "", out.abort(err)
 	}
 	t.Th = &table.Thresholds{Stability: res.Stability, Fallback: res.Onset}
-	fig, err := drawFigure([]*table.Table{t}, plot.Options{Size: c.Size})
-	if err != nil {
-		return "", out.abort(err)
+	var fig *figure.Figure
+	if stop == nil || len(res.Rows) > 0 {
+		if fig, err = drawFigure([]*table.Table{t}, plot.Options{Size: c.Size}); err != nil {
+			return "", out.abort(err)
+		}
 	}
 	params := c.params()
 	c.addParams(params)
@@ -427,5 +496,8 @@ func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
 		}
 		man["at"] = at
 	}
-	return out.complete(fig, man, len(res.Rows), start, res.Err())
+	if stop != nil {
+		markIncomplete(man, res.Missing)
+	}
+	return out.complete(fig, man, len(res.Rows), start, errors.Join(stop, res.Err()))
 }
