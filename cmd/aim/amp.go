@@ -31,7 +31,7 @@ func ampFlags(fs *flag.FlagSet, c *job.AMPConfig, quiet *bool) {
 	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexity alpha = N/D^2: a list or range")
 	fs.StringVar(&c.Trace, "trace", c.Trace, "also write every iteration of every run to this CSV")
 	fs.IntVar(&c.MaxIter, "max-iter", c.MaxIter, "iteration cap (default 100 for softmax, 500 for hardmax, as in the paper)")
-	fs.Func("damping", "damping theta in [0, 1), the weight on the old omega and V (default 0.5 for softmax, as in the paper; 0 for hardmax, which converges several times faster undamped)", func(v string) error {
+	fs.Func("damping", "damping theta in [0, 1), the weight on the old omega and V (default 0.5 for softmax, as in the paper; 0 for hardmax, which converges several times faster undamped; hardmax raises it halfway to 1, at most to 0.75, when the iteration cycles)", func(v string) error {
 		d, err := strconv.ParseFloat(v, 64)
 		c.Damping = d
 		return err

@@ -149,7 +149,7 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 // streaming chunks of those shards' sizes. It returns ErrDiverged (wrapped) when a quantity
 // becomes NaN or the error exceeds BlowUp.
 func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
-	if o.MaxIter < 1 || !(o.Damping >= 0 && o.Damping < 1) || (o.Adaptive && o.Damping > MaxAdaptiveDamping) || !(o.Tol > 0) || !(o.BlowUp > 0) {
+	if o.MaxIter < 1 || !(o.Damping >= 0 && o.Damping < 1) || !(o.Tol > 0) || !(o.BlowUp > 0) {
 		return Result{}, fmt.Errorf("amp: options out of range: %+v", o)
 	}
 	if len(parts) != g.Len() {
@@ -382,7 +382,8 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 	return res, nil
 }
 
-// MaxAdaptiveDamping is the largest damping Options.Adaptive raises to.
+// MaxAdaptiveDamping is the largest damping Options.Adaptive raises to; a run that starts above
+// it keeps its damping.
 const MaxAdaptiveDamping = 0.75
 
 // stalled says whether the last six iterations of trace made no progress: the smallest of the
