@@ -250,16 +250,16 @@ func lexLess(a, b []int) bool {
 // of g adds to |g|^2 is removed (Estimate.VarM). (With one fixed inner rule the inner error is
 // a smooth function of z that does not average out: it biased F by 3e-4 to 2e-3 at T = 2.)
 // At q = 0 it is FisherSumZero. The outer shifts and the inner reseeds come from hardmaxTSeed
-// (fisherSumLattice with another seed is an independent estimate of the same integral).
+// (FisherSumLatticeSeed with another seed is an independent estimate of the same integral).
 func (h *HardmaxT) FisherSumLattice(q, V float64, points int) (Value, error) {
-	return h.fisherSumLattice(q, V, points, hardmaxTSeed)
+	return h.FisherSumLatticeSeed(q, V, points, hardmaxTSeed)
 }
 
-// fisherSumLattice is FisherSumLattice with the outer lattice's shifts drawn from seed and the
-// inner rule at outer point i of shift r reseeded with seed ^ (r points + i + 1) C (C the
+// FisherSumLatticeSeed is FisherSumLattice with the outer lattice's shifts drawn from seed and
+// the inner rule at outer point i of shift r reseeded with seed ^ (r points + i + 1) C (C the
 // golden-ratio increment). Two seeds give independent estimates: their shifts, and so their
-// errors, are independent.
-func (h *HardmaxT) fisherSumLattice(q, V float64, points int, seed uint64) (Value, error) {
+// errors, are independent. The tables' nodes and the checks against them use it.
+func (h *HardmaxT) FisherSumLatticeSeed(q, V float64, points int, seed uint64) (Value, error) {
 	if !(q >= 0) || !(V > 0) || math.IsInf(q, 0) || math.IsInf(V, 0) {
 		return Value{}, fmt.Errorf("hardmax T = %d: FisherSum(q = %g, V = %g): need q >= 0 and V > 0, finite", h.T, q, V)
 	}

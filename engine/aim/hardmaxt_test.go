@@ -233,7 +233,7 @@ func TestShippedTablesIndependent(t *testing.T) {
 		h, _ := NewHardmaxT(c.T)
 		for j, l := range c.lambda {
 			f, e := ch.fit.Eval(l)
-			ref, err := h.fisherSumLattice(l, 1, c.points, mixSeed(shippedCheckSeed, j))
+			ref, err := h.FisherSumLatticeSeed(l, 1, c.points, mixSeed(shippedCheckSeed, j))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -81,7 +81,7 @@ func (h *HardmaxT) Tabulate(points int, progress func(lambda float64, v Value)) 
 		return nil, err
 	}
 	for i, l := range t.Lambda {
-		v, err := h.fisherSumLattice(l, 1, points, fisherNodeSeed(i))
+		v, err := h.FisherSumLatticeSeed(l, 1, points, fisherNodeSeed(i))
 		if err != nil {
 			return nil, err
 		}

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"gonum.org/v1/gonum/mathext"
 
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/kernels"
@@ -543,102 +542,21 @@ func TestInvariantStatedErrorExact(t *testing.T) {
 	}
 }
 
-// invLatticeF is an independent estimate of the tabulated hardmax's F(lambda) = FisherSum(lambda,
-// 1): the construction of aim.HardmaxT.FisherSumLattice (pattern classes, Z_out |g_out|^2 less
-// g's own variance, each g_out's inner polytope rule reshifted at every outer point) with its
-// own outer lattice (seed, points x 8 shifts) and an inner rule of inner points x innerShifts
-// shifts. Err is the standard error over the outer shifts.
-func invLatticeF(T int, lambda float64, points int, seed uint64, inner, innerShifts int) (mean, stderr float64) {
-	const shifts, chunk, workers = 8, 32, 2
-	M := kernels.Fields(T)
-	rule, err := kernels.NewLattice(M, points, shifts, seed)
-	if err != nil {
-		panic(err)
-	}
-	reps, counts := aim.PatternClasses(T)
-	sl := math.Sqrt(lambda)
-	sums := make([]float64, shifts)
-	var mu sync.Mutex
-	jobs := make(chan [2]int)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			k, err := kernels.NewHardmaxT(T, inner, innerShifts)
-			if err != nil {
-				panic(err)
-			}
-			wv, omega, g, y := make([]float64, M), make([]float64, M), make([]float64, M), make([]float64, T*T)
-			for job := range jobs {
-				r, lo := job[0], job[1]
-				var s float64
-				for i := lo; i < min(lo+chunk, points); i++ {
-					rule.Point(wv, r, i)
-					for j := range wv {
-						omega[j] = sl * mathext.NormalQuantile(math.Min(math.Max(wv[j], 1e-15), 1-1e-15))
-					}
-					k.Reseed(seed ^ (uint64(r*points+i+1)*0x9e3779b97f4a7c15 + 0x5bd1e995))
-					for p, rep := range reps {
-						for x := range y {
-							y[x] = 0
-						}
-						for row, col := range rep {
-							y[row*T+col] = 1
-						}
-						est := k.GOut(g, y, omega, 1)
-						if math.IsInf(est.LogZ, -1) {
-							continue
-						}
-						var g2 float64
-						for _, x := range g {
-							g2 += x * x
-						}
-						vm := est.VarM
-						if math.IsNaN(vm) || math.IsInf(vm, 0) {
-							vm = 0
-						}
-						s += float64(counts[p]) * math.Exp(est.LogZ) * (g2 - vm)
-					}
-				}
-				mu.Lock()
-				sums[r] += s
-				mu.Unlock()
-			}
-		}()
-	}
-	for r := 0; r < shifts; r++ {
-		for lo := 0; lo < points; lo += chunk {
-			jobs <- [2]int{r, lo}
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	var s, s2 float64
-	for _, v := range sums {
-		v /= float64(points)
-		s += v
-		s2 += v * v
-	}
-	mean = s / shifts
-	return mean, math.Sqrt(math.Max(s2/shifts-mean*mean, 0) / (shifts - 1))
-}
-
 // invHardmaxTCases are the fixed points of the tabulated hardmax checked against an
-// independent lattice: (T, rho, alpha, outer points per shift, inner rule).
+// independent lattice: (T, rho, alpha, outer points per shift).
 var invHardmaxTCases = []struct {
-	T                         int
-	rho, alpha                float64
-	points, inner, innerShift int
-	fast                      bool
+	T          int
+	rho, alpha float64
+	points     int
+	fast       bool
 }{
-	{3, 0.5, 0.02, 512, 16, 2, true},
-	{3, 0.5, 0.066, 32768, 16, 2, false},
-	{3, 0.5, 0.3, 32768, 16, 2, false},
-	{3, 0.5, 0.81, 32768, 16, 2, false},
-	{3, 0.5, 2.85, 32768, 16, 2, false},
-	{4, 0.5, 0.1, 8192, 64, 2, false},
-	{4, 0.5, 0.3, 8192, 64, 2, false},
+	{3, 0.5, 0.02, 512, true},
+	{3, 0.5, 0.066, 32768, false},
+	{3, 0.5, 0.3, 32768, false},
+	{3, 0.5, 0.81, 32768, false},
+	{3, 0.5, 2.85, 32768, false},
+	{4, 0.5, 0.1, 8192, false},
+	{4, 0.5, 0.3, 8192, false},
 }
 
 // TestInvariantStatedErrorHardmaxT: the tabulated hardmax (T = 3, 4) at fixed points of rho =
@@ -674,13 +592,24 @@ func TestInvariantStatedErrorHardmaxT(t *testing.T) {
 			lam := p.Q / p.MMSE
 			f, _ := ch.FisherSum(lam, 1)
 			fe := ch.FisherSumErr(lam, 1)
-			ref, refErr := invLatticeF(tc.T, lam, tc.points, 0x1234abcd, tc.inner, tc.innerShift)
+			// The shipped construction on a lattice of its own: another seed, so none of the
+			// table's node lattices.
+			h, err := aim.NewHardmaxT(tc.T)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Workers = 2
+			r, err := h.FisherSumLatticeSeed(lam, 1, tc.points, 0x1234abcd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, refErr := r.V, r.Err
 			zF := (f - ref) / math.Hypot(fe, refErr)
 			// The reference fixed point: FisherSum scaled by ref/F (F at the point's own lambda).
 			mr, me := invReferenceMMSE(t, ch, tc.rho, p, ref/p.MMSE, refErr/p.MMSE)
 			zM := (p.MMSE - mr) / math.Hypot(stated, me)
-			t.Logf("lambda* %.4g: F table %.6g +- %.2g, reference (%d x 8, inner %d x %d) %.6g +- %.2g: %+.2f%% (%+.1f combined errors); mmse %.6g +- %.2g (stated), reference %.6g +- %.2g (%+.1f combined errors)",
-				lam, f, fe, tc.points, tc.inner, tc.innerShift, ref, refErr, 100*(f/ref-1), zF, p.MMSE, stated, mr, me, zM)
+			t.Logf("lambda* %.4g: F table %.6g +- %.2g, reference (%d x 8) %.6g +- %.2g: %+.2f%% (%+.1f combined errors); mmse %.6g +- %.2g (stated), reference %.6g +- %.2g (%+.1f combined errors)",
+				lam, f, fe, tc.points, ref, refErr, 100*(f/ref-1), zF, p.MMSE, stated, mr, me, zM)
 			if math.Abs(zF) > 3 {
 				t.Errorf("lambda* %.4g: the table's F %.6g +- %.2g is %.1f combined errors from the reference %.6g +- %.2g", lam, f, fe, zF, ref, refErr)
 			}
