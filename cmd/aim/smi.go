@@ -88,7 +88,10 @@ Qerr_ll <= E, up to --max-samples; a point that misses E there is written with t
 reached and a warning. With --newton the solves at the larger counts take Newton steps from
 the last fixed point (1 + 2L map evaluations a step, one to three steps) instead of damped
 iterations: the cheap way to many samples where the map is flat (L = 3 and 4, a layer rising
-behind a sharp one).
+behind a sharp one). At L >= 3 a layer that ends at the sampled floor (Q_ll = 0.01) is
+written as Q_ll = 0 where the map's slope there is below 1 by two standard errors; where the
+draws cannot settle that, its Qerr_ll is +Inf, with a warning (more draws, or --mc-error,
+settle it).
 
 --start uninformed (the default, Q = 0.05 I), informed (Q = (1 - 1e-4) I) or both (twice the
 cost) picks where each point's iteration starts. Every row carries the free entropy

@@ -701,3 +701,32 @@ func TestSMISEAt(t *testing.T) {
 		}
 	}
 }
+
+// TestSMISEUndetermined: a layer whose stability at the sampled floor the draws cannot settle
+// (L = 3, alpha = 1.5, 800 samples; smise.Point.Undetermined) is written as Q = 0 with Qerr
+// +Inf, warned about on stderr with its slope, and listed in the manifest; the status is 0.
+func TestSMISEUndetermined(t *testing.T) {
+	if testing.Short() {
+		t.Skip("an L = 3 SE solve: skipped in -short mode")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "se.csv")
+	code, stdout, stderr := runArgs(t, "smi", "se", "--quiet", "--L", "3", "--alpha", "1.5", "--samples", "800", "--replicates", "4",
+		"--draws", "400", "--tol", "1e-4", "--gen-samples", "0", "--out", out, "--plot", "")
+	if code != 0 {
+		t.Fatalf("status %d: %s %s", code, stdout, stderr)
+	}
+	rows := readCSV(t, out)
+	col := csvColumns(rows[0])
+	r := rows[1]
+	if r[col["Q11"]] != "0" || r[col["Qerr11"]] != "+Inf" {
+		t.Errorf("row %v: want Q11 = 0 with Qerr11 = +Inf", r)
+	}
+	if !strings.Contains(stderr, "warning: alpha 1.5: Q_11 = 0, but the map's slope at the floor is") {
+		t.Errorf("stderr %q: no warning for the undetermined layer", stderr)
+	}
+	man := readManifest(t, filepath.Join(dir, "se.json"))
+	if m, _ := man["stability_undetermined"].([]any); len(m) != 2 {
+		t.Errorf("manifest stability_undetermined %v, want layers 1 and 2", man["stability_undetermined"])
+	}
+}

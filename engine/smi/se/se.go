@@ -235,8 +235,16 @@ type Point struct {
 	// QErr is the Monte Carlo standard error of each Q_ll at the fixed point: the covariance of
 	// the channel average F over the replicates, propagated through q-hat = alpha F,
 	// Q = q-hat/(1 + q-hat) and the fixed point (linearisation.cov). 0 for a frozen layer, NaN
-	// with one replicate or when not converged.
+	// with one replicate or when not converged, +Inf for a layer in Undetermined.
 	QErr []float64
+	// Undetermined lists the layers (0-based) that ended at the sampled floor, reported as
+	// Q_ll = 0, whose stability the draws cannot settle: the map's slope there,
+	// s_l = G_l(Q)/SampledFloor with the floor's clamp undone, is not below 1 by 2 of its
+	// standard errors (StabilityMargin). Q_ll = 0 is a fixed point of the exact map at every
+	// alpha, but the exact iteration leaves it where s_l > 1, for a fixed point of another
+	// branch that the sampled one never reached; the linearised QErr cannot see that, so
+	// these layers' QErr is +Inf. More draws (Options.MCError grows them) settle it.
+	Undetermined []FloorSlope
 	// Samples is the number of draws per iteration of the last solve (Options.Samples
 	// rounded up to a multiple of Replicates, or more with Options.MCError).
 	Samples int
@@ -336,8 +344,9 @@ func Solve(ch *smi.Deep, alpha float64, o Options) (Point, error) {
 		// The error falls at least as 1/sqrt(n) (plain Monte Carlo; the shifted Halton points
 		// do better), so (err / target)^2 times the draws are enough: grow by that power of
 		// two, at least doubling.
+		// A layer whose stability is undetermined (+Inf) doubles them.
 		grow := 2
-		for e := maxOf(pt.QErr); float64(grow) < (e/o.MCError)*(e/o.MCError) && grow < maxN; grow *= 2 {
+		for e := maxFinite(pt.QErr); float64(grow) < (e/o.MCError)*(e/o.MCError) && grow < maxN; grow *= 2 {
 		}
 		n = min(n*grow, maxN)
 		pt, err = solveAt(ch, alpha, o, n, pt.Q, o.Newton)
@@ -360,6 +369,20 @@ func maxOf(xs []float64) float64 {
 			return x
 		}
 		m = math.Max(m, x)
+	}
+	return m
+}
+
+// maxFinite returns the largest finite entry of xs (NaN if any is NaN).
+func maxFinite(xs []float64) float64 {
+	m := 0.0
+	for _, x := range xs {
+		if math.IsNaN(x) {
+			return x
+		}
+		if !math.IsInf(x, 0) {
+			m = math.Max(m, x)
+		}
 	}
 	return m
 }
@@ -431,12 +454,16 @@ func solveAt(ch *smi.Deep, alpha float64, o Options, n int, Q0 []float64, newton
 			pt.PsiOut, pt.PsiOutErr = e.psi, e.psiErr
 		}
 	}
+	var atFloor []int // the layers that ended at the floor, with their unclamped q-hat
+	var floorQHat []float64
 	if fl := o.floor(); fl > 0 && pt.Converged {
 		pt.Q = slices.Clone(pt.Q)
 		for l, q := range pt.Q {
 			if !o.frozen(l) && q <= fl*(1+1e-9) { // the damped mean of two floors rounds up
 				pt.Q[l] = 0
+				atFloor = append(atFloor, l)
 				if pt.QHat != nil {
+					floorQHat = append(floorQHat, pt.QHat[l])
 					pt.QHat[l] = 0
 				}
 			}
@@ -466,7 +493,37 @@ func solveAt(ch *smi.Deep, alpha float64, o Options, n int, Q0 []float64, newton
 			pt.QErr[l] = math.Sqrt(math.Max(cov[l*P+l], 0))
 		}
 	}
+	for i, l := range atFloor {
+		if i >= len(floorQHat) {
+			break
+		}
+		if f := floorSlope(l, floorQHat[i], fcov[l*P+l], alpha); f.Slope+StabilityMargin*f.SlopeErr >= 1 {
+			pt.Undetermined = append(pt.Undetermined, f)
+			pt.QErr[l] = math.Inf(1)
+		}
+	}
 	return pt, nil
+}
+
+// StabilityMargin is the number of standard errors by which a layer's slope at the sampled
+// floor must lie below 1 for Q_ll = 0 to be reported as settled (Point.Undetermined).
+const StabilityMargin = 2
+
+// FloorSlope is the slope of the SE map of layer Layer (0-based) at the sampled floor,
+// Slope = G_l/SampledFloor with G_l = q-hat/(1 + q-hat) unclamped, and its Monte Carlo
+// standard error SlopeErr = alpha sd(F_l) / ((1 + q-hat)^2 SampledFloor). G_l(0) = 0 exactly
+// (the sign symmetry), so Slope is the secant slope of G_l from 0 to the floor: the trivial
+// fixed point is stable in layer l where it is below 1.
+type FloorSlope struct {
+	Layer           int
+	Slope, SlopeErr float64
+}
+
+// floorSlope returns layer l's FloorSlope from its q-hat = alpha F_l at the floor and the
+// variance varF of the average F_l.
+func floorSlope(l int, qhat, varF, alpha float64) FloorSlope {
+	d := (1 + qhat) * (1 + qhat)
+	return FloorSlope{Layer: l, Slope: qhat / (1 + qhat) / SampledFloor, SlopeErr: alpha * math.Sqrt(math.Max(varF, 0)) / d / SampledFloor}
 }
 
 // update writes the SE map Q_new,l = q-hat_l / (1 + q-hat_l), q-hat_l = alpha F_l, into dst

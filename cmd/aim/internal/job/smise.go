@@ -181,6 +181,9 @@ type SMISEResult struct {
 	// (sampled integrals; smise.Point.NoiseLimited): within about half of Qerr of the fixed
 	// point, not within --tol.
 	NoiseLimited []float64
+	// Undetermined are the points with a layer at Q_ll = 0 whose stability the draws cannot
+	// settle (smise.Point.Undetermined; its Qerr is +Inf).
+	Undetermined []string
 	// Coexisting are the points where --start both found two fixed points: both branches.
 	Coexisting []SMICoexisting
 	// At are the linearisations of --at, per alpha (none without it).
@@ -264,6 +267,13 @@ func RunSMISE(c *SMISEConfig, env Env) (*SMISEResult, error) {
 		}
 		if p.NoiseLimited {
 			res.NoiseLimited = append(res.NoiseLimited, p.Alpha)
+		}
+		for _, u := range p.Undetermined {
+			m := fmt.Sprintf("alpha %g: Q_%d%d = 0, but the map's slope at the floor is %.3g +- %.2g, not below 1 by %d standard errors: "+
+				"the draws cannot tell whether 0 is stable (Qerr = +Inf); more --samples, or --mc-error, settle it",
+				p.Alpha, u.Layer+1, u.Layer+1, u.Slope, u.SlopeErr, smise.StabilityMargin)
+			res.Undetermined = append(res.Undetermined, m)
+			env.notef("warning: %s", m)
 		}
 		if p.ErrorMissed {
 			m := fmt.Sprintf("alpha %g: the standard error of Q (%s) is above --mc-error %g at --max-samples %d draws",
@@ -480,6 +490,7 @@ func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
 	man["unconverged"] = len(res.Failed)
 	man["mc_error_missed"] = append([]string{}, res.Missed...)
 	man["noise_limited"] = append([]float64{}, res.NoiseLimited...)
+	man["stability_undetermined"] = append([]string{}, res.Undetermined...)
 	coex := []map[string]any{}
 	for _, x := range res.Coexisting {
 		phi := jsonFloats([]float64{x.PhiUninformed, x.PhiInformed, x.PhiStderr})
