@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/kernels"
 )
