@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
+	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
@@ -394,25 +395,25 @@ func TestSMISGDDiverged(t *testing.T) {
 	}
 }
 
-// TestReadSMISECurve checks the SE curve of `aim smi amp --se`: the converged points only,
-// sorted by alpha, each layer's Q_ll.
-func TestReadSMISECurve(t *testing.T) {
+// TestCheckSMISETable checks the SE table of `aim smi amp --se`: it is read by the one table
+// reader, and its L, M, c and beta must be the command's on every row.
+func TestCheckSMISETable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "se.csv")
 	os.WriteFile(path, []byte(strings.Join(SMISESchema.Header(2), ",")+"\n"+
 		"2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0,uninformed,false,-1.6,0.04\n2,2,1,1,0.5,,,,,,,,,,,,,4000,200,false,0,uninformed,false,,\n"+
 		"2,2,1,1,0.3,0,0.1,,,,,,,,,,,4000,10,true,0,both,false,-0.9,0.01\n"), 0o644)
-	cv, err := readSMISECurve(path, &SMI{L: 2, M: 2, C: 1, Beta: 1})
-	if err != nil || len(cv.alpha) != 2 || cv.alpha[0] != 0.3 || cv.q[1][1] != 0.99 {
-		t.Errorf("SE curve %+v, %v", cv, err)
+	tab, err := ReadTable(path)
+	if err != nil || tab.Kind != table.SMISE || tab.Rows() != 3 || tab.V(0, "Q22") != 0.99 {
+		t.Fatalf("SE table %+v, %v", tab, err)
 	}
-	if _, err := readSMISECurve(path, &SMI{L: 2, M: 2, C: 0.5, Beta: 1}); err == nil || !strings.Contains(err.Error(), "c = 1, the command has c = 0.5") {
+	if err := checkSMISETable(tab, &SMI{L: 2, M: 2, C: 1, Beta: 1}); err != nil {
+		t.Errorf("the command's own table: %v", err)
+	}
+	if err := checkSMISETable(tab, &SMI{L: 2, M: 2, C: 0.5, Beta: 1}); err == nil || !strings.Contains(err.Error(), "line 2: c = 1, the command has c = 0.5") {
 		t.Errorf("another c: %v", err)
-	} // A CSV from before the start, coexist and free-entropy columns is still an SE curve.
-	old := "L,M,c,beta,alpha,Q11,Q22,Qerr11,Qerr22,qhat11,qhat22,gen_error,gen_error_stderr,gen_error_bo,gen_error_bo_stderr," +
-		"gen_error_last_layer,gen_error_last_layer_stderr,samples,iterations,converged,inexact\n2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0\n"
-	os.WriteFile(path, []byte(old), 0o644)
-	if cv, err := readSMISECurve(path, &SMI{L: 2, M: 2, C: 1, Beta: 1}); err != nil || len(cv.alpha) != 1 || cv.q[1][0] != 0.99 {
-		t.Errorf("old SE curve %+v, %v", cv, err)
+	}
+	if err := checkSMISETable(tab, &SMI{L: 3, M: 2, C: 1, Beta: 1}); err == nil || !strings.Contains(err.Error(), `no column "Q33"`) {
+		t.Errorf("another L: %v", err)
 	}
 }
 

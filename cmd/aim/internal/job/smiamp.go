@@ -4,8 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
@@ -97,14 +96,14 @@ func (c *SMIAMPConfig) Validate() error {
 	}
 	c.seTable = nil
 	if c.SE != "" {
-		if _, err = readSMISECurve(c.SE, &c.SMI); err != nil {
-			return Inputf("--se: %v", err)
-		}
 		if c.seTable, err = ReadTable(c.SE); err != nil {
 			return Inputf("--se: %v", err)
 		}
 		if c.seTable.Kind != table.SMISE {
 			return Inputf("--se %s: an %s CSV, want one written by aim smi se", c.SE, c.seTable.Kind)
+		}
+		if err = checkSMISETable(c.seTable, &c.SMI); err != nil {
+			return Inputf("--se: %v", err)
 		}
 	}
 	return nil
@@ -370,65 +369,23 @@ func ExecuteSMIAMP(c *SMIAMPConfig, env Env) (string, error) {
 	return out.complete(fig, man, len(res.Rows), start, errors.Join(stop, res.Err()))
 }
 
-// smiSECurve is the SE Q_ll read back from an `aim smi se` CSV, sorted by alpha.
-type smiSECurve struct {
-	alpha []float64
-	q     [][]float64 // per layer
-}
-
-// readSMISECurve reads the converged points of an `aim smi se` CSV; its L, M, c and beta must
-// be those of f.
-func readSMISECurve(path string, f *SMI) (*smiSECurve, error) {
-	rows, err := readCSVFile(path)
-	if err != nil {
-		return nil, err
-	}
-	col := map[string]int{}
-	for i, name := range rows[0] {
-		col[name] = i
-	}
-	need := append([]string{"L", "M", "c", "beta", "alpha"}, table.LayerNames("Q", f.L, true)...)
-	for _, n := range need {
-		if _, ok := col[n]; !ok {
-			return nil, fmt.Errorf("%s: no column %q (is it an `aim smi se` CSV with L = %d?)", path, n, f.L)
+// checkSMISETable checks that an `aim smi se` table (the CSV of --se, read by ReadTable) has
+// the command's L, M, c and beta on every row, and a Q_ll column per layer.
+func checkSMISETable(t *table.Table, f *SMI) error {
+	for _, n := range table.LayerNames("Q", f.L, true) {
+		if !slices.Contains(t.Header, n) {
+			return fmt.Errorf("%s: no column %q (is it an `aim smi se` CSV with L = %d?)", t.Path, n, f.L)
 		}
 	}
-	type pt struct {
-		a float64
-		q []float64
-	}
-	var pts []pt
-	for i, r := range rows[1:] {
-		if len(r) != len(rows[0]) {
-			return nil, fmt.Errorf("%s line %d: %d fields for %d columns", path, i+2, len(r), len(rows[0]))
-		}
-		for name, want := range map[string]float64{"L": float64(f.L), "M": float64(f.M), "c": f.C, "beta": f.Beta} {
-			v, err := strconv.ParseFloat(r[col[name]], 64)
-			if err != nil || v != want {
-				return nil, fmt.Errorf("%s line %d: %s = %s, the command has %s = %g", path, i+2, name, r[col[name]], name, want)
+	for i := 0; i < t.Rows(); i++ {
+		for _, c := range []struct {
+			name string
+			want float64
+		}{{"L", float64(f.L)}, {"M", float64(f.M)}, {"c", f.C}, {"beta", f.Beta}} {
+			if v := t.V(i, c.name); v != c.want {
+				return fmt.Errorf("%s line %d: %s = %s, the command has %s = %g", t.Path, i+2, c.name, t.S(i, c.name), c.name, c.want)
 			}
 		}
-		if r[col["Q11"]] == "" {
-			continue // an unconverged point
-		}
-		p := pt{q: make([]float64, f.L)}
-		if p.a, err = strconv.ParseFloat(r[col["alpha"]], 64); err != nil {
-			return nil, fmt.Errorf("%s line %d: alpha: %v", path, i+2, err)
-		}
-		for l, name := range table.LayerNames("Q", f.L, true) {
-			if p.q[l], err = strconv.ParseFloat(r[col[name]], 64); err != nil {
-				return nil, fmt.Errorf("%s line %d: %s: %v", path, i+2, name, err)
-			}
-		}
-		pts = append(pts, p)
 	}
-	sort.SliceStable(pts, func(i, j int) bool { return pts[i].a < pts[j].a })
-	cv := &smiSECurve{q: make([][]float64, f.L)}
-	for _, p := range pts {
-		cv.alpha = append(cv.alpha, p.a)
-		for l := range p.q {
-			cv.q[l] = append(cv.q[l], p.q[l])
-		}
-	}
-	return cv, nil
+	return nil
 }

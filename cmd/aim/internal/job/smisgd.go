@@ -1,11 +1,9 @@
 package job
 
 import (
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"time"
 
@@ -229,21 +227,4 @@ func ExecuteSMISGD(c *SMISGDConfig, env Env) (string, error) {
 		return "", err
 	}
 	return out.res.summary(len(res.Rows), time.Since(start)), res.Err()
-}
-
-// readCSVFile reads a whole CSV with its header.
-func readCSVFile(path string) ([][]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(rows) < 1 {
-		return nil, fmt.Errorf("%s: empty file", path)
-	}
-	return rows, nil
 }
