@@ -10,11 +10,11 @@ BIN     := bin/aim
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/aim
 
-# Every test, then the engine, device, cpu and internal packages again under the race detector (-short skips
+# Every test, then the engine, device, backend, cpu and internal packages again under the race detector (-short skips
 # the long accuracy sweeps there).
 test:
 	$(GO) test ./...
-	$(GO) test -race -short ./engine/... ./device/... ./cpu/... ./internal/...
+	$(GO) test -race -short ./engine/... ./device/... ./backend/... ./cpu/... ./internal/...
 
 # On the CPU: the softmax T = 2 state evolution for five rho (results/demo/se_softmax.*), and
 # GAMP-RIE at D = 100 beside the SE for three of them (results/demo/amp_softmax.*; its SE lines

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/channel"
 )
 
 // AMP shapes: N = alpha D^2 samples, alpha = 0.2, T = 2.
@@ -65,20 +65,20 @@ func BenchmarkTokenDots(b *testing.B) { benchTokens(b, false) }
 func BenchmarkTokenMix(b *testing.B)  { benchTokens(b, true) }
 
 func BenchmarkChannelGOut(b *testing.B) {
-	chans := []device.Channel{
-		{Kind: device.Softmax, T: 2, Beta: 1},
-		{Kind: device.Softmax, T: 3, Beta: 1},
-		{Kind: device.Hardmax, T: 2},
-		{Kind: device.Hardmax, T: 2, PaperCompat: true},
-		{Kind: device.Hardmax, T: 3}, // the polytope estimates, the default rule (Tol 1e-3)
-		{Kind: device.Hardmax, T: 4},
+	chans := []channel.Spec{
+		{Kind: channel.KindSoftmax, T: 2, Beta: 1},
+		{Kind: channel.KindSoftmax, T: 3, Beta: 1},
+		{Kind: channel.KindHardmax, T: 2},
+		{Kind: channel.KindHardmax, T: 2, PaperCompat: true},
+		{Kind: channel.KindHardmax, T: 3}, // the polytope estimates, the default rule (Tol 1e-3)
+		{Kind: channel.KindHardmax, T: 4},
 	}
 	for _, ch := range chans {
 		b.Run(fmt.Sprintf("%v/T=%d", ch, ch.T), func(b *testing.B) {
 			d := New(0)
 			r := rand.New(rand.NewPCG(3, 3))
 			n := 8000
-			if ch.Kind == device.Hardmax && ch.T > 2 {
+			if ch.Kind == channel.KindHardmax && ch.T > 2 {
 				n = 400 // about a millisecond a sample
 			}
 			h := up(b, d, randSymBatch(r, n, ch.T, 1))

@@ -4,89 +4,33 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/kernels"
 )
 
-// scalarChannel is what the channel operations need from the scalar channels of
-// package kernels (*kernels.Softmax, *kernels.NoisySoftmax, *kernels.Hardmax and, through hardmaxT, *kernels.HardmaxT),
-// the Go twins of channel.cu and hardmaxt.cu.
-type scalarChannel interface {
-	Output(y, h []float64)
-	GOut(g, y, omega []float64, V float64)
-}
-
-// hardmaxT is the scalar channel of kernels.HardmaxT (hardmax at T > 2): GOut drops the
-// estimate's errors, which the stopping rule holds below the channel's Tol (up to its points),
-// and leaves g NaN where the estimate fails (Z = 0: no lattice point inside), so that the
-// square-sum is NaN and GAMP-RIE reports the divergence.
-type hardmaxT struct{ k *kernels.HardmaxT }
-
-func (h hardmaxT) Output(y, hm []float64) { h.k.Output(y, hm) }
-
-func (h hardmaxT) GOut(g, y, omega []float64, V float64) { h.k.GOut(g, y, omega, V) }
-
-// noisyT is the scalar channel of kernels.NoisySoftmaxT (the noisy softmax at T > 2), with the
-// lattice rule and tolerance of Channel.Lattice, its errors dropped as hardmaxT's are.
-type noisyT struct{ k *kernels.NoisySoftmaxT }
-
-func (n noisyT) Output(y, h []float64) { n.k.Output(y, h) }
-
-func (n noisyT) GOut(g, y, omega []float64, V float64) { n.k.GOut(g, y, omega, V) }
-
-// channelMaker returns, for ch, a function that gives each goroutine its scalar channel (the
-// same stateless one for softmax and the closed-form hardmax, a fresh kernels.HardmaxT for
-// hardmax at T > 2, which is not safe for concurrent use), and the samples per chunk of the
-// parallel loops: fewer for the polytope estimates, which cost about a millisecond a sample.
-func channelMaker(op string, ch device.Channel) (func() scalarChannel, int, error) {
-	switch {
-	case ch.Kind == device.Softmax && ch.Noise > 0 && ch.T > 2:
-		if err := ch.Validate(); err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", op, err)
-		}
-		points, tol := ch.Lattice()
-		s, err := kernels.NewNoisySoftmaxT(ch.T, ch.Beta, ch.Noise, points, kernels.NoisyTShifts)
-		if err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", op, err)
-		}
-		s.Tol = tol
-		return func() scalarChannel { return noisyT{s.Clone()} }, chunkPolytope, nil
-	case ch.Kind == device.Softmax && ch.Noise > 0:
-		s, err := kernels.NewNoisySoftmax(ch.T, ch.Beta, ch.Noise)
-		if err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", op, err)
-		}
-		return func() scalarChannel { return s }, chunkNoisy, nil
-	case ch.Kind == device.Softmax:
-		s, err := kernels.NewSoftmax(ch.T, ch.Beta)
-		if err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", op, err)
-		}
-		return func() scalarChannel { return s }, chunkSamples, nil
-	case ch.Kind == device.Hardmax && ch.T == 2:
-		h, err := kernels.NewHardmax(ch.T, ch.PaperCompat)
-		if err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", op, err)
-		}
-		return func() scalarChannel { return h }, chunkSamples, nil
-	case ch.Kind == device.Hardmax:
-		if err := ch.Validate(); err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", op, err)
-		}
-		points, tol := ch.Lattice()
-		h, err := kernels.NewHardmaxT(ch.T, points, kernels.HardmaxTShifts)
-		if err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", op, err)
-		}
-		h.Tol = tol
-		return func() scalarChannel { return hardmaxT{h.Clone()} }, chunkPolytope, nil
+// channelMaker returns, for ch, a function that gives each goroutine its scalar channel
+// (channel.New's, the Go twins of kernels/channel.cu and the noisy softmax, cloned: the same stateless one for softmax, the noisy softmax at T = 2 and the
+// closed-form hardmax, a copy for the lattice estimates at T > 2, which are not safe for
+// concurrent use), and the samples per chunk of the parallel loops: fewer for the lattice
+// estimates, which cost about a millisecond a sample, and for the noisy softmax.
+func channelMaker(op string, ch channel.Spec) (func() channel.Scalar, int, error) {
+	sc, err := channel.New(ch)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", op, err)
 	}
-	return nil, 0, fmt.Errorf("%s: unknown channel %v", op, ch)
+	per := chunkSamples
+	switch {
+	case ch.T > 2 && (ch.Kind == channel.KindHardmax || ch.Noise > 0):
+		per = chunkPolytope
+	case ch.Noise > 0:
+		per = chunkNoisy
+	}
+	return sc.Clone, per, nil
 }
 
 // ChannelOutput computes y_mu = g(h_mu) for n samples of t x t matrices h: the row softmax of
 // beta h or the one-hot row argmax (ties to the lowest index). y may be h.
-func (d *backend) ChannelOutput(ch device.Channel, y, h device.Buffer, n int) error {
+func (d *backend) ChannelOutput(ch channel.Spec, y, h device.Buffer, n int) error {
 	const op = "cpu ChannelOutput"
 	mk, per, err := channelMaker(op, ch)
 	if err != nil {
@@ -123,7 +67,7 @@ func (d *backend) ChannelOutput(ch device.Channel, y, h device.Buffer, n int) er
 // triangle (a <= b) is read; g is written full and symmetric. The scalar channel works in
 // packed unit coordinates u, z = sqrt(2) u entry by entry: omega_u = omega_z/sqrt2,
 // V_u = V/2 and g_z = g_u/sqrt2 (g = d log Z_out/d omega). g may be omega; g does not overlap y.
-func (d *backend) ChannelGOut(ch device.Channel, g, y, omega device.Buffer, n int, v float64) (float64, error) {
+func (d *backend) ChannelGOut(ch channel.Spec, g, y, omega device.Buffer, n int, v float64) (float64, error) {
 	const op = "cpu ChannelGOut"
 	mk, per, err := channelMaker(op, ch)
 	if err != nil {
@@ -132,11 +76,11 @@ func (d *backend) ChannelGOut(ch device.Channel, g, y, omega device.Buffer, n in
 	t := ch.T
 	tt := t * t
 	gs, ys, oms := data(g), data(y), data(omega)
-	m := kernels.Fields(t)
+	m := channel.Fields(t)
 	vu := v / 2
 	part := make([]float64, chunks(n, per))
 	err = d.forChunks(op, len(part), func() func(c int) {
-		sc := mk()               // per goroutine: kernels.HardmaxT is not safe for concurrent use
+		sc := mk()               // per goroutine: the lattice estimates are not safe for concurrent use
 		ou := make([]float64, m) // per-goroutine scratch: packed omega_u and g_u
 		gu := make([]float64, m)
 		return func(c int) {

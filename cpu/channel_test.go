@@ -5,16 +5,15 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/kernels"
+	"github.com/aimtheory/aim/channel"
 )
 
-var testChannels = []device.Channel{
-	{Kind: device.Softmax, T: 2, Beta: 1},
-	{Kind: device.Softmax, T: 3, Beta: 0.7},
-	{Kind: device.Softmax, T: 5, Beta: 1.3},
-	{Kind: device.Hardmax, T: 2},
-	{Kind: device.Hardmax, T: 2, PaperCompat: true},
+var testChannels = []channel.Spec{
+	{Kind: channel.KindSoftmax, T: 2, Beta: 1},
+	{Kind: channel.KindSoftmax, T: 3, Beta: 0.7},
+	{Kind: channel.KindSoftmax, T: 5, Beta: 1.3},
+	{Kind: channel.KindHardmax, T: 2},
+	{Kind: channel.KindHardmax, T: 2, PaperCompat: true},
 }
 
 // randSymBatch returns n random symmetric t x t matrices with entries of standard deviation s.
@@ -56,7 +55,7 @@ func TestChannelOutput(t *testing.T) {
 							best = b
 						}
 					}
-					if ch.Kind == device.Hardmax {
+					if ch.Kind == channel.KindHardmax {
 						out[best] = 1
 						continue
 					}
@@ -75,7 +74,7 @@ func TestChannelOutput(t *testing.T) {
 					}
 				}
 			}
-			if ch.Kind == device.Hardmax {
+			if ch.Kind == channel.KindHardmax {
 				if relErr(y, want) != 0 {
 					t.Errorf("%v n=%d: not one-hot at the argmax", ch, n)
 				}
@@ -97,34 +96,34 @@ func TestChannelOutput(t *testing.T) {
 // refGOut is the per-sample reference: the channel package called directly, with the
 // z <-> u coordinate conversion written out (omega_u = omega_z/sqrt2, V_u = V_z/2,
 // g_z = g_u/sqrt2 on both (a,b) and (b,a)).
-func refGOut(t *testing.T, ch device.Channel, y, omega []float64, n int, vz float64) ([]float64, float64) {
+func refGOut(t *testing.T, ch channel.Spec, y, omega []float64, n int, vz float64) ([]float64, float64) {
 	var sc interface {
 		GOut(g, y, omega []float64, V float64)
 	}
 	var err error
-	if ch.Kind == device.Softmax {
-		sc, err = kernels.NewSoftmax(ch.T, ch.Beta)
+	if ch.Kind == channel.KindSoftmax {
+		sc, err = channel.NewSoftmax(ch.T, ch.Beta)
 	} else {
-		sc, err = kernels.NewHardmax(ch.T, ch.PaperCompat)
+		sc, err = channel.NewHardmax(ch.T, ch.PaperCompat)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	T := ch.T
-	M := kernels.Fields(T)
+	M := channel.Fields(T)
 	g := make([]float64, n*T*T)
 	var sum float64
 	for mu := 0; mu < n; mu++ {
 		ou, gu := make([]float64, M), make([]float64, M)
 		for a := 0; a < T; a++ {
 			for b := a; b < T; b++ {
-				ou[kernels.Index(T, a, b)] = omega[(mu*T+a)*T+b] / math.Sqrt2
+				ou[channel.Index(T, a, b)] = omega[(mu*T+a)*T+b] / math.Sqrt2
 			}
 		}
 		sc.GOut(gu, y[mu*T*T:(mu+1)*T*T], ou, vz/2)
 		for a := 0; a < T; a++ {
 			for b := a; b < T; b++ {
-				gz := gu[kernels.Index(T, a, b)] / math.Sqrt2
+				gz := gu[channel.Index(T, a, b)] / math.Sqrt2
 				g[(mu*T+a)*T+b] = gz
 				g[(mu*T+b)*T+a] = gz
 				sum += gz * gz
@@ -179,7 +178,7 @@ func hardmaxLogZ(y []float64, o11, o12, o22, vz float64) float64 {
 	r := math.Sqrt(3 * vu)
 	k1 := s1 * (math.Sqrt2*u11 - u12) / r
 	k2 := s2 * (math.Sqrt2*u22 - u12) / r
-	return math.Log(kernels.BivariateNormalCDF(k1, k2, s1*s2/3))
+	return math.Log(channel.BivariateNormalCDF(k1, k2, s1*s2/3))
 }
 
 func TestChannelGOut(t *testing.T) {
@@ -225,7 +224,7 @@ func TestChannelGOut(t *testing.T) {
 			for mu := 0; mu < min(n, 50); mu++ {
 				ys, os, gs := y[mu*T*T:(mu+1)*T*T], omega[mu*T*T:(mu+1)*T*T], g[mu*T*T:(mu+1)*T*T]
 				switch {
-				case ch.Kind == device.Softmax:
+				case ch.Kind == channel.KindSoftmax:
 					if e := relErr(gs, softmaxGOutZ(ys, os, T, ch.Beta, vz)); e > 1e-10 {
 						t.Errorf("%v: sample %d: g differs from the z-coordinate formula by %.3g", ch, mu, e)
 					}
@@ -257,7 +256,7 @@ func TestChannelGOut(t *testing.T) {
 					rr := math.Sqrt(3 * vz / 2)
 					k1 := s1 * (os[0] - os[1]/math.Sqrt2) / rr
 					k2 := s2 * (os[3] - os[1]/math.Sqrt2) / rr
-					p := kernels.BivariateNormalPDF(k1, k2, s1*s2/3) / kernels.BivariateNormalCDF(k1, k2, s1*s2/3)
+					p := channel.BivariateNormalPDF(k1, k2, s1*s2/3) / channel.BivariateNormalCDF(k1, k2, s1*s2/3)
 					g11, g12, g22 := s1*p/rr, -(s1+s2)*p/rr/math.Sqrt2, s2*p/rr
 					if e := relErr(gs, []float64{g11, g12, g12, g22}); e > 1e-10 {
 						t.Errorf("%v: sample %d: g differs from the paper formula by %.3g", ch, mu, e)

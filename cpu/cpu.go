@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/internal/par"
 )
@@ -168,6 +169,9 @@ func (d *backend) Info() device.Info {
 func (d *backend) Capabilities() device.Caps {
 	return device.Caps{Trainer: d, QuadFormSummer: d, DeepSampler: d}
 }
+
+// Channels: the CPU computes every valid channel, the softmax with label noise included.
+func (d *backend) Channels() channel.Support { return channel.Support{Noise: true} }
 
 // Close drops the scratch arrays of the backend (the Go garbage collector frees them); there
 // is nothing else to release.

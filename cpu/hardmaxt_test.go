@@ -5,13 +5,13 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/kernels"
 )
 
 // hardmaxTInputs returns n teacher outputs y = hardmax(h) of T x T indices h (standard
 // deviation 1) and omega = tau o h + N(0, 0.5^2) in z-coordinates, on d.
-func hardmaxTInputs(t *testing.T, d *Device, r *rand.Rand, ch device.Channel, n int) (y, omega []float64, yb, ob device.Buffer) {
+func hardmaxTInputs(t *testing.T, d *Device, r *rand.Rand, ch channel.Spec, n int) (y, omega []float64, yb, ob device.Buffer) {
 	T := ch.T
 	h := randSymBatch(r, n, T, 1)
 	yb, _ = d.Alloc(n * T * T)
@@ -29,17 +29,17 @@ func hardmaxTInputs(t *testing.T, d *Device, r *rand.Rand, ch device.Channel, n 
 	return down(t, d, yb), omega, yb, up(t, d, omega)
 }
 
-// TestChannelGOutHardmaxT: at T = 3 and 4, ChannelGOut equals kernels.HardmaxT.GOut called
+// TestChannelGOutHardmaxT: at T = 3 and 4, ChannelGOut equals channel.HardmaxT.GOut called
 // sample by sample with the z <-> u conversion written out (omega_u = omega_z/sqrt2, V_u =
 // V_z/2, g_z = g_u/sqrt2), bit for bit, for the default adaptive rule and a fixed one; the
 // outputs are the one-hot row argmax; and 1 and 3 workers give the same bits.
 func TestChannelGOutHardmaxT(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 16))
 	const vz, n = 0.8, 70
-	for _, ch := range []device.Channel{
-		{Kind: device.Hardmax, T: 3}, {Kind: device.Hardmax, T: 3, Points: 256, Tol: -1}, {Kind: device.Hardmax, T: 4, Points: 512},
+	for _, ch := range []channel.Spec{
+		{Kind: channel.KindHardmax, T: 3}, {Kind: channel.KindHardmax, T: 3, Points: 256, Tol: -1}, {Kind: channel.KindHardmax, T: 4, Points: 512},
 	} {
-		T, M := ch.T, kernels.Fields(ch.T)
+		T, M := ch.T, channel.Fields(ch.T)
 		d1, d3 := New(1), New(3)
 		y, omega, yb, ob := hardmaxTInputs(t, d3, r, ch, n)
 		for mu := 0; mu < n; mu++ {
@@ -61,7 +61,7 @@ func TestChannelGOutHardmaxT(t *testing.T) {
 		g := down(t, d3, gb)
 
 		points, tol := ch.Lattice()
-		k, err := kernels.NewHardmaxT(T, points, kernels.HardmaxTShifts)
+		k, err := channel.NewHardmaxT(T, points, channel.HardmaxTShifts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,21 +72,21 @@ func TestChannelGOutHardmaxT(t *testing.T) {
 		for mu := 0; mu < n; mu++ {
 			for a := 0; a < T; a++ {
 				for b := a; b < T; b++ {
-					ou[kernels.Index(T, a, b)] = omega[(mu*T+a)*T+b] / math.Sqrt2
+					ou[channel.Index(T, a, b)] = omega[(mu*T+a)*T+b] / math.Sqrt2
 				}
 			}
 			est := k.GOut(gu, y[mu*T*T:(mu+1)*T*T], ou, vz/2)
 			worst = math.Max(worst, est.ErrM/math.Sqrt(vz/2))
 			for a := 0; a < T; a++ {
 				for b := a; b < T; b++ {
-					want[(mu*T+a)*T+b] = gu[kernels.Index(T, a, b)] / math.Sqrt2
+					want[(mu*T+a)*T+b] = gu[channel.Index(T, a, b)] / math.Sqrt2
 					want[(mu*T+b)*T+a] = want[(mu*T+a)*T+b]
 				}
 			}
 		}
 		for i := range g {
 			if math.Float64bits(g[i]) != math.Float64bits(want[i]) {
-				t.Fatalf("%v T=%d: g[%d] = %v, kernels.HardmaxT gives %v", ch, T, i, g[i], want[i])
+				t.Fatalf("%v T=%d: g[%d] = %v, channel.HardmaxT gives %v", ch, T, i, g[i], want[i])
 			}
 		}
 		if !(sum > 0) || math.IsInf(sum, 0) {
@@ -112,7 +112,7 @@ func TestChannelGOutHardmaxT(t *testing.T) {
 func TestChannelGOutHardmaxTNaN(t *testing.T) {
 	d := New(2)
 	r := rand.New(rand.NewPCG(17, 18))
-	ch := device.Channel{Kind: device.Hardmax, T: 3, Points: 64}
+	ch := channel.Spec{Kind: channel.KindHardmax, T: 3, Points: 64}
 	_, omega, yb, _ := hardmaxTInputs(t, d, r, ch, 40)
 	omega[9*9+1] = math.NaN()
 	gb, _ := d.Alloc(40 * 9)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
 )
 
@@ -20,8 +21,8 @@ func TestDeterminism(t *testing.T) {
 	const ns, T = 3001, 3
 	m := randSymBatch(r, ns, T, 1)
 	omega := randSymBatch(r, ns, T, 1)
-	ch := device.Channel{Kind: device.Softmax, T: T, Beta: 1}
-	hch := device.Channel{Kind: device.Hardmax, T: 2}
+	ch := channel.Spec{Kind: channel.KindSoftmax, T: T, Beta: 1}
+	hch := channel.Spec{Kind: channel.KindHardmax, T: 2}
 	m2 := randSymBatch(r, ns, 2, 1)
 	o2 := randSymBatch(r, ns, 2, 1)
 
@@ -150,7 +151,7 @@ func TestErrors(t *testing.T) {
 	short("Gemm negative", d.Gemm(false, false, -1, 4, 2, 1, a, big, 0, b), "cpu Gemm")
 	short("TokenDots", d.TokenDots(b, a, big, 1, 3, 6), "cpu TokenDots", "buffer y")
 	short("TokenMix", d.TokenMix(big, a, big, 2, 3, 5), "cpu TokenMix", "buffer c")
-	ch := device.Channel{Kind: device.Softmax, T: 3, Beta: 1}
+	ch := channel.Spec{Kind: channel.KindSoftmax, T: 3, Beta: 1}
 	short("ChannelOutput", d.ChannelOutput(ch, big, a, 2), "cpu ChannelOutput", "buffer h")
 	short("ChannelGOut", func() error { _, err := d.ChannelGOut(ch, big, big, a, 2, 1); return err }(), "cpu ChannelGOut", "buffer omega")
 	short("EighSym", d.EighSym(a, b, big, 5), "cpu EighSym", "buffer vecs")
@@ -163,9 +164,9 @@ func TestErrors(t *testing.T) {
 	short("MulPattern", d.MulPattern(big, a, 1, 17), "cpu MulPattern", "buffer p")
 
 	// Channel parameters.
-	expect("hardmax T=7", d.ChannelOutput(device.Channel{Kind: device.Hardmax, T: 7}, big, big, 1), "cpu ChannelOutput", "need 2 <= T <= 6")
-	expect("softmax beta=0", d.ChannelOutput(device.Channel{Kind: device.Softmax, T: 2}, big, big, 1), "cpu ChannelOutput", "beta")
-	expect("unknown channel", d.ChannelOutput(device.Channel{Kind: 7, T: 2}, big, big, 1), "cpu ChannelOutput", "channel(7)")
+	expect("hardmax T=7", d.ChannelOutput(channel.Spec{Kind: channel.KindHardmax, T: 7}, big, big, 1), "cpu ChannelOutput", "need 2 <= T <= 6")
+	expect("softmax beta=0", d.ChannelOutput(channel.Spec{Kind: channel.KindSoftmax, T: 2}, big, big, 1), "cpu ChannelOutput", "beta")
+	expect("unknown channel", d.ChannelOutput(channel.Spec{Kind: 7, T: 2}, big, big, 1), "cpu ChannelOutput", "channel(7)")
 	expect("GOut V=0", func() error { _, err := d.ChannelGOut(ch, big, b, a, 1, 0); return err }(), "cpu ChannelGOut", "V")
 
 	// Aliasing of outputs and inputs.

@@ -5,8 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/kernels"
+	"github.com/aimtheory/aim/channel"
 )
 
 // TestChannelGOutNoisy: the CPU backend's g_out of the noisy softmax is the kernel's, sample
@@ -14,8 +13,8 @@ import (
 // returned sum is sum g_z^2, and both are the same bits with 1 and 2 workers.
 func TestChannelGOutNoisy(t *testing.T) {
 	const n, T, V = 300, 2, 0.8
-	ch := device.Channel{Kind: device.Softmax, T: T, Beta: 1, Noise: 0.02}
-	k, _ := kernels.NewNoisySoftmax(T, 1, 0.02)
+	ch := channel.Spec{Kind: channel.KindSoftmax, T: T, Beta: 1, Noise: 0.02}
+	k, _ := channel.NewNoisySoftmax(T, 1, 0.02)
 	r := rand.New(rand.NewPCG(4, 5))
 	y, om := make([]float64, n*T*T), make([]float64, n*T*T)
 	for mu := 0; mu < n; mu++ {

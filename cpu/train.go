@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
 )
 
@@ -12,7 +13,7 @@ var _ device.Trainer = (*backend)(nil)
 // gamma_ab = beta yhat_ab (G_ab - sum_c G_ac yhat_ac), G = 2 scale (yhat - y): the gradient of
 // the loss with respect to the indices h through the row softmax yhat = softmax(beta h). The
 // loss is summed in fixed chunks of samples, so it does not depend on the worker count.
-func (d *backend) SoftmaxLossGrad(ch device.Channel, gamma, yhat, y device.Buffer, n int, scale float64) (float64, error) {
+func (d *backend) SoftmaxLossGrad(ch channel.Spec, gamma, yhat, y device.Buffer, n int, scale float64) (float64, error) {
 	const op = "cpu SoftmaxLossGrad"
 	t := ch.T
 	tt := t * t

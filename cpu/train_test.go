@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/channel"
 )
 
 // TestSoftmaxLossGrad checks gamma against central finite differences of the loss through the
@@ -16,7 +16,7 @@ func TestSoftmaxLossGrad(t *testing.T) {
 		n, t int
 		beta float64
 	}{{3, 2, 1}, {5, 3, 0.7}, {2, 5, 2}} {
-		ch := device.Channel{Kind: device.Softmax, T: tc.t, Beta: tc.beta}
+		ch := channel.Spec{Kind: channel.KindSoftmax, T: tc.t, Beta: tc.beta}
 		tt := tc.t * tc.t
 		h, y := make([]float64, tc.n*tt), make([]float64, tc.n*tt)
 		for i := range h {
@@ -69,7 +69,7 @@ func TestSoftmaxLossGrad(t *testing.T) {
 	}
 	dev := New(1)
 	b := up(t, dev, make([]float64, 4))
-	if _, err := dev.Capabilities().Trainer.SoftmaxLossGrad(device.Channel{Kind: device.Hardmax, T: 2}, b, b, b, 1, 1); err == nil {
+	if _, err := dev.Capabilities().Trainer.SoftmaxLossGrad(channel.Spec{Kind: channel.KindHardmax, T: 2}, b, b, b, 1, 1); err == nil {
 		t.Error("SoftmaxLossGrad accepted the hardmax channel")
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aimtheory/aim/kernels"
+	"github.com/aimtheory/aim/channel"
 )
 
 // recorder is a Backend that computes nothing and records every call, so that the tests can
@@ -19,6 +19,7 @@ type recorder struct {
 	frees  int
 	closes int
 	caps   Caps
+	chans  channel.Support
 }
 
 // recBuf is a buffer of the recorder.
@@ -30,6 +31,7 @@ func (r *recorder) rec(op string) { r.calls = append(r.calls, op) }
 
 func (r *recorder) Info() Info                  { return Info{Name: r.name, FreeBytes: 1 << 30} }
 func (r *recorder) Capabilities() Caps          { return r.caps }
+func (r *recorder) Channels() channel.Support   { return r.chans }
 func (r *recorder) Close() error                { r.closes++; return nil }
 func (r *recorder) Alloc(n int) (Buffer, error) { r.rec("Alloc"); return &recBuf{n}, nil }
 func (r *recorder) Free(b Buffer)               { r.frees++ }
@@ -48,11 +50,11 @@ func (r *recorder) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b Bu
 }
 func (r *recorder) TokenDots(h, y, x Buffer, n, t, d int) error { r.rec("TokenDots"); return nil }
 func (r *recorder) TokenMix(z, c, x Buffer, n, t, d int) error  { r.rec("TokenMix"); return nil }
-func (r *recorder) ChannelOutput(ch Channel, y, h Buffer, n int) error {
+func (r *recorder) ChannelOutput(ch channel.Spec, y, h Buffer, n int) error {
 	r.rec("ChannelOutput")
 	return nil
 }
-func (r *recorder) ChannelGOut(ch Channel, g, y, omega Buffer, n int, v float64) (float64, error) {
+func (r *recorder) ChannelGOut(ch channel.Spec, g, y, omega Buffer, n int, v float64) (float64, error) {
 	r.rec("ChannelGOut")
 	return 0, nil
 }
@@ -72,7 +74,7 @@ func (r *recorder) GaussianFill(x Buffer, seed, offset uint64, scale float64) er
 	r.rec("GaussianFill")
 	return nil
 }
-func (r *recorder) SoftmaxLossGrad(ch Channel, gamma, yhat, y Buffer, n int, scale float64) (float64, error) {
+func (r *recorder) SoftmaxLossGrad(ch channel.Spec, gamma, yhat, y Buffer, n int, scale float64) (float64, error) {
 	r.rec("SoftmaxLossGrad")
 	return 0, nil
 }
@@ -152,10 +154,10 @@ func TestBadArguments(t *testing.T) {
 	tr := d.Capabilities().Trainer
 	qf := d.Capabilities().QuadFormSummer
 	ds := d.Capabilities().DeepSampler
-	dIn := must(d.Alloc(2 * kernels.DeepIn(3)))
-	dOut := must(d.Alloc(2 * kernels.DeepOut(3)))
-	dBoth := must(d.Alloc(2 * (kernels.DeepIn(3) + kernels.DeepOut(3))))
-	sm := Channel{Kind: Softmax, T: 2, Beta: 1}
+	dIn := must(d.Alloc(2 * channel.DeepIn(3)))
+	dOut := must(d.Alloc(2 * channel.DeepOut(3)))
+	dBoth := must(d.Alloc(2 * (channel.DeepIn(3) + channel.DeepOut(3))))
+	sm := channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}
 	f64 := func(_ float64, err error) error { return err }
 	alloc := func(_ Buffer, err error) error { return err }
 
@@ -198,19 +200,21 @@ func TestBadArguments(t *testing.T) {
 		{"TokenMix short c", "TokenMix", true, func() error { return d.TokenMix(big, a, big, 2, 3, 5) }, "buffer c"},
 		{"TokenMix z = x", "TokenMix", false, func() error { return d.TokenMix(big, a, big, 1, 4, 8) }, "must not overlap"},
 
-		{"ChannelOutput unknown", "ChannelOutput", false, func() error { return d.ChannelOutput(Channel{Kind: 7, T: 2}, a, b, 1) }, "channel(7)"},
-		{"ChannelOutput T = 0", "ChannelOutput", true, func() error { return d.ChannelOutput(Channel{Kind: Softmax, Beta: 1}, a, b, 1) }, "T = 0"},
-		{"ChannelOutput softmax beta 0", "ChannelOutput", false, func() error { return d.ChannelOutput(Channel{Kind: Softmax, T: 2}, a, b, 1) }, "beta = 0"},
-		{"ChannelOutput softmax T = 1", "ChannelOutput", false, func() error { return d.ChannelOutput(Channel{Kind: Softmax, T: 1, Beta: 1}, a, b, 1) }, "T = 1"},
-		{"ChannelGOut hardmax T = 7", "ChannelGOut", false, func() error { return f64(d.ChannelGOut(Channel{Kind: Hardmax, T: 7}, a, b, big, 1, 1)) }, "need 2 <= T <= 6"},
+		{"ChannelOutput unknown", "ChannelOutput", false, func() error { return d.ChannelOutput(channel.Spec{Kind: 7, T: 2}, a, b, 1) }, "channel(7)"},
+		{"ChannelOutput T = 0", "ChannelOutput", true, func() error { return d.ChannelOutput(channel.Spec{Kind: channel.KindSoftmax, Beta: 1}, a, b, 1) }, "T = 0"},
+		{"ChannelOutput softmax beta 0", "ChannelOutput", false, func() error { return d.ChannelOutput(channel.Spec{Kind: channel.KindSoftmax, T: 2}, a, b, 1) }, "beta = 0"},
+		{"ChannelOutput softmax T = 1", "ChannelOutput", false, func() error { return d.ChannelOutput(channel.Spec{Kind: channel.KindSoftmax, T: 1, Beta: 1}, a, b, 1) }, "T = 1"},
+		{"ChannelGOut hardmax T = 7", "ChannelGOut", false, func() error {
+			return f64(d.ChannelGOut(channel.Spec{Kind: channel.KindHardmax, T: 7}, a, b, big, 1, 1))
+		}, "need 2 <= T <= 6"},
 		{"ChannelGOut hardmax T = 3 paper", "ChannelGOut", false, func() error {
-			return f64(d.ChannelGOut(Channel{Kind: Hardmax, T: 3, PaperCompat: true}, a, b, big, 1, 1))
+			return f64(d.ChannelGOut(channel.Spec{Kind: channel.KindHardmax, T: 3, PaperCompat: true}, a, b, big, 1, 1))
 		}, "T = 2 only"},
 		{"ChannelGOut hardmax T = 3 points", "ChannelGOut", false, func() error {
-			return f64(d.ChannelGOut(Channel{Kind: Hardmax, T: 3, Points: -1}, a, b, big, 1, 1))
+			return f64(d.ChannelGOut(channel.Spec{Kind: channel.KindHardmax, T: 3, Points: -1}, a, b, big, 1, 1))
 		}, "lattice points"},
 		{"ChannelGOut hardmax T = 3 tol", "ChannelGOut", false, func() error {
-			return f64(d.ChannelGOut(Channel{Kind: Hardmax, T: 3, Tol: math.NaN()}, a, b, big, 1, 1))
+			return f64(d.ChannelGOut(channel.Spec{Kind: channel.KindHardmax, T: 3, Tol: math.NaN()}, a, b, big, 1, 1))
 		}, "tolerance"},
 		{"ChannelOutput negative n", "ChannelOutput", true, func() error { return d.ChannelOutput(sm, a, b, -1) }, "negative"},
 		{"ChannelOutput short h", "ChannelOutput", true, func() error { return d.ChannelOutput(sm, big, a, 5) }, "buffer h"},
@@ -253,11 +257,11 @@ func TestBadArguments(t *testing.T) {
 		{"GaussianFill other device", "GaussianFill", false, func() error { return d.GaussianFill(theirs, 1, 0, 1) }, "another rec device"},
 
 		{"SoftmaxLossGrad hardmax", "SoftmaxLossGrad", false, func() error {
-			return f64(tr.SoftmaxLossGrad(Channel{Kind: Hardmax, T: 2}, a, b, big, 1, 1))
+			return f64(tr.SoftmaxLossGrad(channel.Spec{Kind: channel.KindHardmax, T: 2}, a, b, big, 1, 1))
 		}, "no useful gradient"},
 		{"SoftmaxLossGrad negative n", "SoftmaxLossGrad", true, func() error { return f64(tr.SoftmaxLossGrad(sm, a, b, big, -1, 1)) }, "n = -1"},
 		{"SoftmaxLossGrad T = 0", "SoftmaxLossGrad", true, func() error {
-			return f64(tr.SoftmaxLossGrad(Channel{Kind: Softmax, Beta: 1}, a, b, big, 1, 1))
+			return f64(tr.SoftmaxLossGrad(channel.Spec{Kind: channel.KindSoftmax, Beta: 1}, a, b, big, 1, 1))
 		}, "t = 0"},
 		{"SoftmaxLossGrad short gamma", "SoftmaxLossGrad", true, func() error { return f64(tr.SoftmaxLossGrad(sm, a, big, big, 5, 1)) }, "buffer gamma"},
 		{"SoftmaxLossGrad short y", "SoftmaxLossGrad", true, func() error { return f64(tr.SoftmaxLossGrad(sm, big, big, a, 5, 1)) }, "buffer y"},
@@ -282,7 +286,7 @@ func TestBadArguments(t *testing.T) {
 		{"DeepSample short in", "DeepSample", true, func() error { return ds.DeepSample(dOut, short3, 2, 3, 10, 1, 1, 1, 0, 40) }, "buffer in"},
 		{"DeepSample short out", "DeepSample", true, func() error { return ds.DeepSample(dIn, dIn, 2, 3, 10, 1, 1, 1, 0, 40) }, "buffer out"},
 		{"DeepSample overlap", "DeepSample", false, func() error {
-			return ds.DeepSample(must(View(dBoth, 0, 2*kernels.DeepOut(3))), must(View(dBoth, 2*kernels.DeepOut(3)-1, 2*kernels.DeepIn(3))), 2, 3, 10, 1, 1, 1, 0, 40)
+			return ds.DeepSample(must(View(dBoth, 0, 2*channel.DeepOut(3))), must(View(dBoth, 2*channel.DeepOut(3)-1, 2*channel.DeepIn(3))), 2, 3, 10, 1, 1, 1, 0, 40)
 		}, "overlaps"},
 	}
 	seen := map[string]bool{}
@@ -338,8 +342,8 @@ func TestGoodArguments(t *testing.T) {
 	tr := d.Capabilities().Trainer
 	qf := d.Capabilities().QuadFormSummer
 	ds := d.Capabilities().DeepSampler
-	dBoth := must(d.Alloc(kernels.DeepIn(3) + kernels.DeepOut(3)))
-	sm := Channel{Kind: Softmax, T: 2, Beta: 1}
+	dBoth := must(d.Alloc(channel.DeepIn(3) + channel.DeepOut(3)))
+	sm := channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}
 	f64 := func(_ float64, err error) error { return err }
 	cases := []struct {
 		op   string
@@ -368,7 +372,7 @@ func TestGoodArguments(t *testing.T) {
 		{"AdamStep", func() error { return tr.AdamStep(a, b, lo, hi, 0.1, 0.9, 0.99, 1e-8, 1) }},
 		{"QuadFormSum", func() error { return qf.QuadFormSum(a, lo, hi, b, 4, 2, 2, 1) }},
 		{"DeepSample", func() error { // out and in adjacent views of one buffer
-			return ds.DeepSample(must(View(dBoth, 0, kernels.DeepOut(3))), must(View(dBoth, kernels.DeepOut(3), kernels.DeepIn(3))), 1, 3, 10, 1, 1, 1, 2, 40)
+			return ds.DeepSample(must(View(dBoth, 0, channel.DeepOut(3))), must(View(dBoth, channel.DeepOut(3), channel.DeepIn(3))), 1, 3, 10, 1, 1, 1, 2, 40)
 		}},
 		{"DeepSample", func() error { return ds.DeepSample(a, b, 0, 3, 2, 0, 0, 0, 0, 8) }}, // no tasks
 	}
@@ -467,7 +471,7 @@ func TestClose(t *testing.T) {
 		t.Errorf("second Close: %v, backend closed %d times", err, r.closes)
 	}
 	before := len(r.calls)
-	sm := Channel{Kind: Softmax, T: 2, Beta: 1}
+	sm := channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}
 	for op, err := range map[string]error{
 		"Alloc":           func() error { _, err := d.Alloc(1); return err }(),
 		"Upload":          d.Upload(x, nil),
@@ -570,5 +574,35 @@ func TestCheckedAllocs(t *testing.T) {
 		_, _ = d.Dot(a, b)
 	}); n != 0 {
 		t.Errorf("Gemm and Dot through the front: %v allocations per call", n)
+	}
+}
+
+// TestCheckedChannelSupport: the front refuses a valid channel its backend does not declare
+// (label noise on a backend without it) with an error wrapping channel.ErrUnsupported, before
+// the backend is called, and passes it to a backend that declares it.
+func TestCheckedChannelSupport(t *testing.T) {
+	must := buffers(t)
+	noisy := channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1, Noise: 0.01}
+	for _, declared := range []bool{false, true} {
+		r := &recorder{name: "rec", chans: channel.Support{Noise: declared}}
+		d := New(r)
+		if got := d.Channels(); got != r.chans {
+			t.Errorf("Channels() = %+v, the backend declares %+v", got, r.chans)
+		}
+		a, b, c := must(d.Alloc(4)), must(d.Alloc(4)), must(d.Alloc(4))
+		r.calls = nil
+		errOut := d.ChannelOutput(noisy, a, b, 1)
+		_, errG := d.ChannelGOut(noisy, a, b, c, 1, 1)
+		for _, err := range []error{errOut, errG} {
+			if declared && err != nil {
+				t.Errorf("declared noise: %v", err)
+			}
+			if !declared && (!errors.Is(err, channel.ErrUnsupported) || !strings.HasPrefix(err.Error(), "rec Channel")) {
+				t.Errorf("undeclared noise: error %v, want one from the front wrapping channel.ErrUnsupported", err)
+			}
+		}
+		if want := map[bool]int{false: 0, true: 2}[declared]; len(r.calls) != want {
+			t.Errorf("declared %v: the backend saw %v", declared, r.calls)
+		}
 	}
 }

@@ -2,7 +2,7 @@
 // (the CPU, a CUDA GPU) and the operation set that GAMP-RIE and gradient descent are written
 // in (../shared/docs/DESIGN.md). Backends (package cpu, package device/cuda) implement Backend;
 // New puts the checked front before one, and that front is the Device the engine uses;
-// device/auto opens one by name. The engine never touches a backend directly.
+// package backend opens one by name. The engine never touches a backend directly.
 //
 // Conventions: every matrix is row-major and packed (leading dimension = row length). A batch
 // of N matrices of shape r x c is one buffer of N*r*c values, sample after sample. The front
@@ -32,10 +32,9 @@ package device
 import (
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 
-	"github.com/aimtheory/aim/kernels"
+	"github.com/aimtheory/aim/channel"
 )
 
 // Buffer is an array of float64 on a device, or a view of one (View). Only the device that
@@ -52,127 +51,6 @@ type Info struct {
 	Description string // e.g. "cpu: 2 goroutines, gonum v0.17 (pure Go BLAS/LAPACK)"
 	TotalBytes  uint64 // memory of the device
 	FreeBytes   uint64 // memory available for new buffers now
-}
-
-// ChannelKind names an AIM output channel.
-type ChannelKind int
-
-const (
-	// Softmax is y = row-softmax(beta h) (docs/AIM.md 2.2).
-	Softmax ChannelKind = iota
-	// Hardmax is y = one-hot row argmax of h (docs/AIM.md 2.3): in closed form at T = 2
-	// (kernels.Hardmax), by a Gaussian polytope integral per sample for 3 <= T <= 6
-	// (kernels.HardmaxT, with the lattice rule of Channel.Points and Channel.Tol).
-	Hardmax
-)
-
-// DefaultHardmaxTol is the target standard error of each sample's g_out estimate of the
-// hardmax channel at T > 2 when Channel.Tol is 0.
-const DefaultHardmaxTol = 1e-3
-
-// Channel specifies an output channel for the channel operations.
-//
-// Hardmax at 3 <= T <= 6: per sample, Z_out = P(A xi >= -A omega/sqrt(V)) over the T(T-1)
-// winner constraints and g_out = E[xi | .]/sqrt(V) (kernels.HardmaxT) are estimated by
-// kernels.HardmaxTShifts randomised shifts of a lattice of up to Points points each, doubling
-// from 64 points until the standard errors of log Z and of E[xi | .] (relative to
-// max(1, |E[xi | .]|_inf)) are below Tol. The noisy softmax at T > 2 (kernels.NoisySoftmaxT:
-// importance sampling on the same kind of lattice) takes the same Points and Tol. Points and
-// Tol are ignored otherwise.
-type Channel struct {
-	Kind        ChannelKind
-	T           int     // tokens
-	Beta        float64 // softmax inverse temperature
-	PaperCompat bool    // hardmax at T = 2: the published g_out formula instead of the exact one
-	Points      int     // hardmax or noisy softmax, T > 2: lattice points per shift at most; 0: kernels.HardmaxTPoints
-	Tol         float64 // hardmax or noisy softmax, T > 2: target error of each estimate; 0: DefaultHardmaxTol; < 0: every point
-	// Noise is Delta >= 0, the variance of the Gaussian label noise of the softmax channel,
-	// y = softmax_row(beta h) + sqrt(Delta) xi (kernels.NoisySoftmax at T = 2,
-	// kernels.NoisySoftmaxT for 3 <= T <= kernels.NoisyTMax). The channel
-	// operations' outputs stay noiseless (engine/aim adds the noise to the data from its own
-	// stream); ChannelGOut is the noisy channel's g_out.
-	Noise float64
-}
-
-// maxHardmaxPoints bounds Channel.Points (per shift; 8 shifts): beyond it a sample costs
-// more than a second.
-const maxHardmaxPoints = 1 << 20
-
-// Lattice returns the lattice rule of the hardmax channel and of the noisy softmax at T > 2 as
-// kernels.NewHardmaxT and kernels.NewNoisySoftmaxT and their Tol take it: the points per shift (Points, or kernels.HardmaxTPoints for 0)
-// and the tolerance (Tol, DefaultHardmaxTol for 0, and 0 = every point for Tol < 0).
-func (c Channel) Lattice() (points int, tol float64) {
-	points, tol = c.Points, c.Tol
-	if points == 0 {
-		points = kernels.HardmaxTPoints
-	}
-	switch {
-	case tol == 0:
-		tol = DefaultHardmaxTol
-	case tol < 0:
-		tol = 0
-	}
-	return points, tol
-}
-
-// Validate checks the channel by the rules of its Go twins in package kernels: softmax T >= 2
-// and 0 < beta < inf, with noise 0 <= Delta < inf (Delta > 0 at T <= kernels.NoisyTMax); hardmax 2 <= T <= 6, PaperCompat at T = 2 only, and at T > 2
-// 0 <= Points <= 2^20 and a finite Tol.
-func (c Channel) Validate() error {
-	if math.IsNaN(c.Noise) || c.Noise < 0 || math.IsInf(c.Noise, 0) {
-		return fmt.Errorf("label noise Delta = %g: need a finite Delta >= 0", c.Noise)
-	}
-	switch c.Kind {
-	case Softmax:
-		if c.Noise > 0 && c.T > 2 {
-			_, err := kernels.NewNoisySoftmaxT(c.T, c.Beta, c.Noise, c.Points, 0)
-			return err
-		}
-		if c.Noise > 0 {
-			_, err := kernels.NewNoisySoftmax(c.T, c.Beta, c.Noise)
-			return err
-		}
-		_, err := kernels.NewSoftmax(c.T, c.Beta)
-		return err
-	case Hardmax:
-		if c.Noise != 0 {
-			return fmt.Errorf("hardmax channel: label noise (Delta = %g) is implemented for softmax only", c.Noise)
-		}
-		if c.T == 2 {
-			_, err := kernels.NewHardmax(c.T, c.PaperCompat)
-			return err
-		}
-		switch {
-		case c.T < 2 || c.T > kernels.HardmaxTMax:
-			return fmt.Errorf("hardmax channel: T = %d, need 2 <= T <= %d", c.T, kernels.HardmaxTMax)
-		case c.PaperCompat:
-			return fmt.Errorf("hardmax channel: the published (paper-compat) formula exists for T = 2 only (got T = %d)", c.T)
-		case c.Points < 0 || c.Points > maxHardmaxPoints:
-			return fmt.Errorf("hardmax channel: %d lattice points, need 0 (the default) to %d", c.Points, maxHardmaxPoints)
-		case math.IsNaN(c.Tol) || math.IsInf(c.Tol, 0):
-			return fmt.Errorf("hardmax channel: tolerance %g, need a finite value", c.Tol)
-		}
-		return nil
-	}
-	return fmt.Errorf("unknown channel %v", c)
-}
-
-// String returns "softmax" (with "-noise" and Delta for label noise) or "hardmax" (with
-// "-paper" for the published formula).
-func (c Channel) String() string {
-	switch c.Kind {
-	case Softmax:
-		if c.Noise > 0 {
-			return fmt.Sprintf("softmax-noise%g", c.Noise)
-		}
-		return "softmax"
-	case Hardmax:
-		if c.PaperCompat {
-			return "hardmax-paper"
-		}
-		return "hardmax"
-	}
-	return fmt.Sprintf("channel(%d)", int(c.Kind))
 }
 
 // Ops is the operation set of GAMP-RIE, shared by Device (what the engine calls) and Backend
@@ -202,11 +80,11 @@ type Ops interface {
 
 	// ChannelOutput computes y_mu = g(h_mu) for N samples of T x T indices h (the teacher's
 	// outputs): the row softmax of beta h, or the one-hot row argmax.
-	ChannelOutput(ch Channel, y, h Buffer, n int) error
+	ChannelOutput(ch channel.Spec, y, h Buffer, n int) error
 	// ChannelGOut computes g_out(y_mu; omega_mu, V) for N samples in z-coordinates and returns
 	// sum_mu sum_{a<=b} g_mu,ab^2. Only the upper triangle of each omega_mu is read; g_mu is
 	// written full and symmetric.
-	ChannelGOut(ch Channel, g, y, omega Buffer, n int, v float64) (float64, error)
+	ChannelGOut(ch channel.Spec, g, y, omega Buffer, n int, v float64) (float64, error)
 
 	// EighSym computes the eigendecomposition A = O diag(lambda) O^T of the symmetric D x D
 	// matrix A (unchanged): vals holds lambda in ascending order and vecs holds O, column k the
@@ -248,6 +126,9 @@ type Device interface {
 	// Capabilities returns the device's optional operation sets, checked like the others; a
 	// nil field is a set the device lacks. A wrapper that embeds a Device forwards them all.
 	Capabilities() Caps
+	// Channels declares the output channels the device computes (its backend's): the channel
+	// operations refuse the others, and a job asks before it allocates anything.
+	Channels() channel.Support
 	// Close releases what the device holds (a GPU context and its handles; the CPU's
 	// scratch). Closing twice is not an error; after Close every operation and Alloc return
 	// an error wrapping ErrClosed, and Free does nothing.
@@ -272,11 +153,10 @@ type Device interface {
 // rules of Ops and Device: every buffer is one of its own live buffers, made by its Alloc or
 // Slice, holding at least the values the operation reads or writes; sizes are non-negative and
 // their products do not overflow; outputs do not overlap inputs except where Ops allows it;
-// channels are of a known kind with T >= 1, and V is positive and finite. So a backend checks
-// nothing of that; what it reports are its own failures (a CUDA status, an allocation, a
-// library error, a limit of its own such as a C int), as errors that name the operation. The
-// parameter domain of a channel (softmax T >= 2 and 0 < beta < inf, hardmax T = 2) is the
-// channel math's (engine/channel), which the backends build and whose errors they return.
+// channels are valid (channel.Spec.Validate) and among those the backend declares (Channels),
+// and V is positive and finite. So a backend checks nothing of that; what it reports are its
+// own failures (a CUDA status, an allocation, a library error, a limit of its own such as a C
+// int), as errors that name the operation.
 type Backend interface {
 	// Info describes the device and its memory; Info().Name ("cpu", "cuda") starts the
 	// operation names of the front's errors.
@@ -284,6 +164,9 @@ type Backend interface {
 	// Capabilities returns the backend's optional operation sets (nil fields: absent), called
 	// by the front with checked arguments like the rest.
 	Capabilities() Caps
+	// Channels declares the valid channels (channel.Spec) the backend computes; the front
+	// reads it once and refuses the others before the backend is called.
+	Channels() channel.Support
 	// Close releases everything the backend holds. The front calls it once.
 	Close() error
 	// Alloc returns a zeroed buffer of n >= 0 values (n < 2^60), or an error saying how many
@@ -377,7 +260,7 @@ type Trainer interface {
 	// y (N stacked T x T matrices), returns the loss scale * sum (yhat - y)^2 and writes
 	// gamma = d loss / d h through the softmax Jacobian, row by row:
 	// gamma_ab = beta yhat_ab (G_ab - sum_c G_ac yhat_ac) with G = 2 scale (yhat - y).
-	SoftmaxLossGrad(ch Channel, gamma, yhat, y Buffer, n int, scale float64) (float64, error)
+	SoftmaxLossGrad(ch channel.Spec, gamma, yhat, y Buffer, n int, scale float64) (float64, error)
 	// AdamStep applies one Adam update (step t >= 1, torch's form) to w with gradient g and
 	// moments m, v (all of equal length): m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
 	// w -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
@@ -395,18 +278,18 @@ type QuadFormSummer interface {
 }
 
 // DeepSampler is the optional operation of the sequence multi-index model's deep attention
-// channel with M = 2 tokens and kernels.DeepMinL <= L <= kernels.DeepMaxL layers (docs/SMI.md
-// 2.2): the posterior moments of many channel integrals at once by kernels.DeepSampler's
+// channel with M = 2 tokens and channel.DeepMinL <= L <= channel.DeepMaxL layers (docs/SMI.md
+// 2.2): the posterior moments of many channel integrals at once by channel.DeepSampler's
 // importance sampling (Caps.DeepSampler, which engine/smi/se and engine/smi/amp ask for). The
-// CPU backend runs the CPU twin kernels.DeepSampleBatch, the CUDA backend the kernel
+// CPU backend runs the CPU twin channel.DeepSampleBatch, the CUDA backend the kernel
 // deep_sample (one task per thread, the same rule); results agree to rounding.
 type DeepSampler interface {
 	// DeepSample estimates n tasks' posterior moments at L layers, each from draws >= 2 draws,
 	// with the channel's skip strength c and inverse temperature beta (both finite): task t
-	// reads in[t kernels.DeepIn(L) : (t+1) kernels.DeepIn(L)] (its slot s, u, omega, V) and
-	// writes kernels.DeepOut(L) values to out, whose status entry says whether there is an
+	// reads in[t channel.DeepIn(L) : (t+1) channel.DeepIn(L)] (its slot s, u, omega, V) and
+	// writes channel.DeepOut(L) values to out, whose status entry says whether there is an
 	// estimate. Draw i of a task takes the normals G(seed, offset + s stride + d i + k), k < d =
-	// kernels.DeepNormals(L), of the stream of NormalAt; offset and stride are even and
+	// channel.DeepNormals(L), of the stream of NormalAt; offset and stride are even and
 	// stride >= d draws, so tasks of distinct slots draw distinct normals. out must not overlap
 	// in.
 	DeepSample(out, in Buffer, n, L, draws int, c, beta float64, seed, offset, stride uint64) error

@@ -20,10 +20,11 @@
 //	engine/internal     Cholesky of small SPD systems (spd); test helpers (devtest, reftest)
 //
 // Below the engine: internal/par (the one deterministic parallel map-reduce), device (the
-// Device interface, its argument checks, the Philox stream), kernels (the CUDA kernels and,
-// beside them, their Go twins: the per-sample channel math that the CPU backend runs and the
-// AIM theory reuses), and the backends cpu and device/cuda. The AIM and the SMI never import
-// each other.
+// Device interface, its argument checks, the Philox stream), channel (the one channel
+// specification, channel.Spec, with its validation and constructor, and the Go twins of the
+// CUDA kernels: the per-sample channel math that the CPU backend runs and the AIM theory
+// reuses, the SMI deep channel's sampler), kernels (the CUDA kernels only), and the backends
+// cpu and device/cuda. The AIM and the SMI never import each other.
 //
 // # Glossary
 //
@@ -75,7 +76,7 @@
 //	                             stationary at the SE fixed points; Bayes-optimal: the largest
 //	Delta      Noise, --noise    label noise variance of the noisy softmax (T = 2):
 //	                             y = softmax_row(beta h) + sqrt(Delta) xi, xi_ab iid N(0, 1)
-//	                             (kernels.NoisySoftmax, aim.NoisySoftmax, device.Channel.Noise)
+//	                             (channel.NoisySoftmax, aim.NoisySoftmax, channel.Spec.Noise)
 //	y~         Reduced           (y_aa - y_ab + 1)/2 = sigma(beta d_a) + sqrt(Delta/2) eta_a: the
 //	                             noisy softmax's sufficient statistics, d = (h11 - h12, h22 - h12)
 //	m_0        MInformed         the informed start m = 1e-6 (uninformed: m = 1)
@@ -134,7 +135,7 @@
 //	m_a, m_b   half              L >= 3: two independent importance-sampling estimates of
 //	                             E[Z - omega | y]; E[m_a m_b^T] = m m^T, so q-hat has no noise bias
 //	ESS        SampleMoments.ESS the effective sample size (sum w)^2 / sum w^2 of one estimate
-//	chart j    kernels.DeepSampler proposal that draws z_L and every v_k but v_j, solves v_j
+//	chart j    channel.DeepSampler proposal that draws z_L and every v_k but v_j, solves v_j
 //	J(v, r)    logAttentionJacobian |det d(A(v)^{-1} r)/dv|, a chart's density factor
 //	slot s     SampleBatch.Set   a task's place in the normal stream: offset + s stride
 //	F_l        SMIStability      E||Cov(z_l | y) V^{-1} - I_M||_F^2 / V^2: q-hat ~ alpha F Q SMI 2.3

@@ -175,7 +175,7 @@ func TestDecimalConstants(t *testing.T) {
 }
 
 // TestGaussLegendre checks channel.cu's Gauss-Legendre rules against gonum's, which
-// kernels/bvn.go uses, bit for bit.
+// channel/bvn.go uses, bit for bit.
 func TestGaussLegendre(t *testing.T) {
 	text, err := os.ReadFile("channel.cu")
 	if err != nil {

@@ -1,7 +1,11 @@
 // Package kernels holds the CUDA C sources of aim's device operations (*.cu), the PTX they
 // compile to (*.ptx, generated for compute_80 by `make kernels` and committed), and the launch
-// contract that the CUDA backend (device/cuda) follows. Every kernel has a CPU twin in package
-// cpu and a GPU test that compares the two on fresh random inputs.
+// contract that the CUDA backend (device/cuda) follows: CUDA only. Every kernels/X.cu has a
+// CPU twin, kept by name: the channel math of channel.cu and the deep channel's sampler of
+// deep.cu in package channel (channel/channel.go, channel/deep.go and the files they use), the
+// others in package cpu and the device's normal stream; the emulator tests of kernels/emu
+// compare each kernel with its twin without a GPU (and fail for a .cu without one), the GPU
+// tests of device/cuda on fresh random inputs.
 //
 // The launch contract. All kernels are extern "C", work in float64, take sizes as long long
 // (int64) except T-like small sizes as int, and run with Block threads per block:
@@ -57,7 +61,7 @@
 //	             double v, int paper)
 //	hardmaxt_gout(double *g, double *part, const double *y, const double *omega, long long n,
 //	              int t, double v, int points, int shifts, double tol)
-//	    HardmaxT.GOut (3 <= t <= 6, 2 <= shifts <= 16, points >= 1, tol >= 0: 0 = every point)
+//	    channel.HardmaxT.GOut (3 <= t <= 6, 2 <= shifts <= 16, points >= 1, tol >= 0: 0 = every point)
 //	    with cpu.ChannelGOut's coordinates; part[mu] = sum_{a<=b} g_mu,ab^2
 //	gaussian_fill(double *x, long long len, unsigned long long seed,
 //	              unsigned long long offset, double scale)
@@ -72,10 +76,10 @@
 //	deep_sample(double *out, const double *in, long long n, int L, int draws, double c,
 //	            double beta, unsigned long long seed, unsigned long long offset,
 //	            unsigned long long stride)
-//	    kernels.DeepSampleBatch's task t at L layers (DeepMinL <= L <= DeepMaxL): reads
+//	    channel.DeepSampleBatch's task t at L layers (channel.DeepMinL <= L <= DeepMaxL): reads
 //	    in[t DeepIn(L) .. (t+1) DeepIn(L)) = (slot, u (2), omega (L x 2), V (L x L),
-//	    row-major), writes out[t DeepOut(L) .. (t+1) DeepOut(L)) (the layout of DeepOut(L) and
-//	    DeepOut*(L); on failure NaN everywhere and the status DeepNotPD, DeepNoPoint or
+//	    row-major), writes out[t DeepOut(L) .. (t+1) DeepOut(L)) (the layout of channel.DeepOut(L)
+//	    and DeepOut*(L); on failure NaN everywhere and the status DeepNotPD, DeepNoPoint or
 //	    DeepBadSlot, the last for a slot that is not an integer in [0, 2^53)). Draw i < draws
 //	    takes the DeepNormals(L) = 2 (L - 1) normals G(seed, base + 2 (L - 1) i + k),
 //	    base = offset + slot stride (mod 2^64): L - 1 gauss_pair calls, pair p at

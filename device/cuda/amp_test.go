@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
@@ -13,7 +14,7 @@ import (
 // softmaxParams are the AIM parameters of the whole-run tests and benchmarks.
 func softmaxParams(D int, alpha float64, seed uint64) aim.Params {
 	return aim.Params{D: D, Alpha: alpha, Rho: 0.5, Seed: seed,
-		Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}}
+		Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}}
 }
 
 // TestAMPTrajectoryCPUvsGPU runs GAMP-RIE at D = 200 (alpha = 0.25, T = 2, softmax; D = 60 on

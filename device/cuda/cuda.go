@@ -1,7 +1,7 @@
 // Package cuda is the CUDA backend of device.Device (../shared/docs/GPU.md, DESIGN.md). The
 // driver (libcuda.so.1), cuBLAS and cuSOLVER are bound at run time with purego: the package
 // builds with CGO_ENABLED=0, needs no CUDA to build, and Open fails with an error (it never
-// panics or exits) where there is no usable GPU, so that device/auto can fall back to the CPU.
+// panics or exits) where there is no usable GPU, so that package backend can fall back to the CPU.
 //
 // Checks. Device is device.Checked before the unexported backend: the arguments of every
 // operation (buffers, sizes, overlap, views) are checked there, once for every backend; the

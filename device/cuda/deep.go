@@ -15,7 +15,7 @@ type deepKernel struct {
 }
 
 // The two variants of the sampler (kernels/deep.cu). deepPerThread runs one task per thread,
-// the rule of its CPU twin kernels.DeepSampleBatch; deepPerWarp runs one task per warp, its
+// the rule of its CPU twin channel.DeepSampleBatch; deepPerWarp runs one task per warp, its
 // draws over the 32 lanes and the lanes' sums merged in a fixed tree: the same draws and
 // estimator, summed in another order. An SE iteration has 8000 tasks, 32 blocks of threads
 // for deepPerThread, a quarter of an H200's 132 multiprocessors; deepPerWarp has 32 times the
@@ -26,7 +26,7 @@ var (
 )
 
 // DeepSample is device.DeepSampler: the kernel deep_sample_warp, one task per warp
-// (kernels.DeepSampleBatch is its CPU twin), each lane drawing its normals from the stream of
+// (channel.DeepSampleBatch is its CPU twin), each lane drawing its normals from the stream of
 // device.NormalAt itself.
 func (d *backend) DeepSample(out, in device.Buffer, n, L, draws int, c, beta float64, seed, offset, stride uint64) error {
 	return d.deepSample(deepPerWarp, out, in, n, L, draws, c, beta, seed, offset, stride)

@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/kernels"
 )
 
-// deepRun runs DeepSample at L layers on dev over the tasks in (kernels.DeepTasks) and
+// deepRun runs DeepSample at L layers on dev over the tasks in (channel.DeepTasks) and
 // returns the results.
 func deepRun(t testing.TB, dev device.Device, in []float64, L, draws int, c, beta float64) []float64 {
 	return deepRunWith(t, dev, dev.Capabilities().DeepSampler.DeepSample, in, L, draws, c, beta)
@@ -28,9 +28,9 @@ func deepRunVariant(t testing.TB, g target, k deepKernel, in []float64, L, draws
 func deepRunWith(t testing.TB, dev device.Device, sample func(out, in device.Buffer, n, L, draws int, c, beta float64, seed, offset, stride uint64) error,
 	in []float64, L, draws int, c, beta float64) []float64 {
 	t.Helper()
-	n := len(in) / kernels.DeepIn(L)
+	n := len(in) / channel.DeepIn(L)
 	ib := up(t, dev, in)
-	ob := up(t, dev, make([]float64, n*kernels.DeepOut(L)))
+	ob := up(t, dev, make([]float64, n*channel.DeepOut(L)))
 	defer dev.Free(ib)
 	defer dev.Free(ob)
 	const seed, offset, stride = 7, 1<<60 + 1<<40, 1 << 24
@@ -42,7 +42,7 @@ func deepRunWith(t testing.TB, dev device.Device, sample func(out, in device.Buf
 
 // TestGPUDeepSample compares both variants of the kernel, deep_sample (one task per thread)
 // and deep_sample_warp (one per warp, which DeepSample runs), with their CPU twin on the same
-// tasks (broad, sharp and correlated, kernels.DeepTasks) at L = 2, 3 and 4: the statuses equal,
+// tasks (broad, sharp and correlated, channel.DeepTasks) at L = 2, 3 and 4: the statuses equal,
 // and each task's values within 1e-9 relative (the GPU's exp and log differ from Go's in the
 // last bits, and deep_sample_warp sums in another order).
 func TestGPUDeepSample(t *testing.T) { onTargets(t, testGPUDeepSample) }
@@ -60,18 +60,18 @@ func testDeepVariant(t *testing.T, g target, c device.Device, k deepKernel) {
 	if !g.onGPU() {
 		sizes = sizes[:2]
 	}
-	for L := kernels.DeepMinL; L <= kernels.DeepMaxL; L++ {
-		nout, st := kernels.DeepOut(L), kernels.DeepOutStatus(L)
+	for L := channel.DeepMinL; L <= channel.DeepMaxL; L++ {
+		nout, st := channel.DeepOut(L), channel.DeepOutStatus(L)
 		for _, cb := range [][2]float64{{1, 1}, {0.5, 2}} {
 			for _, n := range sizes {
-				in := kernels.DeepTasks(uint64(n), n, L, cb[0], cb[1])
+				in := channel.DeepTasks(uint64(n), n, L, cb[0], cb[1])
 				want, got := deepRun(t, c, in, L, 500, cb[0], cb[1]), deepRunVariant(t, g, k, in, L, 500, cb[0], cb[1])
 				for i := 0; i < n; i++ {
 					w, h := want[i*nout:(i+1)*nout], got[i*nout:(i+1)*nout]
 					if w[st] != h[st] {
 						t.Fatalf("L = %d, c = %g, beta = %g, task %d: status %v on the GPU, %v on the CPU", L, cb[0], cb[1], i, h[st], w[st])
 					}
-					if w[st] != kernels.DeepOK {
+					if w[st] != channel.DeepOK {
 						continue
 					}
 					m.check(relErr(h, w), 1e-9, "L = %d, c = %g, beta = %g, n = %d, task %d", L, cb[0], cb[1], n, i)
@@ -92,7 +92,7 @@ func BenchmarkDeepSample(b *testing.B) {
 	const n, draws = 8000, 2000
 	for _, L := range []int{3, 4} {
 		b.Run(fmt.Sprintf("L%d", L), func(b *testing.B) {
-			in := kernels.DeepTasks(1, n, L, 1, 1)
+			in := channel.DeepTasks(1, n, L, 1, 1)
 			var tt, tw, tc time.Duration
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()

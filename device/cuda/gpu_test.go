@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 )
@@ -304,12 +305,12 @@ func testGPUTokens(t *testing.T, g target) {
 	batched.report()
 }
 
-var testChannels = []device.Channel{
-	{Kind: device.Softmax, T: 2, Beta: 1},
-	{Kind: device.Softmax, T: 3, Beta: 0.7},
-	{Kind: device.Softmax, T: 5, Beta: 1.3},
-	{Kind: device.Hardmax, T: 2},
-	{Kind: device.Hardmax, T: 2, PaperCompat: true},
+var testChannels = []channel.Spec{
+	{Kind: channel.KindSoftmax, T: 2, Beta: 1},
+	{Kind: channel.KindSoftmax, T: 3, Beta: 0.7},
+	{Kind: channel.KindSoftmax, T: 5, Beta: 1.3},
+	{Kind: channel.KindHardmax, T: 2},
+	{Kind: channel.KindHardmax, T: 2, PaperCompat: true},
 }
 
 func TestGPUChannels(t *testing.T) { onTargets(t, testGPUChannels) }
@@ -395,7 +396,7 @@ func testGPUChannels(t *testing.T, g target) {
 	}
 }
 
-// TestGPUHardmaxT compares hardmaxt_gout with the CPU's ChannelGOut (kernels.HardmaxT per
+// TestGPUHardmaxT compares hardmaxt_gout with the CPU's ChannelGOut (channel.HardmaxT per
 // sample) at T = 3 and 4: with a fixed number of points (Tol < 0) g agrees to 1e-12 of max |g|
 // (only the order of the sums over points differs); with the default adaptive rule a sample may
 // stop at another doubling where an error is within rounding of Tol, so the share of samples
@@ -410,8 +411,8 @@ func testGPUHardmaxT(t *testing.T, g target) {
 	if !g.onGPU() {
 		n = 40 // the stand-in runs the harness; the CPU's lattice rule costs about 10 ms a sample
 	}
-	for _, ch := range []device.Channel{
-		{Kind: device.Hardmax, T: 3, Points: 256, Tol: -1}, {Kind: device.Hardmax, T: 4, Points: 256, Tol: -1}, {Kind: device.Hardmax, T: 3},
+	for _, ch := range []channel.Spec{
+		{Kind: channel.KindHardmax, T: 3, Points: 256, Tol: -1}, {Kind: channel.KindHardmax, T: 4, Points: 256, Tol: -1}, {Kind: channel.KindHardmax, T: 3},
 	} {
 		T := ch.T
 		h := randSymBatch(r, n, T, 1)
@@ -787,10 +788,10 @@ func testGPUInfoAndErrors(t *testing.T, g target) {
 	if err := g.TokenDots(y, y, z, 1, 1, 3); err == nil {
 		t.Error("TokenDots accepted h = y")
 	}
-	if _, err := g.ChannelGOut(device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, z, y, z, 0, -1); err == nil {
+	if _, err := g.ChannelGOut(channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, z, y, z, 0, -1); err == nil {
 		t.Error("ChannelGOut accepted V = -1")
 	}
-	if err := g.ChannelOutput(device.Channel{Kind: device.Hardmax, T: 7}, z, z, 1); err == nil {
+	if err := g.ChannelOutput(channel.Spec{Kind: channel.KindHardmax, T: 7}, z, z, 1); err == nil {
 		t.Error("ChannelOutput accepted hardmax with T = 7")
 	}
 	device.FreeAll(g, y, z)

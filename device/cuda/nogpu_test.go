@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/channel"
 )
 
 // Tests of this file need no GPU: they run everywhere and assert values.
@@ -369,16 +369,17 @@ func TestProbe(t *testing.T) {
 	}
 }
 
-// TestNoiseRefused: the noisy softmax has no CUDA kernel; the channel operations refuse it
-// before touching the device (so this needs no GPU) with an error that says so.
+// TestNoiseRefused: the noisy softmax has no CUDA kernel; the backend does not declare it
+// (Channels, known without a GPU), so the front refuses it before the backend is called, and
+// every noiseless channel is declared.
 func TestNoiseRefused(t *testing.T) {
-	ch := device.Channel{Kind: device.Softmax, T: 2, Beta: 1, Noise: 0.01}
 	b := &backend{}
-	_, err1 := b.ChannelGOut(ch, nil, nil, nil, 1, 1)
-	err2 := b.ChannelOutput(ch, nil, nil, 1)
-	for _, err := range []error{err1, err2} {
-		if err == nil || !strings.Contains(err.Error(), "no CUDA kernel") {
-			t.Errorf("noisy softmax on cuda: error %v, want one saying it has no CUDA kernel", err)
+	if err := b.Channels().Check(channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1, Noise: 0.01}); !errors.Is(err, channel.ErrUnsupported) {
+		t.Errorf("noisy softmax on cuda: Check = %v, want channel.ErrUnsupported", err)
+	}
+	for _, ch := range []channel.Spec{{Kind: channel.KindSoftmax, T: 3, Beta: 1}, {Kind: channel.KindHardmax, T: 2}, {Kind: channel.KindHardmax, T: 4}} {
+		if err := b.Channels().Check(ch); err != nil {
+			t.Errorf("%v on cuda: %v", ch, err)
 		}
 	}
 }

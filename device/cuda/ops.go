@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/kernels"
 )
@@ -337,20 +338,24 @@ func (d *backend) TokenMix(z, c, x device.Buffer, n, t, dd int) error {
 // ---------------------------------------------------------------------------------------
 // Channels.
 
+// Channels declares the channels the CUDA backend computes, known without a GPU: the kernels
+// of kernels/channel.cu compute every valid noiseless channel (softmax, hardmax at T = 2 and,
+// by hardmaxt_gout, at 3 <= T <= 6); the softmax with label noise has no kernel.
+var Channels = channel.Support{}
+
+// Channels returns the package's Channels: the front refuses the softmax with label noise
+// before this backend is called.
+func (d *backend) Channels() channel.Support { return Channels }
+
 // checkChannel checks what only the kernels need of ch: T fits the kernels' int (the front has
-// checked the channel's parameters by the rules of its Go twin in package kernels), and no
-// label noise: the noisy softmax (kernels.NoisySoftmax) has no CUDA kernel, so the backend
-// refuses it (use the CPU backend).
-func checkChannel(op string, ch device.Channel) error {
-	if ch.Noise != 0 {
-		return fmt.Errorf("%s: the softmax channel with label noise (Delta = %g) has no CUDA kernel; use --device cpu", op, ch.Noise)
-	}
+// checked the channel's parameters, channel.Spec.Validate, and that it is one of Channels).
+func checkChannel(op string, ch channel.Spec) error {
 	return fitsInt32(op, "t", ch.T)
 }
 
 // ChannelOutput computes y_mu = g(h_mu) with the softmax_output or hardmax_output kernel (one
 // thread per sample). y may be h.
-func (d *backend) ChannelOutput(ch device.Channel, y, h device.Buffer, n int) error {
+func (d *backend) ChannelOutput(ch channel.Spec, y, h device.Buffer, n int) error {
 	const op = "cuda ChannelOutput"
 	if err := checkChannel(op, ch); err != nil {
 		return err
@@ -361,7 +366,7 @@ func (d *backend) ChannelOutput(ch device.Channel, y, h device.Buffer, n int) er
 	}
 	grid := kernels.GridThreads(int64(n))
 	return wrap(op, d.do(func() error {
-		if ch.Kind == device.Softmax {
+		if ch.Kind == channel.KindSoftmax {
 			return d.launchSync("softmax_output", grid, yb.ptr, hb.ptr, int64(n), int32(ch.T), ch.Beta)
 		}
 		return d.launchSync("hardmax_output", grid, yb.ptr, hb.ptr, int64(n), int32(ch.T))
@@ -372,7 +377,7 @@ func (d *backend) ChannelOutput(ch device.Channel, y, h device.Buffer, n int) er
 // kernel (one thread per sample), which also writes one partial square-sum per block, or, for
 // hardmax at T > 2, hardmaxt_gout (one block per sample, one partial per sample); the partials
 // are added on the host in order. g may be omega; g does not overlap y.
-func (d *backend) ChannelGOut(ch device.Channel, g, y, omega device.Buffer, n int, v float64) (float64, error) {
+func (d *backend) ChannelGOut(ch channel.Spec, g, y, omega device.Buffer, n int, v float64) (float64, error) {
 	const op = "cuda ChannelGOut"
 	if err := checkChannel(op, ch); err != nil {
 		return 0, err
@@ -386,7 +391,7 @@ func (d *backend) ChannelGOut(ch device.Channel, g, y, omega device.Buffer, n in
 	err := d.do(func() error {
 		var err error
 		switch {
-		case ch.Kind == device.Softmax:
+		case ch.Kind == channel.KindSoftmax:
 			s, err = d.partials("softmax_gout", grid, int(grid), func(part uint64) []any {
 				return []any{gb.ptr, part, yb.ptr, ob.ptr, int64(n), int32(ch.T), ch.Beta, v}
 			})
@@ -394,7 +399,7 @@ func (d *backend) ChannelGOut(ch device.Channel, g, y, omega device.Buffer, n in
 			// Hardmax at T > 2: a block per sample, one partial per sample.
 			points, tol := ch.Lattice()
 			s, err = d.partials("hardmaxt_gout", kernels.GridSamples(int64(n)), n, func(part uint64) []any {
-				return []any{gb.ptr, part, yb.ptr, ob.ptr, int64(n), int32(ch.T), v, int32(points), int32(kernels.HardmaxTShifts), tol}
+				return []any{gb.ptr, part, yb.ptr, ob.ptr, int64(n), int32(ch.T), v, int32(points), int32(channel.HardmaxTShifts), tol}
 			})
 		default:
 			paper := int32(0)

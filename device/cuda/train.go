@@ -3,6 +3,7 @@ package cuda
 import (
 	"math"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/kernels"
 )
@@ -11,7 +12,7 @@ var _ device.Trainer = (*backend)(nil)
 
 // SoftmaxLossGrad is device.Trainer's softmax loss gradient (kernel softmax_loss_grad, one
 // thread per sample; the per-block partial losses are added on the host in block order).
-func (d *backend) SoftmaxLossGrad(ch device.Channel, gamma, yhat, y device.Buffer, n int, scale float64) (float64, error) {
+func (d *backend) SoftmaxLossGrad(ch channel.Spec, gamma, yhat, y device.Buffer, n int, scale float64) (float64, error) {
 	const op = "cuda SoftmaxLossGrad"
 	if err := fitsInt32(op, "t", ch.T); err != nil {
 		return 0, err

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 )
@@ -18,7 +19,7 @@ func testGPUTrainer(t *testing.T, g target) {
 	m := &maxErr{t: t, op: "SoftmaxLossGrad"}
 	for _, n := range []int{1, 300, 1000} {
 		for _, T := range []int{2, 3, 5} {
-			ch := device.Channel{Kind: device.Softmax, T: T, Beta: 1.3}
+			ch := channel.Spec{Kind: channel.KindSoftmax, T: T, Beta: 1.3}
 			h, y := randVec(r, n*T*T), randVec(r, n*T*T)
 			hp, yp := both(t, c, g, h), both(t, c, g, y)
 			gam := both(t, c, g, make([]float64, n*T*T))

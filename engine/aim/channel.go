@@ -2,13 +2,14 @@
 // its output channels as the state evolution sees them (softmax, hardmax: Z_out, g_out and the
 // SE integral FisherSum), with the state evolution, GAMP-RIE and gradient descent in the
 // sub-packages se, amp and gd. The per-sample channel math (outputs, g_out) is the Go twin of
-// the CUDA kernels, in package kernels; the channels here embed it.
+// the CUDA kernels, in package channel; the channels here embed it, and NewChannel builds them
+// from the run's channel.Spec.
 package aim
 
-import "github.com/aimtheory/aim/kernels"
+import "github.com/aimtheory/aim/channel"
 
-// Fields returns M = T(T+1)/2, the number of fields per sample (kernels.Fields).
-func Fields(T int) int { return kernels.Fields(T) }
+// Fields returns M = T(T+1)/2, the number of fields per sample (channel.Fields).
+func Fields(T int) int { return channel.Fields(T) }
 
 // Channel is a single-layer AIM output channel y = g(h), seen by state evolution.
 type Channel interface {
@@ -35,4 +36,30 @@ type Entropic interface {
 	// FisherSum(q, V)/2, which makes q-hat = 2 alpha FisherSum the stationarity condition of
 	// the free entropy (engine/aim/se).
 	OutputEntropy(q, V float64) (float64, error)
+}
+
+// NewChannel returns the channel of s as the state evolution sees it, built on channel.New's
+// scalar channel, so that s is validated and its kind resolved by the one rule of package
+// channel: Softmax, NoisySoftmax (label noise at T = 2) and Hardmax (T = 2, exact or the
+// published formula) embed it; at T > 2, where channel.New's is a lattice estimate, the
+// hardmax comes from its shipped table (NewHardmaxTChannel) and the noisy softmax is
+// NewNoisySoftmaxT. The lattice rule of s (Points, Tol) is the device operations'; the theory's
+// integrals fix their own sizes.
+func NewChannel(s channel.Spec) (Channel, error) {
+	sc, err := channel.New(s)
+	if err != nil {
+		return nil, err
+	}
+	switch k := sc.(type) {
+	case *channel.Softmax:
+		return &Softmax{k}, nil
+	case *channel.Hardmax:
+		return &Hardmax{k}, nil
+	case *channel.NoisySoftmax:
+		return newNoisySoftmaxOf(k, noisySizes, noisyCoarse), nil
+	}
+	if s.Kind == channel.KindHardmax {
+		return NewHardmaxTChannel(s.T)
+	}
+	return NewNoisySoftmaxT(s.T, s.Beta, s.Noise)
 }

@@ -6,19 +6,19 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/aimtheory/aim/kernels"
+	"github.com/aimtheory/aim/channel"
 )
 
-// Hardmax is the hardmax channel of docs/AIM.md 2.3 for T = 2 (kernels.Hardmax: outputs and
+// Hardmax is the hardmax channel of docs/AIM.md 2.3 for T = 2 (channel.Hardmax: outputs and
 // g_out, exact or in the published form) with its state-evolution integral:
 // FisherSum(q, V) = H(q/V)/(3V), where H (FisherH) is a two-dimensional Gaussian integral
 // that depends on q and V only through lambda = q/V. H is tabulated once per mode (lazily) with
 // piecewise Chebyshev interpolants and asymptotic series; see FisherH.
-type Hardmax struct{ *kernels.Hardmax }
+type Hardmax struct{ *channel.Hardmax }
 
 // NewHardmax returns the hardmax channel for T tokens; only T = 2 is implemented.
 func NewHardmax(T int, paperCompat bool) (*Hardmax, error) {
-	k, err := kernels.NewHardmax(T, paperCompat)
+	k, err := channel.NewHardmax(T, paperCompat)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (h *Hardmax) FisherH(lambda float64) float64 {
 // hTerm is [2 D1^2 + 2 D2^2 + (s1 D1 + s2 D2)^2]/Z for one sign pattern, written with
 // kappa = (k1, k2) and rho = s1 s2/3: (s1 D1 + s2 D2)^2 = D1^2 + D2^2 + 2 sign(rho) D1 D2.
 func hTerm(k1, k2, rho float64, paper bool) float64 {
-	lz, r1, r2, p := kernels.BVNRatios(k1, k2, rho)
+	lz, r1, r2, p := channel.BVNRatios(k1, k2, rho)
 	sigma := 1.0
 	if rho < 0 {
 		sigma = -1
@@ -86,7 +86,7 @@ func hIntegrand(b1, b2 float64, paper bool) float64 {
 // hBand is the limit of hIntegrand(b1, b2) as |b2| -> inf in exact mode:
 // sum_{s = +-1} 3 phi(s b)^2/Phi(s b). In paper mode the integrand has no such band (phi2 -> 0).
 func hBand(b float64) float64 {
-	return 3*math.Exp(2*kernels.LogNormPDF(b)-kernels.LogNormCDF(b)) + 3*math.Exp(2*kernels.LogNormPDF(b)-kernels.LogNormCDF(-b))
+	return 3*math.Exp(2*channel.LogNormPDF(b)-channel.LogNormCDF(b)) + 3*math.Exp(2*channel.LogNormPDF(b)-channel.LogNormCDF(-b))
 }
 
 // hZero is H(0) in closed form.
@@ -94,7 +94,7 @@ func hZero(paper bool) float64 {
 	zp := 0.25 + math.Asin(1.0/3)/(2*math.Pi)
 	zm := 0.25 - math.Asin(1.0/3)/(2*math.Pi)
 	if paper {
-		p := kernels.BivariateNormalPDF(0, 0, 1.0/3)
+		p := channel.BivariateNormalPDF(0, 0, 1.0/3)
 		return (16/zp + 8/zm) * p * p
 	}
 	return 2/(math.Pi*zp) + 1/(math.Pi*zm)
@@ -150,7 +150,7 @@ func newHQuad(paper bool) *hQuad {
 // panel edges on [0, box] (tests use it to check convergence).
 func newHQuadWith(paper bool, ghN, glN int, edges []float64) *hQuad {
 	hq := &hQuad{paper: paper}
-	hq.ghx, hq.ghw = kernels.HermiteNormal(ghN)
+	hq.ghx, hq.ghw = channel.HermiteNormal(ghN)
 	hq.bx, hq.bw = gridNodes(glN, edges)
 	n := len(hq.bx)
 	hq.band = make([]float64, n)
@@ -191,7 +191,7 @@ func newHQuadWith(paper bool, ghN, glN int, edges []float64) *hQuad {
 // gridNodes returns the symmetric tensor-grid axis on [-box, box]: glN Gauss-Legendre points
 // per panel, the panel edges on [0, box] mirrored (x[n-1-i] = -x[i]), increasing.
 func gridNodes(glN int, edges []float64) (x, w []float64) {
-	glx, glw := kernels.GaussLegendre(glN)
+	glx, glw := channel.GaussLegendre(glN)
 	var half []float64
 	var halfW []float64
 	for p := len(edges) - 1; p > 0; p-- { // nodes on [-box, 0], increasing

@@ -7,7 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/integrate/quad"
 
-	"github.com/aimtheory/aim/kernels"
+	"github.com/aimtheory/aim/channel"
 )
 
 func mustHardmax(t testing.TB, paper bool) *Hardmax {
@@ -80,7 +80,7 @@ func TestHardmaxGOutPosterior(t *testing.T) {
 			for j := range u {
 				u[j] = omega[j] + math.Sqrt(V)*rng.NormFloat64()
 			}
-			kernels.HFromU(hm, u, 2)
+			channel.HFromU(hm, u, 2)
 			exact.Output(yy, hm)
 			if yy[0] != y[0] || yy[3] != y[3] {
 				continue
@@ -135,7 +135,7 @@ func TestHardmaxFisherSumMC(t *testing.T) {
 					om[j] = math.Sqrt(q) * rng.NormFloat64()
 					u[j] = om[j] + math.Sqrt(V)*rng.NormFloat64()
 				}
-				kernels.HFromU(hm, u, 2)
+				channel.HFromU(hm, u, 2)
 				ch.Output(y, hm)
 				ch.GOut(g, y, om, V)
 				v := g[0]*g[0] + g[1]*g[1] + g[2]*g[2]
@@ -183,7 +183,7 @@ func TestHardmaxReduction3D(t *testing.T) {
 						for _, s := range [][2]float64{{1, 1}, {1, -1}, {-1, 1}, {-1, -1}} {
 							k1 := s[0] * (math.Sqrt2*om[0] - om[1]) / r
 							k2 := s[1] * (math.Sqrt2*om[2] - om[1]) / r
-							lz, _, _, _ := kernels.BVNRatios(k1, k2, s[0]*s[1]/3)
+							lz, _, _, _ := channel.BVNRatios(k1, k2, s[0]*s[1]/3)
 							ch.GOut(g, yFromSigns(s[0], s[1]), om, V)
 							sum += ww * math.Exp(lz) * (g[0]*g[0] + g[1]*g[1] + g[2]*g[2])
 						}

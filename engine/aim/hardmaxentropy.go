@@ -6,7 +6,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/aimtheory/aim/kernels"
+	"github.com/aimtheory/aim/channel"
 )
 
 // The output free entropy of hardmax at T = 2 (Entropic).
@@ -33,7 +33,7 @@ var ErrNoEntropy = errors.New("no output free entropy")
 
 // eTerm is Z log Z for one sign pattern.
 func eTerm(k1, k2, rho float64) float64 {
-	lz, _, _, _ := kernels.BVNRatios(k1, k2, rho)
+	lz, _, _, _ := channel.BVNRatios(k1, k2, rho)
 	if math.IsInf(lz, -1) {
 		return 0
 	}
@@ -47,7 +47,7 @@ func eIntegrand(b1, b2 float64) float64 {
 
 // eBand is the limit of eIntegrand(b, b2) as |b2| -> inf: Phi(b) log Phi(b) + Phi(-b) log Phi(-b).
 func eBand(b float64) float64 {
-	lp, lm := kernels.LogNormCDF(b), kernels.LogNormCDF(-b)
+	lp, lm := channel.LogNormCDF(b), channel.LogNormCDF(-b)
 	return math.Exp(lp)*lp + math.Exp(lm)*lm
 }
 
@@ -78,7 +78,7 @@ func eQuadRule() *eQuad {
 
 func newEQuad(ghN, glN int, edges []float64) *eQuad {
 	e := &eQuad{}
-	e.ghx, e.ghw = kernels.HermiteNormal(ghN)
+	e.ghx, e.ghw = channel.HermiteNormal(ghN)
 	var bw []float64
 	e.bx, bw = gridNodes(glN, edges) // the nodes of FisherH's grid
 	n := len(e.bx)

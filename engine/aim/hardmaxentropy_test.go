@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/aimtheory/aim/kernels"
+	"github.com/aimtheory/aim/channel"
 )
 
 // E(lambda) against its closed form at 0, the I-MMSE-like identity E'(lambda) =
@@ -67,7 +67,7 @@ func TestHardmaxOutputEntropyMonteCarlo(t *testing.T) {
 			}
 			k1 := s1 * (math.Sqrt2*w11 - w12) / r
 			k2 := s2 * (math.Sqrt2*w22 - w12) / r
-			lz := math.Log(kernels.BivariateNormalCDF(k1, k2, s1*s2/3))
+			lz := math.Log(channel.BivariateNormalCDF(k1, k2, s1*s2/3))
 			sum += lz
 			sum2 += lz * lz
 		}

@@ -6,38 +6,35 @@ import (
 
 	"gonum.org/v1/gonum/mathext"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/internal/par"
-	"github.com/aimtheory/aim/kernels"
 )
 
-// HardmaxT is the hardmax channel at any T (kernels.HardmaxT: g_out by a Gaussian polytope
+// HardmaxT is the hardmax channel at any T (channel.HardmaxT: g_out by a Gaussian polytope
 // integral with its error) as the state evolution sees it. It gives
 // FisherSum(q, V) = E[sum_{a<=b} g_ab^2] with an error: at q = 0 exactly over the output
 // patterns, and for q > 0 by Monte Carlo over (omega, y).
 type HardmaxT struct {
 	T       int
-	Tol     float64 // the target error of each g_out (kernels.HardmaxT.Tol)
-	Points  int     // the most lattice points per shift of each g_out (0: kernels.HardmaxTPoints)
+	Tol     float64 // the target error of each g_out (channel.HardmaxT.Tol)
+	Points  int     // the most lattice points per shift of each g_out (0: channel.HardmaxTPoints)
 	Samples int     // Monte Carlo samples of FisherSumEstimate
 	Workers int     // goroutines (0: all cores)
 }
 
-// HardmaxTMax is the largest T of HardmaxT.
-const HardmaxTMax = 6
-
 // NewHardmaxT returns the channel for 2 <= T <= 6 with 20 000 Monte Carlo samples and g_out
 // to 1e-3.
 func NewHardmaxT(T int) (*HardmaxT, error) {
-	if _, err := kernels.NewHardmaxT(T, 0, 0); err != nil {
+	if _, err := channel.NewHardmaxT(T, 0, 0); err != nil {
 		return nil, err
 	}
 	return &HardmaxT{T: T, Tol: 1e-3, Samples: 20000}, nil
 }
 
-// kernel returns a per-goroutine kernels.HardmaxT with the channel's rule and tolerance.
-func (h *HardmaxT) kernel() (*kernels.HardmaxT, error) {
-	k, err := kernels.NewHardmaxT(h.T, h.Points, 0)
+// kernel returns a per-goroutine channel.HardmaxT with the channel's rule and tolerance.
+func (h *HardmaxT) kernel() (*channel.HardmaxT, error) {
+	k, err := channel.NewHardmaxT(h.T, h.Points, 0)
 	if err == nil {
 		k.Tol = h.Tol
 	}
@@ -93,13 +90,13 @@ func (h *HardmaxT) FisherSumZero(V float64) (Value, error) {
 	if !(V > 0) || math.IsInf(V, 0) {
 		return Value{}, fmt.Errorf("hardmax T = %d: FisherSum(0, V = %g): need 0 < V < inf", h.T, V)
 	}
-	T, M := h.T, kernels.Fields(h.T)
+	T, M := h.T, channel.Fields(h.T)
 	reps, counts := PatternClasses(T)
 	n := len(reps)
 	type acc struct{ s, v float64 }
-	res, err := par.MapReduce(h.Workers, par.Chunks(n, 8), func() (*kernels.HardmaxT, error) {
+	res, err := par.MapReduce(h.Workers, par.Chunks(n, 8), func() (*channel.HardmaxT, error) {
 		return h.kernel()
-	}, func(k *kernels.HardmaxT, c int) (acc, error) {
+	}, func(k *channel.HardmaxT, c int) (acc, error) {
 		lo, hi := par.Span(c, n, 8)
 		y, g, omega := make([]float64, T*T), make([]float64, M), make([]float64, M)
 		var a acc
@@ -130,12 +127,12 @@ func (h *HardmaxT) FisherSumEstimate(q, V float64) (Value, error) {
 	if h.Samples < 2 {
 		return Value{}, fmt.Errorf("hardmax T = %d: %d samples, need at least 2", h.T, h.Samples)
 	}
-	T, M, n := h.T, kernels.Fields(h.T), h.Samples
+	T, M, n := h.T, channel.Fields(h.T), h.Samples
 	const chunk = 64
 	type acc struct{ s, s2 float64 }
-	res, err := par.MapReduce(h.Workers, par.Chunks(n, chunk), func() (*kernels.HardmaxT, error) {
+	res, err := par.MapReduce(h.Workers, par.Chunks(n, chunk), func() (*channel.HardmaxT, error) {
 		return h.kernel()
-	}, func(k *kernels.HardmaxT, c int) (acc, error) {
+	}, func(k *channel.HardmaxT, c int) (acc, error) {
 		lo, hi := par.Span(c, n, chunk)
 		z := make([]float64, 2*M)
 		u, omega, g := make([]float64, M), make([]float64, M), make([]float64, M)
@@ -147,7 +144,7 @@ func (h *HardmaxT) FisherSumEstimate(q, V float64) (Value, error) {
 				omega[j] = math.Sqrt(q) * z[j]
 				u[j] = omega[j] + math.Sqrt(V)*z[M+j]
 			}
-			kernels.HFromU(hm, u, T)
+			channel.HFromU(hm, u, T)
 			k.Output(y, hm)
 			k.GOut(g, y, omega, V)
 			var g2 float64
@@ -263,18 +260,18 @@ func (h *HardmaxT) FisherSumLatticeSeed(q, V float64, points int, seed uint64) (
 	if !(q >= 0) || !(V > 0) || math.IsInf(q, 0) || math.IsInf(V, 0) {
 		return Value{}, fmt.Errorf("hardmax T = %d: FisherSum(q = %g, V = %g): need q >= 0 and V > 0, finite", h.T, q, V)
 	}
-	T, M := h.T, kernels.Fields(h.T)
+	T, M := h.T, channel.Fields(h.T)
 	const shifts, chunk = 8, 16
-	rule, err := kernels.NewLattice(M, points, shifts, seed)
+	rule, err := channel.NewLattice(M, points, shifts, seed)
 	if err != nil {
 		return Value{}, fmt.Errorf("hardmax T = %d: %w", T, err)
 	}
 	reps, counts := PatternClasses(T)
 	sl := math.Sqrt(q / V)
 	per := par.Chunks(points, chunk)
-	sums, err := par.MapReduce(h.Workers, shifts*per, func() (*kernels.HardmaxT, error) {
-		return kernels.NewHardmaxT(h.T, fisherInner(h.T), fisherInnerShifts)
-	}, func(k *kernels.HardmaxT, c int) ([]float64, error) {
+	sums, err := par.MapReduce(h.Workers, shifts*per, func() (*channel.HardmaxT, error) {
+		return channel.NewHardmaxT(h.T, fisherInner(h.T), fisherInnerShifts)
+	}, func(k *channel.HardmaxT, c int) ([]float64, error) {
 		r := c / per
 		lo, hi := par.Span(c%per, points, chunk)
 		out := make([]float64, shifts)
@@ -314,7 +311,7 @@ func (h *HardmaxT) FisherSumLatticeSeed(q, V float64, points int, seed uint64) (
 // classTerm returns Z_out(y; omega, V) |g_out(y; omega, V)|^2 for the pattern of winners b
 // (0 for an impossible one) and its error, from z's relative error and g's absolute error
 // (ErrM / sqrt(V) per coordinate); y and g are scratch (T x T and M values).
-func classTerm(k *kernels.HardmaxT, b []int, y, g, omega []float64, V float64) (t, err float64) {
+func classTerm(k *channel.HardmaxT, b []int, y, g, omega []float64, V float64) (t, err float64) {
 	T := len(b)
 	for i := range y {
 		y[i] = 0

@@ -4,6 +4,8 @@ import (
 	"math"
 	"os"
 	"testing"
+
+	"github.com/aimtheory/aim/channel"
 )
 
 // TestHardmaxTFisherSumT2: at T = 2 the polytope channel's FisherSum, over the patterns at
@@ -165,7 +167,7 @@ func TestFisherTableT2(t *testing.T) {
 // TestShippedTables holds F(0) of the FisherTables that aim ships (hardmaxt_tables.go) to the
 // sum over the output patterns (FisherSumZero, another integrator), within 4 combined errors.
 func TestShippedTables(t *testing.T) {
-	for T := 3; T <= HardmaxTMax; T++ {
+	for T := 3; T <= channel.HardmaxTMax; T++ {
 		if !HardmaxTTabulated(T) {
 			continue
 		}
@@ -260,7 +262,7 @@ func TestFisherFitErrorFloor(t *testing.T) {
 		}
 		seen[s] = true
 	}
-	for T := 3; T <= HardmaxTMax; T++ {
+	for T := 3; T <= channel.HardmaxTMax; T++ {
 		if !HardmaxTTabulated(T) {
 			continue
 		}

@@ -10,8 +10,8 @@ import (
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/internal/par"
-	"github.com/aimtheory/aim/kernels"
 )
 
 // The state-evolution integral of the hardmax channel at T > 2, tabulated.
@@ -98,7 +98,7 @@ func (h *HardmaxT) Tabulate(points int, progress func(lambda float64, v Value)) 
 // Z_out = Phi(d) and |g_out| = phi(d)/Phi(d). By Gauss-Legendre on [-40, 40] in 160 panels of
 // 16 points (the integrand is below 1e-300 beyond).
 func fisherKappa() float64 {
-	x, w := kernels.GaussLegendre(16)
+	x, w := channel.GaussLegendre(16)
 	const lo, hi, panels = -40.0, 40.0, 160
 	var s float64
 	for p := 0; p < panels; p++ {
@@ -106,7 +106,7 @@ func fisherKappa() float64 {
 		b := a + (hi-lo)/panels
 		for i := range x {
 			d := (a+b)/2 + (b-a)/2*x[i]
-			s += w[i] * (b - a) / 2 * math.Exp(2*kernels.LogNormPDF(d)-kernels.LogNormCDF(d))
+			s += w[i] * (b - a) / 2 * math.Exp(2*channel.LogNormPDF(d)-channel.LogNormCDF(d))
 		}
 	}
 	return s
@@ -121,12 +121,12 @@ func fisherKappa() float64 {
 // a polytope probability (Polytope with thresholds 0) with points lattice points of 8 shifts;
 // Err adds their errors in quadrature.
 func (h *HardmaxT) FisherLimit(points int) (Value, error) {
-	T, M := h.T, kernels.Fields(h.T)
-	k0, err := kernels.NewHardmaxT(T, 0, 0)
+	T, M := h.T, channel.Fields(h.T)
+	k0, err := channel.NewHardmaxT(T, 0, 0)
 	if err != nil {
 		return Value{}, err
 	}
-	rule, err := kernels.NewLattice(M-1, points, 8, hardmaxTSeed)
+	rule, err := channel.NewLattice(M-1, points, 8, hardmaxTSeed)
 	if err != nil {
 		return Value{}, fmt.Errorf("hardmax T = %d: %w", T, err)
 	}
@@ -150,7 +150,7 @@ func (h *HardmaxT) FisherLimit(points int) (Value, error) {
 					rows = append(rows, a[x]-dot/nn*n[x])
 				}
 			}
-			p, err := kernels.NewPolytope(rows, K-1, M)
+			p, err := channel.NewPolytope(rows, K-1, M)
 			if err != nil {
 				return acc{}, fmt.Errorf("hardmax T = %d, pattern %v, facet %d: %w", T, b, k, err)
 			}
@@ -317,7 +317,7 @@ func (f *FisherFit) Eval(lambda float64) (F, err float64) {
 // the error of every value (FisherSumErr). Bound gives the channel whose F is moved by a
 // multiple of its error, which is how the SE propagates the integration error to its points.
 type HardmaxTChannel struct {
-	k     *kernels.HardmaxT // Output
+	k     *channel.HardmaxT // Output
 	table *FisherTable
 	fit   *FisherFit
 	bound float64
@@ -332,14 +332,14 @@ func NewHardmaxTChannel(T int) (*HardmaxTChannel, error) {
 	t := hardmaxTTables[T]
 	if t == nil {
 		var have []int
-		for T := 2; T <= HardmaxTMax; T++ {
+		for T := 2; T <= channel.HardmaxTMax; T++ {
 			if hardmaxTTables[T] != nil {
 				have = append(have, T)
 			}
 		}
 		return nil, fmt.Errorf("hardmax: no state-evolution table for T = %d (aim ships T = %v)", T, have)
 	}
-	k, err := kernels.NewHardmaxT(T, 0, 0)
+	k, err := channel.NewHardmaxT(T, 0, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -356,7 +356,7 @@ func (c *HardmaxTChannel) Name() string { return "hardmax" }
 // Tokens is T.
 func (c *HardmaxTChannel) Tokens() int { return c.table.T }
 
-// Output writes the row-wise one-hot argmax of h (kernels.HardmaxT.Output).
+// Output writes the row-wise one-hot argmax of h (channel.HardmaxT.Output).
 func (c *HardmaxTChannel) Output(y, h []float64) { c.k.Output(y, h) }
 
 // Table is the channel's FisherTable.
@@ -417,7 +417,7 @@ func (c *HardmaxTChannel) OutputEntropy(q, V float64) (float64, error) {
 		return math.NaN(), fmt.Errorf("hardmax T = %d: OutputEntropy(q = %g, V = %g): need q >= 0 and V > 0, finite", c.table.T, q, V)
 	}
 	lo := 1 / math.Sqrt(1+q/V)
-	x, w := kernels.GaussLegendre(32)
+	x, w := channel.GaussLegendre(32)
 	sum := 0.0
 	for i := range x {
 		s := lo + (1-lo)*(x[i]+1)/2

@@ -7,17 +7,18 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/stream"
 )
 
 // Params are the sizes and parameters of one AIM teacher and its data set.
 type Params struct {
-	D       int            // token dimension
-	Alpha   float64        // N = floor(alpha D^2)
-	Rho     float64        // R = floor(rho D)
-	Channel device.Channel // output channel, with T and beta
-	Seed    uint64         // fixes W and X
+	D       int          // token dimension
+	Alpha   float64      // N = floor(alpha D^2)
+	Rho     float64      // R = floor(rho D)
+	Channel channel.Spec // output channel, with T and beta
+	Seed    uint64       // fixes W and X
 }
 
 // N returns the number of samples floor(alpha D^2).
@@ -29,15 +30,12 @@ func (p Params) R() int { return int(math.Floor(p.Rho * float64(p.D))) }
 // T returns the number of tokens.
 func (p Params) T() int { return p.Channel.T }
 
-// Validate checks the parameters before anything is allocated.
+// Validate checks the parameters before anything is allocated; the channel by its own rules
+// (channel.Spec.Validate).
 func (p Params) Validate() error {
 	switch {
 	case p.D < 2:
 		return fmt.Errorf("D = %d: need D >= 2", p.D)
-	case p.Channel.T < 2:
-		return fmt.Errorf("T = %d: need T >= 2", p.Channel.T)
-	case p.Channel.Kind == device.Softmax && !(p.Channel.Beta > 0 && !math.IsInf(p.Channel.Beta, 0)):
-		return fmt.Errorf("beta = %g: need 0 < beta < inf", p.Channel.Beta)
 	case p.Channel.Validate() != nil:
 		return p.Channel.Validate()
 	case !(p.Alpha > 0) || math.IsInf(p.Alpha, 0):

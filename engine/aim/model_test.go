@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/internal/devtest"
@@ -23,7 +24,7 @@ func download(t *testing.T, dev device.Device, b device.Buffer) []float64 {
 // and X with plain loops, h_ab = (x_a^T S x_b - delta_ab Tr S)/sqrt(D), and checks S's moments.
 func TestGenerateAgainstNaive(t *testing.T) {
 	dev := devtest.NewCounting(cpu.New(0))
-	for _, ch := range []device.Channel{{Kind: device.Softmax, T: 3, Beta: 1.5}, {Kind: device.Hardmax, T: 2}} {
+	for _, ch := range []channel.Spec{{Kind: channel.KindSoftmax, T: 3, Beta: 1.5}, {Kind: channel.KindHardmax, T: 2}} {
 		p := Params{D: 60, Alpha: 0.05, Rho: 0.5, Channel: ch, Seed: 9}
 		data, err := Generate(dev, p)
 		if err != nil {
@@ -55,7 +56,7 @@ func TestGenerateAgainstNaive(t *testing.T) {
 			t.Errorf("Tr S / D = %.4f (want %.4f), ||S||^2/D = %.4f (want %.4f)", tr/float64(D), math.Sqrt(0.5), fro/float64(D), float64(D+p.R()+1)/float64(D))
 		}
 		var scalar Channel
-		if ch.Kind == device.Softmax {
+		if ch.Kind == channel.KindSoftmax {
 			scalar, _ = NewSoftmax(T, ch.Beta)
 		} else {
 			scalar, _ = NewHardmax(T, false)
@@ -95,7 +96,7 @@ func TestGenerateAgainstNaive(t *testing.T) {
 // changes it.
 func TestGenerateReproducible(t *testing.T) {
 	dev := cpu.New(0)
-	p := Params{D: 30, Alpha: 0.1, Rho: 0.3, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 5}
+	p := Params{D: 30, Alpha: 0.1, Rho: 0.3, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, Seed: 5}
 	a, err := Generate(dev, p)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +129,7 @@ func TestGenerateReproducible(t *testing.T) {
 }
 
 func TestParamsValidate(t *testing.T) {
-	soft := device.Channel{Kind: device.Softmax, T: 2, Beta: 1}
+	soft := channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}
 	good := Params{D: 10, Alpha: 0.1, Rho: 0.5, Channel: soft}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
@@ -139,9 +140,9 @@ func TestParamsValidate(t *testing.T) {
 		{D: 10, Alpha: 0.001, Rho: 0.5, Channel: soft}, // N = 0
 		{D: 10, Alpha: 0.1, Rho: 0.05, Channel: soft},  // R = 0
 		{D: 10, Alpha: 0.1, Rho: -1, Channel: soft},
-		{D: 10, Alpha: 0.1, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 1, Beta: 1}},
-		{D: 10, Alpha: 0.1, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 0}},
-		{D: 10, Alpha: 0.1, Rho: 0.5, Channel: device.Channel{Kind: device.Hardmax, T: 7}},
+		{D: 10, Alpha: 0.1, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 1, Beta: 1}},
+		{D: 10, Alpha: 0.1, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 0}},
+		{D: 10, Alpha: 0.1, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindHardmax, T: 7}},
 	}
 	for _, p := range bad {
 		if err := p.Validate(); err == nil {
@@ -165,7 +166,7 @@ func TestGenerateGroup(t *testing.T) {
 }
 
 func testGenerateGroup(t *testing.T, blas string) {
-	p := Params{D: 30, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 3, Beta: 1}, Seed: 4}
+	p := Params{D: 30, Alpha: 0.2, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 3, Beta: 1}, Seed: 4}
 	N, T, D := p.N(), p.T(), p.D // N = 180
 	open := func() *cpu.Device {
 		d, err := cpu.Open(cpu.Options{BLAS: blas})
@@ -262,7 +263,7 @@ func same(t *testing.T, what string, got, want []float64) {
 func TestGenerateNoise(t *testing.T) {
 	dev := cpu.New(0)
 	const delta = 0.04
-	p := Params{D: 30, Alpha: 2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 5}
+	p := Params{D: 30, Alpha: 2, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, Seed: 5}
 	clean, err := Generate(dev, p)
 	if err != nil {
 		t.Fatal(err)

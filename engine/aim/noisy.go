@@ -5,15 +5,15 @@ import (
 	"math"
 	"sync"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/internal/par"
-	"github.com/aimtheory/aim/kernels"
 )
 
 // NoisySoftmax is the softmax channel at T = 2 with additive Gaussian label noise,
-// y = softmax_row(beta h) + sqrt(Delta) xi, xi_ab iid N(0, 1) (kernels.NoisySoftmax: the
+// y = softmax_row(beta h) + sqrt(Delta) xi, xi_ab iid N(0, 1) (channel.NoisySoftmax: the
 // outputs, Z_out and g_out), with the state-evolution integrals FisherSum and OutputEntropy.
 //
-// In the notation of kernels.NoisySoftmax the channel sees d = (h11 - h12, h22 - h12) through
+// In the notation of channel.NoisySoftmax the channel sees d = (h11 - h12, h22 - h12) through
 // y~_a = sigma(beta d_a) + s eta_a, s = sqrt(Delta/2), and given omega, d ~ N(m, V C3) with
 // m ~ N(0, q C3) (omega ~ N(0, q I_3)), C3 = [[3, 1], [1, 3]]. Both integrals are
 //
@@ -45,7 +45,7 @@ import (
 // interpolants of both rules along the lines V = Q0 - q (noisyLine), whose stated error adds the
 // interpolation's; Direct evaluates the rule at every call.
 type NoisySoftmax struct {
-	*kernels.NoisySoftmax
+	*channel.NoisySoftmax
 	Workers int // goroutines of the integrals (0: GOMAXPROCS); the values do not depend on it
 
 	rule, coarse *noisyRule
@@ -66,9 +66,9 @@ type noisyRule struct {
 
 func newNoisyRule(sizes [3]int) *noisyRule {
 	r := &noisyRule{sizes: sizes}
-	r.mx, r.mw = symmetric(kernels.HermiteNormal(sizes[0]))
-	r.yx, r.yw = kernels.GaussLegendre(sizes[1])
-	r.gx, r.gw = symmetric(kernels.HermiteNormal(sizes[2]))
+	r.mx, r.mw = symmetric(channel.HermiteNormal(sizes[0]))
+	r.yx, r.yw = channel.GaussLegendre(sizes[1])
+	r.gx, r.gw = symmetric(channel.HermiteNormal(sizes[2]))
 	return r
 }
 
@@ -100,12 +100,18 @@ func NewNoisySoftmax(T int, beta, delta float64) (*NoisySoftmax, error) {
 }
 
 func newNoisySoftmax(T int, beta, delta float64, sizes, coarse [3]int) (*NoisySoftmax, error) {
-	k, err := kernels.NewNoisySoftmax(T, beta, delta)
+	k, err := channel.NewNoisySoftmax(T, beta, delta)
 	if err != nil {
 		return nil, err
 	}
+	return newNoisySoftmaxOf(k, sizes, coarse), nil
+}
+
+// newNoisySoftmaxOf returns the theory's channel of the scalar channel k with the quadrature
+// sizes and coarse sizes of the rules.
+func newNoisySoftmaxOf(k *channel.NoisySoftmax, sizes, coarse [3]int) *NoisySoftmax {
 	return &NoisySoftmax{NoisySoftmax: k, rule: newNoisyRule(sizes), coarse: newNoisyRule(coarse), memo: &pairMemo[Value]{},
-		lines: &noisyLines{m: map[float64]*noisyLine{}}}, nil
+		lines: &noisyLines{m: map[float64]*noisyLine{}}}
 }
 
 // Direct returns the channel that evaluates the rule at every (q, V) instead of the
@@ -140,7 +146,7 @@ func (n *NoisySoftmax) FisherSum(q, V float64) (float64, error) {
 }
 
 // OutputEntropy returns psi_out(q, V) = E log Z_out(y~; m, V), Z_out the density of the
-// sufficient statistics y~ (kernels.NoisySoftmax). The dropped constant is E log of the density
+// sufficient statistics y~ (channel.NoisySoftmax). The dropped constant is E log of the density
 // of the uninformative combinations w_a = y_aa + y_ab ~ N(1, 2 Delta), independent of y~ (the
 // map (y_aa, y_ab) -> (y~_a, w_a) has Jacobian 1): -log(4 pi Delta) - 1 per sample, independent
 // of q and V (it cancels between fixed points and in the envelope identity). Its q-derivative
@@ -227,7 +233,7 @@ func (n *NoisySoftmax) yNodes(t *noisyTable, gl, glw []float64, mu, V float64) {
 	s := math.Sqrt(n.Noise() / 2)
 	beta, sx := n.Beta(), math.Sqrt(3*V)
 	ua, ub := beta*(mu-noisyReach*sx), beta*(mu+noisyReach*sx)
-	sa, sb := kernels.Logistic(ua), kernels.Logistic(ub)
+	sa, sb := channel.Logistic(ua), channel.Logistic(ub)
 	inY := func(a, b float64, panels int) {
 		h := (b - a) / float64(panels) / 2
 		for p := 0; p < panels; p++ {
@@ -243,7 +249,7 @@ func (n *NoisySoftmax) yNodes(t *noisyTable, gl, glw []float64, mu, V float64) {
 		for p := 0; p < panels; p++ {
 			c := a + h*float64(2*p+1)
 			for i, x := range gl {
-				y := kernels.Logistic(c + h*x)
+				y := channel.Logistic(c + h*x)
 				t.y = append(t.y, y)
 				t.w = append(t.w, h*glw[i]*y*(1-y))
 			}

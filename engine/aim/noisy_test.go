@@ -7,8 +7,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/internal/par"
-	"github.com/aimtheory/aim/kernels"
 )
 
 // noisyMC is an independent Monte Carlo of FisherSum and psi_out of the noisy softmax over the
@@ -25,7 +25,7 @@ import (
 // It returns the means and their standard errors.
 func noisyMC(ch *NoisySoftmax, q, V float64, n int, seed uint64) (fisher, psi Value) {
 	beta, s := ch.Beta(), math.Sqrt(ch.Noise()/2)
-	hx, hw := kernels.HermiteNormal(96)
+	hx, hw := channel.HermiteNormal(96)
 	var elj float64
 	for i, x := range hx {
 		u := beta * math.Sqrt(3*(q+V)) * x
@@ -46,8 +46,8 @@ func noisyMC(ch *NoisySoftmax, q, V float64, n int, seed uint64) (fisher, psi Va
 			e1 := math.Sqrt(V) * (g0 + math.Sqrt2*g1)
 			e2 := math.Sqrt(V) * (g0 + math.Sqrt2*g2)
 			d1, d2 := m1+e1, m2+e2
-			y1 := kernels.Logistic(beta*d1) + s*r.NormFloat64()
-			y2 := kernels.Logistic(beta*d2) + s*r.NormFloat64()
+			y1 := channel.Logistic(beta*d1) + s*r.NormFloat64()
+			y2 := channel.Logistic(beta*d2) + s*r.NormFloat64()
 			lz, G1, G2 := ch.LogZ(y1, y2, m1, m2, V)
 			// (d - m)^T C3^-1 (d - m), C3^-1 = [[3, -1], [-1, 3]]/8
 			qf := (3*e1*e1 - 2*e1*e2 + 3*e2*e2) / 8

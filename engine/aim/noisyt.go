@@ -4,24 +4,24 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/internal/par"
-	"github.com/aimtheory/aim/kernels"
 )
 
 // NoisySoftmaxT is the softmax channel with additive Gaussian label noise at any
-// 2 <= T <= kernels.NoisyTMax (NoisySoftmax computes T = 2 by quadrature and is how
+// 2 <= T <= channel.NoisyTMax (NoisySoftmax computes T = 2 by quadrature and is how
 // this one is tested), y = softmax_row(beta h) + sqrt(Delta) xi, as the state evolution sees
 // it: FisherSum and OutputEntropy are Monte Carlo averages over (omega, y),
 //
 //	FisherSum(q, V)     = E sum_{a<=b} g_ab^2,   psi_out(q, V) = E log Z_out(y; omega, V),
 //
 // with omega ~ N(0, q I_M), u = omega + sqrt(V) xi, y = softmax(beta h(u)) + sqrt(Delta) xi',
-// and per sample the importance-sampling estimates of kernels.NoisySoftmaxT. The draws are the
+// and per sample the importance-sampling estimates of channel.NoisySoftmaxT. The draws are the
 // fixed stream of noisyTSeed (sample s takes normals (2M + T^2) s onwards) and the lattice of
 // sample s is reshifted by s, so the SE map is a deterministic, smooth function of (q, V)
 // (common random numbers) whose per-sample integration errors are independent and average out;
-// each g_out uses a fixed rule (Points points of each of kernels.NoisyTShifts shifts, no
+// each g_out uses a fixed rule (Points points of each of channel.NoisyTShifts shifts, no
 // stopping rule, which would make the map jump), and the square |g|^2 loses its bias, the
 // estimate's variance VarM/V. Z_out is the density of the whole T x T output (so psi_out
 // differs from NoisySoftmax's at T = 2 by the constant E log N(w_a; 1, 2 Delta) of the
@@ -34,7 +34,7 @@ type NoisySoftmaxT struct {
 	Points      int // lattice points per shift of each g_out
 	Workers     int // goroutines (0: all cores); the values do not depend on it
 
-	softmax *kernels.Softmax
+	softmax *channel.Softmax
 	bound   float64          // Bound's multiple of the error added to FisherSum
 	memo    *pairMemo[Value] // shared with the Bound channels
 }
@@ -50,13 +50,13 @@ const (
 	NoisyTPoints  = 64
 )
 
-// NewNoisySoftmaxT returns the noisy softmax channel at 2 <= T <= kernels.NoisyTMax,
+// NewNoisySoftmaxT returns the noisy softmax channel at 2 <= T <= channel.NoisyTMax,
 // 0 < beta < inf and 0 < Delta < inf, with the default sizes.
 func NewNoisySoftmaxT(T int, beta, delta float64) (*NoisySoftmaxT, error) {
-	if _, err := kernels.NewNoisySoftmaxT(T, beta, delta, NoisyTPoints, 0); err != nil {
+	if _, err := channel.NewNoisySoftmaxT(T, beta, delta, NoisyTPoints, 0); err != nil {
 		return nil, err
 	}
-	sm, err := kernels.NewSoftmax(T, beta)
+	sm, err := channel.NewSoftmax(T, beta)
 	if err != nil {
 		return nil, err
 	}
@@ -118,17 +118,17 @@ func (n *NoisySoftmaxT) integrals(op string, q, V float64) (psi, fisher Value, e
 
 // integrate runs the Monte Carlo over the samples in chunks of 32, folded in chunk order.
 func (n *NoisySoftmaxT) integrate(q, V float64) (psi, fisher Value, err error) {
-	T, M, ns := n.T, kernels.Fields(n.T), n.Samples
+	T, M, ns := n.T, channel.Fields(n.T), n.Samples
 	const chunk = 32
 	type acc struct{ f, f2, p, p2 float64 }
 	stride := 2*M + T*T
-	res, err := par.MapReduce(n.Workers, par.Chunks(ns, chunk), func() (*kernels.NoisySoftmaxT, error) {
-		k, err := kernels.NewNoisySoftmaxT(T, n.Beta, n.Delta, n.Points, 0)
+	res, err := par.MapReduce(n.Workers, par.Chunks(ns, chunk), func() (*channel.NoisySoftmaxT, error) {
+		k, err := channel.NewNoisySoftmaxT(T, n.Beta, n.Delta, n.Points, 0)
 		if err == nil {
 			k.Tol = 0
 		}
 		return k, err
-	}, func(k *kernels.NoisySoftmaxT, c int) (acc, error) {
+	}, func(k *channel.NoisySoftmaxT, c int) (acc, error) {
 		lo, hi := par.Span(c, ns, chunk)
 		z := make([]float64, stride)
 		u, omega, g := make([]float64, M), make([]float64, M), make([]float64, M)
@@ -140,7 +140,7 @@ func (n *NoisySoftmaxT) integrate(q, V float64) (psi, fisher Value, err error) {
 				omega[j] = math.Sqrt(q) * z[j]
 				u[j] = omega[j] + math.Sqrt(V)*z[M+j]
 			}
-			kernels.HFromU(h, u, T)
+			channel.HFromU(h, u, T)
 			k.Output(y, h)
 			for i := range y {
 				y[i] += math.Sqrt(n.Delta) * z[2*M+i]

@@ -4,16 +4,16 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/aimtheory/aim/kernels"
+	"github.com/aimtheory/aim/channel"
 )
 
-// Softmax is the row-softmax channel of docs/AIM.md 2.2 (kernels.Softmax: outputs and g_out)
+// Softmax is the row-softmax channel of docs/AIM.md 2.2 (channel.Softmax: outputs and g_out)
 // with the quantities the state evolution needs.
-type Softmax struct{ *kernels.Softmax }
+type Softmax struct{ *channel.Softmax }
 
 // NewSoftmax returns the softmax channel for T >= 2 tokens at inverse temperature beta > 0.
 func NewSoftmax(T int, beta float64) (*Softmax, error) {
-	k, err := kernels.NewSoftmax(T, beta)
+	k, err := channel.NewSoftmax(T, beta)
 	if err != nil {
 		return nil, err
 	}

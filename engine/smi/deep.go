@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/aimtheory/aim/kernels"
+	"github.com/aimtheory/aim/channel"
 )
 
 // Deep is the output channel of deep tied low-rank attention seen as a sequence multi-index
@@ -66,8 +66,8 @@ func (d *Deep) CheckInvertible() error {
 }
 
 // MaxSampledLayers is the deepest network whose posterior moments the importance sampler
-// (kernels.DeepSampler, DeepSampler) estimates: 2(L-1) = 6 free pre-activations at L = 4.
-const MaxSampledLayers = kernels.DeepMaxL
+// (channel.DeepSampler, DeepSampler) estimates: 2(L-1) = 6 free pre-activations at L = 4.
+const MaxSampledLayers = channel.DeepMaxL
 
 // CheckPosterior reports whether the posterior over Z given y can be computed for this channel
 // by the cubature (sampled false: CheckInvertible) or by importance sampling (sampled true:
@@ -76,9 +76,9 @@ func (d *Deep) CheckPosterior(sampled bool) error {
 	if !sampled || d.M != 2 {
 		return d.CheckInvertible()
 	}
-	if d.L < kernels.DeepMinL || d.L > MaxSampledLayers {
+	if d.L < channel.DeepMinL || d.L > MaxSampledLayers {
 		return fmt.Errorf("L = %d layers: the sampled channel integrals run over 2(L-1) = %d dimensions; "+
-			"%d <= L <= %d is supported (the forward map and SGD work for any L)", d.L, 2*(d.L-1), kernels.DeepMinL, MaxSampledLayers)
+			"%d <= L <= %d is supported (the forward map and SGD work for any L)", d.L, 2*(d.L-1), channel.DeepMinL, MaxSampledLayers)
 	}
 	return nil
 }

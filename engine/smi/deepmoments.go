@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/internal/spd"
-	"github.com/aimtheory/aim/kernels"
 )
 
 // DeepPosterior computes the posterior moments of the deep attention channel (docs/SMI.md 2.1,
@@ -271,12 +271,12 @@ func (q *DeepPosterior) branch(t []float64) (w [2]float64, logDet float64, ok bo
 	if pl == 0 {
 		return [2]float64{q.u[0], q.u[1]}, 0, true
 	}
-	// B_{L-1} by the recursion of Deep, written out for M = 2 (kernels.Attention2).
+	// B_{L-1} by the recursion of Deep, written out for M = 2 (channel.Attention2).
 	c, beta := q.d.C, q.d.Beta
-	B := kernels.Attention2(c, beta, [2]float64{z[0] + q.omega[0], z[1] + q.omega[1]})
+	B := channel.Attention2(c, beta, [2]float64{z[0] + q.omega[0], z[1] + q.omega[1]})
 	for k := 1; k < pl; k++ {
 		z0, z1 := z[k*M]+q.omega[k*M], z[k*M+1]+q.omega[k*M+1]
-		a := kernels.Attention2(c, beta, [2]float64{B[0]*z0 + B[1]*z1, B[2]*z0 + B[3]*z1})
+		a := channel.Attention2(c, beta, [2]float64{B[0]*z0 + B[1]*z1, B[2]*z0 + B[3]*z1})
 		B = [4]float64{a[0]*B[0] + a[1]*B[2], a[0]*B[1] + a[1]*B[3], a[2]*B[0] + a[3]*B[2], a[2]*B[1] + a[3]*B[3]}
 	}
 	b := B[:]

@@ -3,14 +3,14 @@ package smi
 import (
 	"fmt"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/internal/par"
-	"github.com/aimtheory/aim/kernels"
 )
 
 // DeepSampler estimates the posterior moments of the deep attention channel at L = 3 or 4
 // (M = 2; the same integrals as DeepPosterior, docs/SMI.md 2.2) by importance sampling
-// (kernels.DeepSampler, which states the rule), without bias in Z_out and with an error that
+// (channel.DeepSampler, which states the rule), without bias in Z_out and with an error that
 // it measures, where the cubature's error is a bias of unknown sign. At L = 4 (6 dimensions)
 // there is no cubature. The state evolution and GAMP run it in batches through SampleBatch (on
 // a device, or its CPU twin); this type is one integral at a time.
@@ -24,7 +24,7 @@ import (
 //
 // One DeepSampler per goroutine: it holds work space.
 type DeepSampler struct {
-	k   *kernels.DeepSampler
+	k   *channel.DeepSampler
 	L   int
 	out []float64
 }
@@ -42,7 +42,7 @@ func (d *Deep) NewSampler() (*DeepSampler, error) {
 	if err := d.CheckPosterior(true); err != nil {
 		return nil, err
 	}
-	return &DeepSampler{k: kernels.NewDeepSampler(d.L, d.C, d.Beta), L: d.L, out: make([]float64, kernels.DeepOut(d.L))}, nil
+	return &DeepSampler{k: channel.NewDeepSampler(d.L, d.C, d.Beta), L: d.L, out: make([]float64, channel.DeepOut(d.L))}, nil
 }
 
 // NewSampleMoments returns moments sized for the sampler.
@@ -55,7 +55,7 @@ func (d *Deep) NewSampleMoments() *SampleMoments {
 const MinSampleESS = 10
 
 // SampleNormals returns the number of standard normals one draw takes at L layers.
-func SampleNormals(L int) int { return kernels.DeepNormals(L) }
+func SampleNormals(L int) int { return channel.DeepNormals(L) }
 
 // Moments estimates the posterior moments of Z - omega given u, omega (L x 2) and V (L x L,
 // symmetric positive definite) from n = len(normals)/SampleNormals(L) draws; normals are
@@ -69,24 +69,24 @@ func (q *DeepSampler) Moments(m *SampleMoments, u, omega, V, normals []float64) 
 	return m.set(q.out, q.L, n, V)
 }
 
-// set takes one result of kernels.DeepSampler at L layers (kernels.DeepOut(L) values) from n
+// set takes one result of channel.DeepSampler at L layers (channel.DeepOut(L) values) from n
 // draws; V is for the error message.
 func (m *SampleMoments) set(out []float64, L, n int, V []float64) error {
-	switch st := out[kernels.DeepOutStatus(L)]; st {
-	case kernels.DeepOK:
-	case kernels.DeepNotPD:
+	switch st := out[channel.DeepOutStatus(L)]; st {
+	case channel.DeepOK:
+	case channel.DeepNotPD:
 		return fmt.Errorf("deep channel sampler: V = %v is not positive definite", V)
-	case kernels.DeepNoPoint:
+	case channel.DeepNoPoint:
 		return fmt.Errorf("deep channel sampler: no draw of %d reached the output (Z_out estimate 0)", n)
 	default:
 		return fmt.Errorf("deep channel sampler: status %v", st)
 	}
 	pm := 2 * L
 	copy(m.Mean, out[:pm])
-	copy(m.Second, out[kernels.DeepOutSecond(L):kernels.DeepOutSecond(L)+pm*pm])
-	copy(m.MeanErr, out[kernels.DeepOutErr(L):kernels.DeepOutErr(L)+pm])
-	m.LogZ = out[kernels.DeepOutLogZ(L)]
-	m.ESS = out[kernels.DeepOutESS(L)]
+	copy(m.Second, out[channel.DeepOutSecond(L):channel.DeepOutSecond(L)+pm*pm])
+	copy(m.MeanErr, out[channel.DeepOutErr(L):channel.DeepOutErr(L)+pm])
+	m.LogZ = out[channel.DeepOutLogZ(L)]
+	m.ESS = out[channel.DeepOutESS(L)]
 	m.Evals = n
 	m.Exact = m.ESS >= MinSampleESS
 	return nil
@@ -95,11 +95,11 @@ func (m *SampleMoments) set(out []float64, L, n int, V []float64) error {
 // SampleBatch is a batch of channel integrals for the importance sampler (L = 2 to
 // MaxSampledLayers), run together (Run) on a device's sampler (device.DeepSampler: the GPU
 // kernel deep_sample, or the CPU backend's twin) or, without a device, on the CPU twin
-// kernels.DeepSampleBatch in this process: the same rule and the same normals, so the same
+// channel.DeepSampleBatch in this process: the same rule and the same normals, so the same
 // estimates to rounding. Task t is (slot s, u, omega, V) (Set); its draws read the normals
 // offset + s stride + k of the seed's stream.
 type SampleBatch struct {
-	In, Out []float64 // kernels.DeepIn(L) and kernels.DeepOut(L) values per task
+	In, Out []float64 // channel.DeepIn(L) and channel.DeepOut(L) values per task
 	n, L    int
 	c, beta float64
 }
@@ -110,7 +110,7 @@ func (d *Deep) NewSampleBatch(n int) (*SampleBatch, error) {
 	if err := d.CheckPosterior(true); err != nil {
 		return nil, err
 	}
-	return &SampleBatch{In: make([]float64, n*kernels.DeepIn(d.L)), Out: make([]float64, n*kernels.DeepOut(d.L)), n: n, L: d.L,
+	return &SampleBatch{In: make([]float64, n*channel.DeepIn(d.L)), Out: make([]float64, n*channel.DeepOut(d.L)), n: n, L: d.L,
 		c: d.C, beta: d.Beta}, nil
 }
 
@@ -119,7 +119,7 @@ func (b *SampleBatch) Len() int { return b.n }
 
 // Set sets task t: its slot s < 2^53, u (M = 2), omega (L x 2) and V (L x L).
 func (b *SampleBatch) Set(t int, slot uint64, u, omega, V []float64) {
-	nin, L := kernels.DeepIn(b.L), b.L
+	nin, L := channel.DeepIn(b.L), b.L
 	task := b.In[t*nin : (t+1)*nin]
 	task[0] = float64(slot)
 	copy(task[1:3], u)
@@ -136,13 +136,13 @@ const sampleBlock = 1 << 13
 // workers goroutines (0: GOMAXPROCS). A device without the sampler is an error.
 func (b *SampleBatch) Run(dev device.Device, draws int, seed, offset, stride uint64, workers int) error {
 	if dev == nil {
-		return kernels.DeepSampleBatch(b.Out, b.In, b.n, b.L, draws, b.c, b.beta, seed, offset, stride, par.Workers(workers), device.FillNormals)
+		return channel.DeepSampleBatch(b.Out, b.In, b.n, b.L, draws, b.c, b.beta, seed, offset, stride, par.Workers(workers), device.FillNormals)
 	}
 	ds := dev.Capabilities().DeepSampler
 	if ds == nil {
 		return fmt.Errorf("deep channel sampler: device %s has no DeepSampler", dev.Info().Name)
 	}
-	nin, nout := kernels.DeepIn(b.L), kernels.DeepOut(b.L)
+	nin, nout := channel.DeepIn(b.L), channel.DeepOut(b.L)
 	nb := min(b.n, sampleBlock)
 	bufs, err := device.AllocAll(dev, nb*nin, nb*nout)
 	if err != nil {
@@ -168,6 +168,6 @@ func (b *SampleBatch) Run(dev device.Device, draws int, seed, offset, stride uin
 // Moments sets m from task t's result of Run with draws draws (an error for a task without an
 // estimate).
 func (b *SampleBatch) Moments(m *SampleMoments, t, draws int) error {
-	nin, nout := kernels.DeepIn(b.L), kernels.DeepOut(b.L)
+	nin, nout := channel.DeepIn(b.L), channel.DeepOut(b.L)
 	return m.set(b.Out[t*nout:(t+1)*nout], b.L, draws, b.In[t*nin+3+2*b.L:(t+1)*nin])
 }

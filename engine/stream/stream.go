@@ -54,7 +54,7 @@ func Restart(k int) uint64 { return Init + uint64(k)*restart }
 func SMISESample(s, n int) uint64 { return uint64(s) * uint64(n) }
 
 // SMISEDrawNormals is the number of normals each half of one SE sample's importance sampling
-// may take from SMISEDraws (kernels.DeepSampler: 4 per draw).
+// may take from SMISEDraws (channel.DeepSampler: 4 per draw).
 const SMISEDrawNormals = 1 << 24
 
 // SMISEDraw returns the offset of half h (0 or 1) of the importance-sampling draws of the SMI

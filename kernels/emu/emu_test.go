@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/kernels"
@@ -352,7 +353,7 @@ func TestChannelOutput(t *testing.T) {
 			}
 			launch(t, "softmax_output", kernels.GridThreads(int64(n)), y, h, n, tt, 1.3)
 			yb := up(t, make([]float64, n*tt*tt))
-			dev.ChannelOutput(device.Channel{Kind: device.Softmax, T: tt, Beta: 1.3}, yb, up(t, hv), n)
+			dev.ChannelOutput(channel.Spec{Kind: channel.KindSoftmax, T: tt, Beta: 1.3}, yb, up(t, hv), n)
 			close(t, fmt.Sprintf("softmax_output t=%d inplace=%v", tt, inPlace), y.read(t), down(t, yb), 1e-14)
 		}
 	}
@@ -363,7 +364,7 @@ func TestChannelOutput(t *testing.T) {
 	y := newBuf(t, make([]float64, n*4))
 	launch(t, "hardmax_output", kernels.GridThreads(int64(n)), y, newBuf(t, hv), n, 2)
 	yb := up(t, make([]float64, n*4))
-	dev.ChannelOutput(device.Channel{Kind: device.Hardmax, T: 2}, yb, up(t, hv), n)
+	dev.ChannelOutput(channel.Spec{Kind: channel.KindHardmax, T: 2}, yb, up(t, hv), n)
 	sameBits(t, "hardmax_output", y.read(t), down(t, yb))
 }
 
@@ -371,9 +372,9 @@ func TestChannelGOut(t *testing.T) {
 	needEmu(t)
 	r := rand.New(rand.NewPCG(9, 10))
 	n := 600
-	for _, ch := range []device.Channel{
-		{Kind: device.Softmax, T: 2, Beta: 1}, {Kind: device.Softmax, T: 3, Beta: 2.5}, {Kind: device.Softmax, T: 6, Beta: 0.7},
-		{Kind: device.Hardmax, T: 2}, {Kind: device.Hardmax, T: 2, PaperCompat: true},
+	for _, ch := range []channel.Spec{
+		{Kind: channel.KindSoftmax, T: 2, Beta: 1}, {Kind: channel.KindSoftmax, T: 3, Beta: 2.5}, {Kind: channel.KindSoftmax, T: 6, Beta: 0.7},
+		{Kind: channel.KindHardmax, T: 2}, {Kind: channel.KindHardmax, T: 2, PaperCompat: true},
 	} {
 		tt := ch.T
 		for _, scale := range []float64{1, 10, 60} {
@@ -413,7 +414,7 @@ func TestChannelGOut(t *testing.T) {
 					g = om
 				}
 				name := fmt.Sprintf("%v T=%d scale=%g alias=%v", ch, tt, scale, alias)
-				if ch.Kind == device.Softmax {
+				if ch.Kind == channel.KindSoftmax {
 					launch(t, "softmax_gout", grid, g, part, newBuf(t, yv), om, n, tt, ch.Beta, v)
 				} else {
 					p := 0
@@ -423,11 +424,11 @@ func TestChannelGOut(t *testing.T) {
 					launch(t, "hardmax_gout", grid, g, part, newBuf(t, yv), om, n, v, p)
 				}
 				tol := 1e-12
-				if ch.Kind == device.Softmax {
+				if ch.Kind == channel.KindSoftmax {
 					tol = 1e-9 // g = difference of logs: compare below against the scale of g
 				}
 				gg, gw := g.read(t), down(t, gb)
-				if ch.Kind == device.Softmax {
+				if ch.Kind == channel.KindSoftmax {
 					sc := 0.0
 					for _, w := range gw {
 						sc = math.Max(sc, math.Abs(w))
@@ -459,7 +460,7 @@ func TestChannelGOut(t *testing.T) {
 				} else {
 					close(t, name, gg, gw, tol)
 				}
-				if ch.Kind == device.Softmax && scale > 10 {
+				if ch.Kind == channel.KindSoftmax && scale > 10 {
 					continue
 				}
 				close(t, name+" sum", []float64{sumParts(part.read(t))}, []float64{want}, 1e-12)
@@ -476,7 +477,7 @@ func TestTrain(t *testing.T) {
 	needEmu(t)
 	r := rand.New(rand.NewPCG(41, 42))
 	for _, tc := range []struct{ n, t int }{{1, 2}, {300, 2}, {257, 3}, {40, 5}} {
-		ch := device.Channel{Kind: device.Softmax, T: tc.t, Beta: 1.3}
+		ch := channel.Spec{Kind: channel.KindSoftmax, T: tc.t, Beta: 1.3}
 		tt := tc.t * tc.t
 		h, y := randv(r, tc.n*tt), randv(r, tc.n*tt)
 		hb := up(t, h)
@@ -516,7 +517,7 @@ func TestTrain(t *testing.T) {
 }
 
 // TestHardmaxTGOut compares hardmaxt_gout (one sample per block, the threads over the lattice
-// points) with the CPU backend's ChannelGOut (kernels.HardmaxT per sample) at T = 3 and 4, on
+// points) with the CPU backend's ChannelGOut (channel.HardmaxT per sample) at T = 3 and 4, on
 // teacher outputs and omega = tau o h + noise, with a fixed number of points (Tol < 0), so that
 // the stopping rule cannot differ: the sums over points differ in order only, and g must agree
 // to 1e-12 of max |g|. The adaptive rule (Tol 1e-3) is compared too, on the samples where both
@@ -529,12 +530,12 @@ func TestHardmaxTGOut(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(19, 20))
 	for _, c := range []struct {
-		ch device.Channel
+		ch channel.Spec
 		n  int
 	}{
-		{device.Channel{Kind: device.Hardmax, T: 3, Points: 256, Tol: -1}, 10},
-		{device.Channel{Kind: device.Hardmax, T: 4, Points: 128, Tol: -1}, 6},
-		{device.Channel{Kind: device.Hardmax, T: 3, Points: 512}, 4},
+		{channel.Spec{Kind: channel.KindHardmax, T: 3, Points: 256, Tol: -1}, 10},
+		{channel.Spec{Kind: channel.KindHardmax, T: 4, Points: 128, Tol: -1}, 6},
+		{channel.Spec{Kind: channel.KindHardmax, T: 3, Points: 512}, 4},
 	} {
 		ch, n := c.ch, c.n
 		tt := ch.T * ch.T
@@ -567,7 +568,7 @@ func TestHardmaxTGOut(t *testing.T) {
 		}
 		g, part := newBuf(t, make([]float64, n*tt)), newBuf(t, make([]float64, n))
 		points, tol := ch.Lattice()
-		launch(t, "hardmaxt_gout", kernels.GridSamples(int64(n)), g, part, newBuf(t, yv), newBuf(t, ov), n, ch.T, v, points, kernels.HardmaxTShifts, tol)
+		launch(t, "hardmaxt_gout", kernels.GridSamples(int64(n)), g, part, newBuf(t, yv), newBuf(t, ov), n, ch.T, v, points, channel.HardmaxTShifts, tol)
 		gg, gw := g.read(t), down(t, gb)
 		sc := 0.0
 		for _, w := range gw {
@@ -593,7 +594,7 @@ func TestHardmaxTGOut(t *testing.T) {
 	}
 }
 
-// deepTask returns one deep_sample task at L layers (kernels.DeepIn(L) values) of the given
+// deepTask returns one deep_sample task at L layers (channel.DeepIn(L) values) of the given
 // kind, V = C C^T with C lower triangular: "broad" (V_LL > 0.25: the prior alone), "sharp"
 // (V_LL about 1e-3, u the forward model's output at a point near omega, so the charts find
 // solutions), "corr" (sharp, with V's off-diagonals large: the earlier layers strongly
@@ -601,7 +602,7 @@ func TestHardmaxTGOut(t *testing.T) {
 // u is +-B_{L-1}(z_1, ..., z_{L-1}) z_L at Z = omega + noise, except for a broad task, where
 // it is that or (half the time) random.
 func deepTask(r *rand.Rand, kind string, L int, slot, c, beta float64) []float64 {
-	task := make([]float64, kernels.DeepIn(L))
+	task := make([]float64, channel.DeepIn(L))
 	task[0] = slot
 	omega, V := task[3:3+2*L], task[3+2*L:]
 	for i := range omega {
@@ -667,7 +668,7 @@ func deepTask(r *rand.Rand, kind string, L int, slot, c, beta float64) []float64
 	}
 	B := [4]float64{1, 0, 0, 1} // B_k = A(v_k) B_{k-1}, v_k = B_{k-1} z_k
 	for k := 0; k < L-1; k++ {
-		a := kernels.Attention2(c, beta, mul(B, [2]float64{Z[2*k], Z[2*k+1]}))
+		a := channel.Attention2(c, beta, mul(B, [2]float64{Z[2*k], Z[2*k+1]}))
 		B = [4]float64{a[0]*B[0] + a[1]*B[2], a[0]*B[1] + a[1]*B[3], a[2]*B[0] + a[3]*B[2], a[2]*B[1] + a[3]*B[3]}
 	}
 	u := mul(B, [2]float64{Z[2*L-2], Z[2*L-1]})
@@ -694,11 +695,11 @@ var deepKernels = []struct {
 
 // TestDeepSample runs deep_sample (one task per thread) and deep_sample_warp (one per warp, the
 // same draws summed in another order: 32 lane sums merged in a tree) against their CPU twin
-// kernels.DeepSampleBatch (device.FillNormals' stream) at every L = kernels.DeepMinL ..
+// channel.DeepSampleBatch (device.FillNormals' stream) at every L = channel.DeepMinL ..
 // DeepMaxL on random tasks: broad and sharp last layers, correlated V, an indefinite V
 // (DeepNotPD), bad slots (DeepBadSlot), slots out of task order, several (c, beta), even and
 // odd draw counts, an offset at which one draw's normals wrap around 2^64 (between two of its
-// Philox pairs at L = 3 and 4), and the tasks of kernels.DeepTasks. Statuses must agree exactly
+// Philox pairs at L = 3 and 4), and the tasks of channel.DeepTasks. Statuses must agree exactly
 // and NaNs sit in the same places. The arithmetic is the same, operation for operation, but exp
 // and log are glibc's in the emulator and Go's in the twin (a few ulps apart), and the weights
 // carry that into the sums, so values are compared to 1e-9 of their scale: |x| for log Z and
@@ -710,18 +711,18 @@ func TestDeepSample(t *testing.T) {
 	needEmu(t)
 	r := rand.New(rand.NewPCG(51, 52))
 	const seed = 0x5eed_0123_4567_89ab
-	for L := kernels.DeepMinL; L <= kernels.DeepMaxL; L++ {
-		nin, nout, pm := kernels.DeepIn(L), kernels.DeepOut(L), 2*L
-		sec := kernels.DeepOutSecond(L)
+	for L := channel.DeepMinL; L <= channel.DeepMaxL; L++ {
+		nin, nout, pm := channel.DeepIn(L), channel.DeepOut(L), 2*L
+		sec := channel.DeepOutSecond(L)
 		groups := []struct {
 			name   string
 			lo, hi int
 		}{
 			{"mean", 0, pm},
 			{"second", sec, sec + pm*pm},
-			{"err", kernels.DeepOutErr(L), kernels.DeepOutErr(L) + pm},
-			{"logZ", kernels.DeepOutLogZ(L), kernels.DeepOutLogZ(L) + 1},
-			{"ess", kernels.DeepOutESS(L), kernels.DeepOutESS(L) + 1},
+			{"err", channel.DeepOutErr(L), channel.DeepOutErr(L) + pm},
+			{"logZ", channel.DeepOutLogZ(L), channel.DeepOutLogZ(L) + 1},
+			{"ess", channel.DeepOutESS(L), channel.DeepOutESS(L) + 1},
 		}
 		worstRel, worstScaled := map[string][]float64{}, map[string][]float64{} // by kernel, then group
 		for _, kern := range deepKernels {
@@ -736,7 +737,7 @@ func TestDeepSample(t *testing.T) {
 			c, beta        float64
 			draws, n       int
 			offset, stride uint64
-			shared         bool // the tasks of kernels.DeepTasks (as the CPU and GPU twin tests)
+			shared         bool // the tasks of channel.DeepTasks (as the CPU and GPU twin tests)
 		}{
 			{1, 1, 300, 40, 1<<60 + 1<<40, 1 << 24, false},
 			{0.5, 1.3, 257, 280, 1<<60 + 1<<40, 1 << 24, false}, // two blocks, the second partly idle
@@ -766,7 +767,7 @@ func TestDeepSample(t *testing.T) {
 				case 7:
 					slot = 2.5
 				case 10:
-					slot = kernels.MaxDeepSlot
+					slot = channel.MaxDeepSlot
 				case 13:
 					slot = math.NaN()
 				}
@@ -774,13 +775,13 @@ func TestDeepSample(t *testing.T) {
 				in = append(in, deepTask(r, kind, L, slot, cf.c, cf.beta)...)
 			}
 			if cf.shared {
-				in = kernels.DeepTasks(3, n, L, cf.c, cf.beta)
+				in = channel.DeepTasks(3, n, L, cf.c, cf.beta)
 				for i := range kindOf {
 					kindOf[i] = "shared"
 				}
 			}
 			want := make([]float64, n*nout)
-			if err := kernels.DeepSampleBatch(want, in, n, L, cf.draws, cf.c, cf.beta, seed, cf.offset, cf.stride, 2, device.FillNormals); err != nil {
+			if err := channel.DeepSampleBatch(want, in, n, L, cf.draws, cf.c, cf.beta, seed, cf.offset, cf.stride, 2, device.FillNormals); err != nil {
 				t.Fatal(err)
 			}
 			for _, kern := range deepKernels {
@@ -792,15 +793,15 @@ func TestDeepSample(t *testing.T) {
 				minESS := map[string]float64{}
 				for task := 0; task < n; task++ {
 					g, w := got[task*nout:(task+1)*nout], want[task*nout:(task+1)*nout]
-					st := w[kernels.DeepOutStatus(L)]
+					st := w[channel.DeepOutStatus(L)]
 					status[st]++
-					if g[kernels.DeepOutStatus(L)] != st {
-						t.Errorf("%s task %d (%s): status %v, CPU %v", name, task, kindOf[task], g[kernels.DeepOutStatus(L)], st)
+					if g[channel.DeepOutStatus(L)] != st {
+						t.Errorf("%s task %d (%s): status %v, CPU %v", name, task, kindOf[task], g[channel.DeepOutStatus(L)], st)
 						continue
 					}
-					if st == kernels.DeepOK {
-						if e, ok := minESS[kindOf[task]]; !ok || w[kernels.DeepOutESS(L)] < e {
-							minESS[kindOf[task]] = w[kernels.DeepOutESS(L)]
+					if st == channel.DeepOK {
+						if e, ok := minESS[kindOf[task]]; !ok || w[channel.DeepOutESS(L)] < e {
+							minESS[kindOf[task]] = w[channel.DeepOutESS(L)]
 						}
 					}
 					rms := func(a int) float64 { return math.Sqrt(math.Abs(w[sec+a*(pm+1)])) }
@@ -833,10 +834,10 @@ func TestDeepSample(t *testing.T) {
 				t.Logf("%s: statuses %v, least ESS of a task by kind %v", name, status, minESS)
 				// A task with a few draws may find no point; with hundreds, every valid task has one.
 				if cf.shared {
-					if status[kernels.DeepOK] != n {
+					if status[channel.DeepOK] != n {
 						t.Errorf("%s: statuses %v, want all DeepOK", name, status)
 					}
-				} else if status[kernels.DeepNotPD] != 1 || status[kernels.DeepBadSlot] != 4 || (cf.draws >= 100 && status[kernels.DeepOK] != n-5) {
+				} else if status[channel.DeepNotPD] != 1 || status[channel.DeepBadSlot] != 4 || (cf.draws >= 100 && status[channel.DeepOK] != n-5) {
 					t.Errorf("%s: statuses %v, want 1 DeepNotPD, 4 DeepBadSlot and (with 100 draws or more) the rest DeepOK", name, status)
 				}
 			}
@@ -849,17 +850,17 @@ func TestDeepSample(t *testing.T) {
 	}
 }
 
-// TestDeepSampleBadL launches deep_sample and deep_sample_warp at layer counts outside kernels.DeepMinL ..
+// TestDeepSampleBadL launches deep_sample and deep_sample_warp at layer counts outside channel.DeepMinL ..
 // DeepMaxL, which the device front refuses and DeepSampleBatch rejects: for 1 <= L <= 64 every
 // task's DeepOut(L) values are NaN with the kernel-only status 4 (deep.cu's DEEP_BAD_L) last,
 // whatever the input; for L <= 0 (and L > 64) nothing is written.
 func TestDeepSampleBadL(t *testing.T) {
 	needEmu(t)
 	const n = 3
-	in := newBuf(t, make([]float64, n*kernels.DeepIn(5)))
+	in := newBuf(t, make([]float64, n*channel.DeepIn(5)))
 	for _, kern := range deepKernels {
 		for _, L := range []int{1, 5, 64, 0, -1, 65} {
-			nout := kernels.DeepOut(L)
+			nout := channel.DeepOut(L)
 			init := make([]float64, n*nout)
 			for i := range init {
 				init[i] = 7
@@ -871,7 +872,7 @@ func TestDeepSampleBadL(t *testing.T) {
 				want := 7.0
 				if L >= 1 && L <= 64 {
 					want = math.NaN()
-					if i%nout == kernels.DeepOutStatus(L) {
+					if i%nout == channel.DeepOutStatus(L) {
 						want = 4
 					}
 				}

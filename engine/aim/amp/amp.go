@@ -12,6 +12,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/fixedpoint"
@@ -61,9 +62,9 @@ func DefaultOptions() Options {
 // D = 200, 11 undamped and more than 200 damped), and the undamped one can settle into a cycle
 // of period two or three at small D, which Adaptive damps. The softmax channel keeps the fixed 0.5: undamped it oscillates, and more damping
 // leaves it far from the fixed point.
-func ChannelOptions(ch device.Channel) Options {
+func ChannelOptions(ch channel.Spec) Options {
 	o := DefaultOptions()
-	if ch.Kind == device.Hardmax {
+	if ch.Kind == channel.KindHardmax {
 		o.MaxIter, o.Damping, o.Adaptive = 500, 0, true
 	}
 	return o

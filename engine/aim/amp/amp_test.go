@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
@@ -14,7 +15,7 @@ import (
 )
 
 func softmaxParams(D, T int, alpha float64, seed uint64) aim.Params {
-	return aim.Params{D: D, Alpha: alpha, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: T, Beta: 1}, Seed: seed}
+	return aim.Params{D: D, Alpha: alpha, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: T, Beta: 1}, Seed: seed}
 }
 
 // meanError runs GAMP-RIE for the given seeds and returns the mean final error.
@@ -126,7 +127,7 @@ func TestAMPDivergence(t *testing.T) {
 // CPU's QuadFormSum, counted through the wrapper).
 func TestAMPBytes(t *testing.T) {
 	for _, p := range []aim.Params{softmaxParams(30, 2, 0.1, 1), softmaxParams(24, 3, 0.2, 2),
-		{D: 20, Alpha: 0.3, Rho: 0.7, Channel: device.Channel{Kind: device.Hardmax, T: 2}, Seed: 3}} {
+		{D: 20, Alpha: 0.3, Rho: 0.7, Channel: channel.Spec{Kind: channel.KindHardmax, T: 2}, Seed: 3}} {
 		dev := devtest.NewCounting(cpu.New(0))
 		data, err := aim.Generate(dev, p)
 		if err != nil {
@@ -198,9 +199,9 @@ func TestAMPHardmaxExact(t *testing.T) {
 	dev := cpu.New(0)
 	exact, _ := aim.NewHardmax(2, false)
 	paper, _ := aim.NewHardmax(2, true)
-	o := ChannelOptions(device.Channel{Kind: device.Hardmax, T: 2})
+	o := ChannelOptions(channel.Spec{Kind: channel.KindHardmax, T: 2})
 	for _, c := range []struct{ alpha, tol float64 }{{0.2, 0.093}, {1, 0.020}} {
-		p := aim.Params{D: 60, Alpha: c.alpha, Rho: 0.5, Channel: device.Channel{Kind: device.Hardmax, T: 2}}
+		p := aim.Params{D: 60, Alpha: c.alpha, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindHardmax, T: 2}}
 		got := meanError(t, dev, p, []uint64{1, 2, 3, 4}, o)
 		want, published := seMMSE(t, exact, 0.5, c.alpha), seMMSE(t, paper, 0.5, c.alpha)
 		t.Logf("hardmax alpha = %g, D = 60: AMP %.4f, exact SE %.4f, published-formula SE %.4f", c.alpha, got, want, published)
@@ -263,7 +264,7 @@ func TestStreamedEqualsStored(t *testing.T) {
 	}{
 		{"softmax T=2", softmaxParams(30, 2, 0.2, 5)},
 		{"softmax T=3", softmaxParams(24, 3, 0.15, 6)},
-		{"hardmax", aim.Params{D: 30, Alpha: 0.2, Rho: 0.5, Seed: 7, Channel: device.Channel{Kind: device.Hardmax, T: 2}}},
+		{"hardmax", aim.Params{D: 30, Alpha: 0.2, Rho: 0.5, Seed: 7, Channel: channel.Spec{Kind: channel.KindHardmax, T: 2}}},
 	} {
 		var first []Iteration
 		for _, workers := range []int{1, 3} {

@@ -5,8 +5,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
-	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
 )
 
@@ -32,10 +32,10 @@ func TestAMPGonumVsNative(t *testing.T) {
 		p     aim.Params
 		paper bool
 	}{
-		{"softmax T=2", aim.Params{D: 80, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 3}, false},
-		{"softmax T=3", aim.Params{D: 60, Alpha: 0.04, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 3, Beta: 1}, Seed: 4}, false},
-		{"softmax T=2 paper start", aim.Params{D: 70, Alpha: 0.12, Rho: 0.3, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 2}, Seed: 5}, true},
-		{"hardmax", aim.Params{D: 60, Alpha: 0.3, Rho: 0.5, Channel: device.Channel{Kind: device.Hardmax, T: 2}, Seed: 6}, false},
+		{"softmax T=2", aim.Params{D: 80, Alpha: 0.2, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, Seed: 3}, false},
+		{"softmax T=3", aim.Params{D: 60, Alpha: 0.04, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 3, Beta: 1}, Seed: 4}, false},
+		{"softmax T=2 paper start", aim.Params{D: 70, Alpha: 0.12, Rho: 0.3, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 2}, Seed: 5}, true},
+		{"hardmax", aim.Params{D: 60, Alpha: 0.3, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindHardmax, T: 2}, Seed: 6}, false},
 	} {
 		o := DefaultOptions()
 		o.PaperInit = c.paper
@@ -77,7 +77,7 @@ func TestAMPGonumVsNative(t *testing.T) {
 // bytes per sample: under 8 N bytes asserted, so no buffer of the size of the data or of D x D
 // is allocated inside the loop on either path.
 func TestAMPIterationGarbage(t *testing.T) {
-	p := aim.Params{D: 60, Alpha: 6, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 9}
+	p := aim.Params{D: 60, Alpha: 6, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, Seed: 9}
 	for _, choice := range []string{cpu.GonumBLAS, "auto"} {
 		dev, err := cpu.Open(cpu.Options{BLAS: choice})
 		if err != nil {

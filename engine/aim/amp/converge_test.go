@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
-	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
 )
 
@@ -20,7 +20,7 @@ func TestConvergedMeansNear(t *testing.T) {
 		t.Skip("about 20 s")
 	}
 	dev := cpu.New(0)
-	p := aim.Params{D: 60, Alpha: 1, Rho: 0.5, Seed: 1, Channel: device.Channel{Kind: device.Hardmax, T: 2}}
+	p := aim.Params{D: 60, Alpha: 1, Rho: 0.5, Seed: 1, Channel: channel.Spec{Kind: channel.KindHardmax, T: 2}}
 	o := ChannelOptions(p.Channel)
 	stop := runOnce(t, dev, p, o)
 	if !stop.Converged {
@@ -47,7 +47,7 @@ func TestAdaptiveDampingBreaksCycle(t *testing.T) {
 		t.Skip("about 15 s")
 	}
 	dev := cpu.New(0)
-	p := aim.Params{D: 100, Alpha: 0.5, Rho: 0.5, Seed: 1, Channel: device.Channel{Kind: device.Hardmax, T: 2}}
+	p := aim.Params{D: 100, Alpha: 0.5, Rho: 0.5, Seed: 1, Channel: channel.Spec{Kind: channel.KindHardmax, T: 2}}
 	o := ChannelOptions(p.Channel)
 	o.MaxIter = 300
 	o.Adaptive = false

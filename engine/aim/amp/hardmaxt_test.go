@@ -5,14 +5,14 @@ import (
 	"os"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
-	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
 )
 
 // hardmaxT3 is the hardmax channel at T = 3 with a fixed rule of 64 points per shift (about
 // 0.5 ms a sample on one core), so that the test's runs are short.
-var hardmaxT3 = device.Channel{Kind: device.Hardmax, T: 3, Points: 64, Tol: -1}
+var hardmaxT3 = channel.Spec{Kind: channel.KindHardmax, T: 3, Points: 64, Tol: -1}
 
 // TestAMPHardmaxT3 runs GAMP-RIE with the hardmax channel at T = 3 (D = 30, rho = 0.5, alpha
 // = 1: N = 900 samples of 6 inequalities each against D(D+1)/2 = 465 unknowns). As at T = 2

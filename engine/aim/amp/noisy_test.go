@@ -5,8 +5,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
-	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
 )
 
@@ -34,7 +34,7 @@ func TestAMPNoisyFollowsSE(t *testing.T) {
 	}
 	for _, alpha := range alphas {
 		want, noiseless := seMMSE(t, noisy, 0.5, alpha), seMMSE(t, clean, 0.5, alpha)
-		p := aim.Params{D: 150, Alpha: alpha, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1, Noise: delta}}
+		p := aim.Params{D: 150, Alpha: alpha, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1, Noise: delta}}
 		got := meanError(t, dev, p, seeds, DefaultOptions())
 		t.Logf("noisy softmax Delta = %g, alpha = %g, D = 150: AMP %.4f (%d seeds), noisy SE %.4f, noiseless SE %.4f", delta, alpha, got, len(seeds), want, noiseless)
 		if math.Abs(got-want) > tol {
@@ -47,7 +47,7 @@ func TestAMPNoisyFollowsSE(t *testing.T) {
 }
 
 // TestAMPNoisyT3FollowsSE: GAMP-RIE with the T = 3 noisy softmax's importance-sampling g_out
-// (kernels.NoisySoftmaxT, 64 points per shift as `aim amp` uses) at D = 100, rho = 0.5,
+// (channel.NoisySoftmaxT, 64 points per shift as `aim amp` uses) at D = 100, rho = 0.5,
 // Delta = 0.01, alpha = 0.12, seed 1, reaches the Monte Carlo SE (aim.NoisySoftmaxT at 1024 x 32,
 // mmse_err about 0.003) within 0.02: measured 0.1565 against 0.1515 at the SE's defaults (the
 // README has D = 100 and 150 at three alphas).
@@ -63,7 +63,7 @@ func TestAMPNoisyT3FollowsSE(t *testing.T) {
 	ch.Samples, ch.Points = 1024, 32
 	want := seMMSE(t, ch, 0.5, alpha)
 	p := aim.Params{D: 100, Alpha: alpha, Rho: 0.5, Seed: 1,
-		Channel: device.Channel{Kind: device.Softmax, T: 3, Beta: 1, Noise: delta, Points: 64}}
+		Channel: channel.Spec{Kind: channel.KindSoftmax, T: 3, Beta: 1, Noise: delta, Points: 64}}
 	o := DefaultOptions()
 	o.MaxIter = 40
 	got := runOnce(t, cpu.New(0), p, o).Error

@@ -10,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/stream"
@@ -116,7 +117,7 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 		return Result{}, fmt.Errorf("gd: %d parts of the data for a group of %d devices", len(parts), g.Len())
 	}
 	p := parts[0].P
-	if p.Channel.Kind != device.Softmax {
+	if p.Channel.Kind != channel.KindSoftmax {
 		return Result{}, fmt.Errorf("gd: the %v channel has no useful gradient; students are softmax only", p.Channel)
 	}
 	trs := make([]device.Trainer, g.Len())

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
@@ -13,7 +14,7 @@ import (
 )
 
 func params(D, T int, alpha, rho, beta float64, seed uint64) aim.Params {
-	return aim.Params{D: D, Alpha: alpha, Rho: rho, Channel: device.Channel{Kind: device.Softmax, T: T, Beta: beta}, Seed: seed}
+	return aim.Params{D: D, Alpha: alpha, Rho: rho, Channel: channel.Spec{Kind: channel.KindSoftmax, T: T, Beta: beta}, Seed: seed}
 }
 
 // TestGradientFiniteDifference checks the analytic gradient dL/dW against central finite
@@ -131,7 +132,7 @@ func TestRunRejects(t *testing.T) {
 			t.Errorf("Run accepted %+v", o)
 		}
 	}
-	hard, err := aim.Generate(dev, aim.Params{D: 10, Alpha: 0.3, Rho: 0.5, Channel: device.Channel{Kind: device.Hardmax, T: 2}})
+	hard, err := aim.Generate(dev, aim.Params{D: 10, Alpha: 0.3, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindHardmax, T: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,10 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/internal/mc"
 	"github.com/aimtheory/aim/internal/par"
-	"github.com/aimtheory/aim/kernels"
 )
 
 // GenErrorOptions set the Monte Carlo estimate of the generalisation error.
@@ -92,7 +92,7 @@ func (w *genWork) chunk(r *rand.Rand, n int) []float64 {
 			for k := range w.u {
 				w.u[k] = w.omega[k] + w.sv*r.NormFloat64()
 			}
-			kernels.HFromU(w.h, w.u, w.T)
+			channel.HFromU(w.h, w.u, w.T)
 			w.ch.Output(w.g[j*TT:(j+1)*TT], w.h)
 		}
 		est[i] = mc.TraceCov(w.g, w.K, TT)

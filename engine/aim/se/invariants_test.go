@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/engine/aim"
-	"github.com/aimtheory/aim/kernels"
 )
 
 // The invariants of the single-layer AIM state evolution, checked for every noiseless channel
@@ -431,7 +431,7 @@ func invFisherMC(ch aim.Channel, q, V float64, n int, seed uint64) (mean, stderr
 					omega[k] = math.Sqrt(q) * r.NormFloat64()
 					u[k] = omega[k] + math.Sqrt(V)*r.NormFloat64()
 				}
-				kernels.HFromU(h, u, T)
+				channel.HFromU(h, u, T)
 				ch.Output(y, h)
 				ch.(gouter).GOut(g, y, omega, V)
 				var g2 float64

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/internal/reftest"
-	"github.com/aimtheory/aim/kernels"
 )
 
 func softmax(t testing.TB, T int) aim.Channel {
@@ -409,7 +409,7 @@ func authorsHardmaxIteration(t *testing.T, ch *aim.Hardmax, rho, alpha float64, 
 				omega[k] = math.Sqrt(q) * r.NormFloat64()
 				u[k] = omega[k] + math.Sqrt(V)*r.NormFloat64()
 			}
-			kernels.HFromU(h, u, 2)
+			channel.HFromU(h, u, 2)
 			ch.Output(y, h)
 			ch.GOut(g, y, omega, V)
 			acc += g[0]*g[0] + g[1]*g[1] + g[2]*g[2]

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/smi"
 	"github.com/aimtheory/aim/engine/stream"
-	"github.com/aimtheory/aim/kernels"
 )
 
 // Options control one GAMP run on an SMI data set (docs/SMI.md 3).
@@ -195,7 +195,7 @@ type Result struct {
 // bytes), and the test set of
 // n_test = o.TestSamples samples (its tokens, n_test M D, its outputs, n_test M M, and the
 // per-sample errors), and at L >= 3 with Draws the batch of sampled integrals (2 N tasks of
-// kernels.DeepIn(L) + kernels.DeepOut(L) values).
+// channel.DeepIn(L) + channel.DeepOut(L) values).
 // The per-worker work space (O(P M) numbers and the channel quadrature's regions) is not
 // counted.
 func Bytes(p smi.Params, o Options) uint64 {
@@ -203,7 +203,7 @@ func Bytes(p smi.Params, o Options) uint64 {
 	nTest := uint64(max(o.TestSamples, 0))
 	var sampled uint64 // the batch of sampled integrals (smi.SampleBatch)
 	if p.L >= 3 && o.Draws > 0 {
-		sampled = 2 * N * uint64(kernels.DeepIn(p.L)+kernels.DeepOut(p.L))
+		sampled = 2 * N * uint64(channel.DeepIn(p.L)+channel.DeepOut(p.L))
 	}
 	return 8*(3*P*D+3*N*P*M+N*P*P+nTest*M*D+nTest*M*M+nTest+sampled) + 2*N
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/aimtheory/aim/engine/stream"
 )
 
-// readSMICSV reads a reference CSV of ../shared/reference/smi as rows of its columns.
+// readSMICSV reads a reference CSV of the SMI authors' data (reftest's smi/) as rows of its columns.
 func readSMICSV(t *testing.T, name string, cols ...string) [][]float64 {
 	t.Helper()
 	c := reftest.Columns(t, reftest.Path(t, "smi", name))

@@ -1,0 +1,82 @@
+package device
+
+import (
+	"math"
+
+	"github.com/aimtheory/aim/channel"
+)
+
+// channel checks a channel's kind and parameters (channel.Spec.Validate), that the backend
+// computes it (Channels) and n >= 0, and returns n T^2.
+func (c *Checked) channel(op string, ch channel.Spec, n int) (int, error) {
+	if ch.Kind != channel.KindSoftmax && ch.Kind != channel.KindHardmax {
+		return 0, c.errf(op, "unknown channel %v", ch)
+	}
+	if ch.T < 1 {
+		return 0, c.errf(op, "channel %v with T = %d, need T >= 1: %w", ch, ch.T, ErrSize)
+	}
+	if err := ch.Validate(); err != nil {
+		return 0, c.errf(op, "%w", err)
+	}
+	if err := c.chans.Check(ch); err != nil {
+		return 0, c.errf(op, "%w", err)
+	}
+	return c.sizes(op, "n, t, t", n, ch.T, ch.T)
+}
+
+// Channels returns the channels the backend declares (channel.Support): the channel operations
+// refuse the others with an error wrapping channel.ErrUnsupported.
+func (c *Checked) Channels() channel.Support { return c.chans }
+
+// ChannelOutput computes y_mu = g(h_mu) (Ops) after checking the channel's kind and T, n >= 0,
+// that y and h hold n T^2 values, and that y is h (in place) or does not overlap it.
+func (c *Checked) ChannelOutput(ch channel.Spec, y, h Buffer, n int) (err error) {
+	const op = "ChannelOutput"
+	if err := c.open(op); err != nil {
+		return err
+	}
+	ntt, err := c.channel(op, ch, n)
+	if err != nil {
+		return err
+	}
+	bs, err := c.args(op, argSpec{"y", y, ntt}, argSpec{"h", h, ntt})
+	if err != nil {
+		return err
+	}
+	yb, hb := bs[0], bs[1]
+	if err := c.sameOrDisjoint(op, "y", "h", yb.use(ntt), hb.use(ntt)); err != nil {
+		return err
+	}
+	defer c.guard(op, &err)
+	return c.b.ChannelOutput(ch, yb.raw, hb.raw, n)
+}
+
+// ChannelGOut computes g_out and returns its square-sum (Ops) after checking the channel, n,
+// 0 < V < inf, that g, y and omega hold n T^2 values, that g does not overlap y, and that g
+// is omega or does not overlap it.
+func (c *Checked) ChannelGOut(ch channel.Spec, g, y, omega Buffer, n int, v float64) (s float64, err error) {
+	const op = "ChannelGOut"
+	if err := c.open(op); err != nil {
+		return 0, err
+	}
+	ntt, err := c.channel(op, ch, n)
+	if err != nil {
+		return 0, err
+	}
+	if !(v > 0) || math.IsInf(v, 1) {
+		return 0, c.errf(op, "variance V = %g, need 0 < V < inf", v)
+	}
+	bs, err := c.args(op, argSpec{"g", g, ntt}, argSpec{"y", y, ntt}, argSpec{"omega", omega, ntt})
+	if err != nil {
+		return 0, err
+	}
+	gb, yb, ob := bs[0], bs[1], bs[2]
+	if err := c.disjoint(op, "output g must not overlap the buffer y", gb.use(ntt), yb.use(ntt)); err != nil {
+		return 0, err
+	}
+	if err := c.sameOrDisjoint(op, "g", "omega", gb.use(ntt), ob.use(ntt)); err != nil {
+		return 0, err
+	}
+	defer c.guard(op, &err)
+	return c.b.ChannelGOut(ch, gb.raw, yb.raw, ob.raw, n, v)
+}
