@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"io"
-	"strconv"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
 )
@@ -26,19 +25,15 @@ Flags:
 
 // ampFlags registers the flags of `aim amp` into c.
 func ampFlags(fs *flag.FlagSet, c *job.AMPConfig, quiet *bool) {
-	simFlags(fs, &c.Sim, quiet)
+	simFlags(fs, &c.Sim, quiet, true)
 	noiseFlag(fs, &c.Sim.Model)
 	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexity alpha = N/D^2: a list or range")
 	fs.StringVar(&c.Trace, "trace", c.Trace, "also write every iteration of every run to this CSV")
-	fs.IntVar(&c.MaxIter, "max-iter", c.MaxIter, "iteration cap (default 100 for softmax, 500 for hardmax, as in the paper)")
-	fs.Func("damping", "damping theta in [0, 1), the weight on the old omega and V (default 0.5 for softmax, as in the paper; 0 for hardmax, which converges several times faster undamped; hardmax raises it halfway to 1, at most to 0.75, when the iteration cycles)", func(v string) error {
-		d, err := strconv.ParseFloat(v, 64)
-		c.Damping = d
-		return err
-	})
-	fs.Float64Var(&c.Tol, "tol", c.Tol, "stop when the estimated distance to the fixed point, ||S-hat - S-hat*||^2/D (the step over (1 - r)^2, r the contraction rate of the last steps), is below tol")
+	fs.IntVar(&c.MaxIter, "max-iter", c.MaxIter, usage("max-iter", "GAMP-RIE iterations (0: 100 for softmax, 500 for hardmax, as in the paper)"))
+	dampingFlag(fs, &c.Damping, "of omega and V; auto: 0.5 for softmax, as in the paper, 0 for hardmax, which converges several times faster undamped; hardmax raises it halfway to 1, at most to 0.75, when the iteration cycles")
+	fs.Float64Var(&c.Tol, "tol", c.Tol, usage("tol", "stop when the estimated distance to the fixed point, ||S-hat - S-hat*||^2/D (the step over (1 - r)^2, r the contraction rate of the last steps), is below tol"))
 	fs.BoolVar(&c.PaperInit, "paper-init", c.PaperInit, "start as the authors' code: a random prior draw with omega = V = c-hat = 10 (default: the prior mean, as state evolution starts)")
-	fs.StringVar(&c.SE, "se", c.SE, "an `aim se` CSV (same channel, T and beta, a curve at every --rho) whose lines to draw on the plot, instead of solving the SE on a dense grid")
+	fs.StringVar(&c.SE, "se", c.SE, "an 'aim se' CSV (same channel, T and beta, a curve at every --rho) whose lines to draw on the plot, instead of solving the SE on a dense grid")
 }
 
 // parseAMP fills the configuration of `aim amp` from its flags and validates it.
@@ -50,7 +45,10 @@ func parseAMP(args []string, stderr io.Writer) (*job.AMPConfig, bool, error) {
 		return nil, false, err
 	}
 	c.AlphaGiven = given(fs, "alpha")
-	return c, quiet, c.Validate()
+	if err := c.Validate(); err != nil {
+		return c, quiet, err
+	}
+	return c, quiet, checkRhos(c.Rhos())
 }
 
 // runAMP runs `aim amp`; cancelling ctx stops it with the runs done written.

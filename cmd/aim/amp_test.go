@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/cpu"
-	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/aim/amp"
 	"github.com/aimtheory/aim/engine/aim/se"
@@ -65,7 +65,7 @@ func TestAMPBadInput(t *testing.T) {
 		{[]string{"--D", "200000", "--alpha", "1"}, "available"},
 	}
 	for _, tc := range tests {
-		args := append([]string{"amp", "--quiet", "--out", out, "--plot", filepath.Join(dir, "res", "amp.png")}, tc.args...)
+		args := withFlags([]string{"amp", "--quiet", "--out", out, "--plot", filepath.Join(dir, "res", "amp.png")}, tc.args...)
 		code, _, stderr := runArgs(t, args...)
 		if code != 2 || !strings.Contains(stderr, tc.msg) {
 			t.Errorf("aim amp %v: status %d, stderr %q; want status 2 mentioning %q", tc.args, code, stderr, tc.msg)
@@ -140,7 +140,7 @@ func TestAMPReproducibleCSV(t *testing.T) {
 		}
 		alpha, _ := strconv.ParseFloat(a[i][col["alpha"]], 64)
 		seed, _ := strconv.ParseUint(a[i][col["seed"]], 10, 64)
-		data, err := aim.Generate(dev, aim.Params{D: 30, Alpha: alpha, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: seed})
+		data, err := aim.Generate(dev, aim.Params{D: 30, Alpha: alpha, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"io"
+	"strings"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
 )
@@ -23,6 +24,7 @@ against D with a D^4 reference line.
 
   aim bench --device cpu --D 100,200,400
   aim bench --device cuda:0 --D 1000,2000 --streamed-D 1000,2000,4000 --plot results/bench.svg
+  aim bench --device cpu,cuda:0 --D 500
   aim bench --device all                    # the CPU and every GPU, each at its default sizes
 
 Defaults by device: CPU --D 100,200,400 with a 2048 Dgemm; GPU --D 500,1000,2000 with an 8192
@@ -33,7 +35,7 @@ Flags:
 
 // benchFlags registers the flags of `aim bench` into c.
 func benchFlags(fs *flag.FlagSet, c *job.BenchConfig, quiet *bool) {
-	fs.StringVar(&c.Device, "device", c.Device, "devices: all (the CPU, each GPU, and all GPUs as one group), auto, or a space-separated list of cpu, cuda, cuda:I and groups cuda:I,J,..., cuda:all, cpu:K")
+	fs.StringVar(&c.Device, "device", c.Device, usage("device", "each device or group benchmarked in turn, e.g. cpu,cuda:0,cuda:0,1; all: the CPU, each GPU, and all GPUs as one group"))
 	fs.StringVar(&c.D, "D", c.D, "dimensions with stored tokens, a comma list, or none (default: the device's, see above)")
 	fs.StringVar(&c.StreamedD, "streamed-D", c.StreamedD, "dimensions with streamed tokens, a comma list, or none (default: the largest --D)")
 	fs.StringVar(&c.Algorithms, "algorithms", c.Algorithms, "amp (a GAMP-RIE iteration), gd (an Adam step), or both")
@@ -43,16 +45,13 @@ func benchFlags(fs *flag.FlagSet, c *job.BenchConfig, quiet *bool) {
 	fs.Float64Var(&c.Beta, "beta", c.Beta, "softmax inverse temperature")
 	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "timed iterations after the warm-up (at least 3); their median is reported")
 	fs.IntVar(&c.GemmSize, "gemm-size", c.GemmSize, "n of the n x n x n Dgemm whose rate the fractions divide by (0: 2048 on the CPU, 8192 on a GPU)")
-	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the teacher and the data")
-	fs.IntVar(&c.Workers, "workers", c.Workers, "CPU goroutines (0: all cores)")
-	fs.IntVar(&c.Threads, "threads", c.Threads, "threads of the CPU backend's BLAS library (0: all cores)")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, usage("seed", "it seeds the teacher and the data"))
+	fs.IntVar(&c.Workers, "workers", c.Workers, usage("workers", ""))
+	fs.IntVar(&c.Threads, "threads", c.Threads, usage("threads", ""))
 	fs.BoolVar(&c.HostTimer, "host-timer", c.HostTimer, "time a GPU's operations with the host clock instead of its events")
 	fs.IntVar(&c.Chunk, "chunk", c.Chunk, "samples per chunk of streamed tokens (0: the largest that fits, at most 4096)")
 	fs.StringVar(&c.MaxMemory, "max-memory", c.MaxMemory, "cap on a row's device memory, e.g. 4GiB (default: the device's free memory)")
-	fs.StringVar(&c.Out, "out", c.Out, "CSV output (the manifest goes beside it as .json)")
-	fs.StringVar(&c.Plot, "plot", c.Plot, "plot output, .png, .svg or .pdf; empty for none")
-	sizeFlag(fs, &c.Size)
-	fs.BoolVar(quiet, "quiet", false, "no progress bar")
+	outputFlags(fs, &c.Out, &c.Plot, &c.Size, quiet)
 }
 
 // parseBench fills the configuration of `aim bench` from its flags and validates it.
@@ -62,6 +61,11 @@ func parseBench(args []string, stderr io.Writer) (*job.BenchConfig, bool, error)
 	benchFlags(fs, c, &quiet)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, false, err
+	}
+	if f := strings.Fields(c.Device); len(f) > 1 {
+		list := strings.Join(f, ",")
+		warnf(fs, "a space-separated --device list is deprecated: write --device %s (the same devices)", list)
+		c.Device = list
 	}
 	return c, quiet, c.Validate()
 }

@@ -44,7 +44,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"--no-such-flag"}, "no-such-flag"},
 	}
 	for _, tc := range tests {
-		args := append([]string{"bench", "--quiet", "--device", "cpu", "--D", "20,40", "--gemm-size", "64",
+		args := withFlags([]string{"bench", "--quiet", "--device", "cpu", "--D", "20,40", "--gemm-size", "64",
 			"--out", filepath.Join(res, "b.csv"), "--plot", filepath.Join(res, "b.png")}, tc.args...)
 		code, _, stderr := runArgs(t, args...)
 		if code != 2 || !strings.Contains(stderr, tc.msg) {

@@ -77,10 +77,10 @@ func TestCommandRowsAreJobRows(t *testing.T) {
 		{[]string{"se"}, []string{"--rho=0.5,2", "--alpha=0.05:0.3:3", "--gen-samples=100", "--seed=4"}, sweepJobs["se"].parse, sweepJobs["se"].run},
 		{[]string{"se"}, []string{"--channel=hardmax", "--paper-compat", "--rescaled", "--rho=0.5", "--alpha=0.5,2", "--gen-samples=0"}, sweepJobs["se"].parse, sweepJobs["se"].run},
 		{[]string{"amp"}, []string{"--device=cpu", "--D=20", "--alpha=0.1,0.2", "--rho=0.5,1", "--seeds=2", "--seed=9", "--max-iter=8"}, sweepJobs["amp"].parse, sweepJobs["amp"].run},
-		{[]string{"gd"}, []string{"--device=cpu", "--D=16", "--alpha=0.2", "--seeds=2", "--restarts=2", "--steps=10", "--optimizer=gd"}, sweepJobs["gd"].parse, sweepJobs["gd"].run},
+		{[]string{"gd"}, []string{"--device=cpu", "--D=16", "--alpha=0.2", "--seeds=2", "--restarts=2", "--max-iter=10", "--optimizer=gd"}, sweepJobs["gd"].parse, sweepJobs["gd"].run},
 		{[]string{"smi", "se"}, []string{"--alpha=0.3,0.1", "--samples=32", "--max-iter=30", "--tol=1e-3", "--gen-samples=100", "--workers=1"}, sweepJobs["smi-se"].parse, sweepJobs["smi-se"].run},
-		{[]string{"smi", "amp"}, []string{"--D=30", "--alpha=0.8,1.2", "--seeds=2", "--iters=3", "--test-samples=30", "--trace="}, sweepJobs["smi-amp"].parse, sweepJobs["smi-amp"].run},
-		{[]string{"smi", "sgd"}, []string{"--D=20", "--alpha=4", "--seeds=2", "--epochs=2", "--every=2", "--test-samples=10"}, sweepJobs["smi-sgd"].parse, sgdRows},
+		{[]string{"smi", "amp"}, []string{"--D=30", "--alpha=0.8,1.2", "--seeds=2", "--max-iter=3", "--gen-samples=30", "--trace="}, sweepJobs["smi-amp"].parse, sweepJobs["smi-amp"].run},
+		{[]string{"smi", "sgd"}, []string{"--D=20", "--alpha=4", "--seeds=2", "--epochs=2", "--every=2", "--gen-samples=10"}, sweepJobs["smi-sgd"].parse, sgdRows},
 		{[]string{"smi", "thresholds"}, []string{"--c=0.5,2", "--samples=64", "--hi=0.1", "--workers=1"}, func(a []string) (any, error) { return parsed(parseSMIThresholds(a, io.Discard)) }, thresholdRows},
 	} {
 		name := strings.Join(append(tc.cmd, tc.args...), " ")
@@ -103,8 +103,8 @@ func TestSweepRowsAreJobRows(t *testing.T) {
 	for _, tc := range []struct{ job, spec string }{
 		{"se", "seed = 5\n[grid]\nrho = [0.5, 1]\nalpha = [0.05, 0.2]\ngen-samples = 100\n"},
 		{"amp", "seeds = 2\nseed = 2\ndevice = \"cpu\"\nworkers = 1\n[grid]\nalpha = [0.1, 0.2]\nD = 16\nmax-iter = 10\n"},
-		{"smi-amp", "seeds = 2\n[grid]\nD = 30\nalpha = 1\niters = 2\ntest-samples = 20\n"},
-		{"smi-sgd", "seeds = 2\n[grid]\nD = 20\nalpha = [2, 4]\nepochs = 1\ntest-samples = 10\n"},
+		{"smi-amp", "seeds = 2\n[grid]\nD = 30\nalpha = 1\nmax-iter = 2\ngen-samples = 20\n"},
+		{"smi-sgd", "seeds = 2\n[grid]\nD = 20\nalpha = [2, 4]\nepochs = 1\ngen-samples = 10\n"},
 	} {
 		out := filepath.Join(dir, tc.job)
 		path := filepath.Join(dir, tc.job+".toml")
@@ -143,7 +143,7 @@ func TestSweepRowsAreJobRows(t *testing.T) {
 }
 
 // TestImports checks that the command line imports the job library, its own internal
-// packages and device/auto, and neither the engine nor a backend (the job library reaches
+// packages and package backend, and neither the engine nor a backend (the job library reaches
 // them).
 func TestImports(t *testing.T) {
 	files, _ := filepath.Glob("*.go")
@@ -159,7 +159,7 @@ func TestImports(t *testing.T) {
 		for _, imp := range ast.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
 			mine, ok := strings.CutPrefix(path, "github.com/aimtheory/aim/")
-			if ok && !strings.HasPrefix(mine, "cmd/aim/internal/") && mine != "device/auto" {
+			if ok && !strings.HasPrefix(mine, "cmd/aim/internal/") && mine != "backend" {
 				t.Errorf("%s imports %s: the command line reaches the engine and the devices through cmd/aim/internal/job", f, path)
 			}
 		}

@@ -1,9 +1,10 @@
 package main
 
 import (
+	"flag"
 	"io"
 
-	"github.com/aimtheory/aim/device/auto"
+	"github.com/aimtheory/aim/backend"
 )
 
 const deviceUsage = `Usage: aim device [--threads N]
@@ -13,17 +14,23 @@ with its version, OpenBLAS core type and thread count, or gonum's pure Go when n
 installed), the CUDA driver version, each GPU's name, memory and compute capability, the CUDA
 libraries found and where, and the device --device auto picks, with the reason when it falls
 back to the CPU. AIM_BLAS=gonum|openblas|mkl|/path/lib.so chooses the CPU's BLAS.
+
+Flags:
 `
 
 func runDevice(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("aim device", deviceUsage, stderr)
-	fs.Usage = func() { io.WriteString(stderr, deviceUsage) }
-	threads := fs.Int("threads", 0, "threads of the CPU backend's BLAS library (0: all cores)")
+	threads := deviceFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *threads < 0 {
 		return usagef("--threads %d: need 0 (all cores) or more", *threads)
 	}
-	return auto.Describe(stdout, *threads)
+	return backend.Describe(stdout, *threads)
+}
+
+// deviceFlags registers the flags of `aim device` and returns --threads.
+func deviceFlags(fs *flag.FlagSet) *int {
+	return fs.Int("threads", 0, usage("threads", ""))
 }

@@ -26,17 +26,18 @@ Flags:
 
 // gdFlags registers the flags of `aim gd` into c.
 func gdFlags(fs *flag.FlagSet, c *job.GDConfig, quiet *bool) {
-	simFlags(fs, &c.Sim, quiet)
+	simFlags(fs, &c.Sim, quiet, false)
 	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexity alpha = N/D^2: a list or range")
 	fs.IntVar(&c.Restarts, "restarts", c.Restarts, "students averaged per data set (1: GD single; the paper's averaged GD uses 32)")
-	fs.IntVar(&c.Steps, "steps", c.Steps, "full-batch steps per student")
+	fs.IntVar(&c.Steps, "max-iter", c.Steps, usage("max-iter", "full-batch steps per student, every one taken (GD has no stopping rule)"))
+	deprecate(fs, "steps", "max-iter", "")
 	fs.Float64Var(&c.LR, "lr", c.LR, "learning rate")
 	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "adam or gd")
 	fs.IntVar(&c.R, "R", c.R, "student width (0: the teacher's R = floor(rho D))")
 	fs.StringVar(&c.Trace, "trace", c.Trace, "write the training curve (loss and error against step) of the first student of each run to this CSV, and its plot beside it")
-	fs.IntVar(&c.TraceEvery, "trace-every", c.TraceEvery, "steps between traced points")
-	fs.StringVar(&c.AMP, "amp", c.AMP, "an `aim amp` CSV whose points to draw on the plot")
-	fs.StringVar(&c.SE, "se", c.SE, "an `aim se` CSV (same T and beta, a curve at every --rho) whose lines to draw on the plot, instead of solving the SE on a dense grid")
+	fs.IntVar(&c.TraceEvery, "trace-every", c.TraceEvery, "steps between traced points (with --trace)")
+	fs.StringVar(&c.AMP, "amp", c.AMP, "an 'aim amp' CSV whose points to draw on the plot")
+	fs.StringVar(&c.SE, "se", c.SE, "an 'aim se' CSV (same T and beta, a curve at every --rho) whose lines to draw on the plot, instead of solving the SE on a dense grid")
 }
 
 // parseGD fills the configuration of `aim gd` from its flags and validates it.
@@ -47,8 +48,14 @@ func parseGD(args []string, stderr io.Writer) (*job.GDConfig, bool, error) {
 	if err := parseFlags(fs, args); err != nil {
 		return nil, false, err
 	}
+	if given(fs, "trace-every") && !given(fs, "trace") {
+		return nil, false, usagef("--trace-every needs --trace (without a trace file it is ignored)")
+	}
 	c.AlphaGiven = given(fs, "alpha")
-	return c, quiet, c.Validate()
+	if err := c.Validate(); err != nil {
+		return c, quiet, err
+	}
+	return c, quiet, checkRhos(c.Rhos())
 }
 
 // runGD runs `aim gd`; cancelling ctx stops it with the runs done written.

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/cpu"
-	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/aim/gd"
 )
@@ -26,7 +26,7 @@ func TestGDBadInput(t *testing.T) {
 		{[]string{"--channel", "hardmax"}, "no useful gradient"},
 		{[]string{"--optimizer", "sgd"}, "optimizer"},
 		{[]string{"--restarts", "0"}, "restarts"},
-		{[]string{"--steps", "0"}, "steps"},
+		{[]string{"--max-iter", "0"}, "max-iter"},
 		{[]string{"--lr", "0"}, "lr"},
 		{[]string{"--R", "-1"}, "R"},
 		{[]string{"--alpha", "0"}, "alpha"},
@@ -34,7 +34,7 @@ func TestGDBadInput(t *testing.T) {
 		{[]string{"--amp", filepath.Join(dir, "missing.csv")}, "--amp"},
 		{[]string{"--device", "cuda"}, "device cuda"},
 	} {
-		args := append([]string{"gd", "--quiet", "--out", out, "--plot", filepath.Join(dir, "res", "gd.png")}, tc.args...)
+		args := withFlags([]string{"gd", "--quiet", "--out", out, "--plot", filepath.Join(dir, "res", "gd.png")}, tc.args...)
 		code, _, stderr := runArgs(t, args...)
 		if code != 2 || !strings.Contains(stderr, tc.msg) {
 			t.Errorf("aim gd %v: status %d, stderr %q; want status 2 mentioning %q", tc.args, code, stderr, tc.msg)
@@ -50,7 +50,7 @@ func TestGDCSV(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "gd.csv")
 	code, _, stderr := runArgs(t, "gd", "--quiet", "--device", "cpu", "--D", "20", "--alpha", "0.1,0.3", "--seeds", "2",
-		"--restarts", "2", "--steps", "30", "--out", out, "--plot", filepath.Join(dir, "gd.png"), "--trace", filepath.Join(dir, "tr.csv"))
+		"--restarts", "2", "--max-iter", "30", "--out", out, "--plot", filepath.Join(dir, "gd.png"), "--trace", filepath.Join(dir, "tr.csv"))
 	if code != 0 {
 		t.Fatalf("status %d: %s", code, stderr)
 	}
@@ -68,7 +68,7 @@ func TestGDCSV(t *testing.T) {
 	for _, r := range rows[1:] {
 		alpha, _ := strconv.ParseFloat(r[col["alpha"]], 64)
 		seed, _ := strconv.ParseUint(r[col["seed"]], 10, 64)
-		data, err := aim.Generate(dev, aim.Params{D: 20, Alpha: alpha, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: seed})
+		data, err := aim.Generate(dev, aim.Params{D: 20, Alpha: alpha, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,17 +13,27 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
 )
 
-// version is set at build time with -ldflags "-X main.version=$(git describe --always --dirty)";
-// without it the VCS revision recorded by the Go toolchain is used.
+// semver is the release of the command line: its flags, tables and manifests.
+const semver = "v0.1.0"
+
+// version is the commit, set at build time with -ldflags "-X main.version=$(git describe
+// --always --dirty)"; without it the VCS revision recorded by the Go toolchain is used, and
+// "devel" without that.
 var version = ""
 
-// programVersion returns the version recorded in the binary.
+// versionLine is what aim version prints: the release, the commit and the Go toolchain.
+func versionLine() string {
+	return fmt.Sprintf("aim %s (commit %s, %s)", semver, programVersion(), runtime.Version())
+}
+
+// programVersion returns the commit recorded in the binary.
 func programVersion() string {
 	if version != "" {
 		return version
@@ -62,19 +72,36 @@ Usage:
                        sweeps over any of the above from a file: resumable after a crash,
                        shardable across machines (--shard i/n), merged into one table
   aim plot [flags] file.csv ...
-                       a figure (PNG or SVG) from saved CSVs: SE lines, AMP and GD points,
+                       a figure (PNG, SVG or PDF) from saved CSVs: SE lines, AMP and GD points,
                        thresholds; several files overlay
   aim bench [flags]    benchmarks of the engine: a GAMP-RIE iteration and a GD step at growing D on
                        every device, per-operation times, GFLOP/s against the device's Dgemm
   aim device           the CPU and CUDA devices aim sees, and which one --device auto picks
-  aim version          print the program version
+  aim version          the release, the commit and the Go version (also aim --version)
   aim help             this text
 
-Run 'aim se -h' for the flags of a subcommand.
+Run 'aim se -h' for the flags of a subcommand; docs/cli/vocabulary.md lists the flags the
+commands share.
 `
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// commands are aim's subcommands, for nearestCommand.
+var commands = []string{"se", "thresholds", "amp", "gd", "smi", "sweep", "plot", "bench", "device", "version", "help"}
+
+// nearestCommand returns "; did you mean X?" for the command nearest to name, or "".
+func nearestCommand(name string) string {
+	if strings.HasPrefix(name, "-") {
+		return ""
+	}
+	for _, c := range commands {
+		if d := editDistance(name, c); d <= 2 && 2*d <= len(name) {
+			return fmt.Sprintf("; did you mean %s?", c)
+		}
+	}
+	return ""
 }
 
 // run executes the command line and returns the exit status: 0 on success, 1 when the
@@ -114,14 +141,18 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		err = runBench(args[1:], stdout, stderr)
 	case "device":
 		err = runDevice(args[1:], stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, "aim", programVersion())
+	case "version", "--version", "-version":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "aim version: unexpected argument %q\n", args[1])
+			return 2
+		}
+		fmt.Fprintln(stdout, versionLine())
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, mainUsage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "aim: unknown command %q\n\n%s", args[0], mainUsage)
+		fmt.Fprintf(stderr, "aim: unknown command %q%s\nUsage: aim <command> [flags]\nRun 'aim help' for the commands.\n", args[0], nearestCommand(args[0]))
 		return 2
 	}
 	if err == nil {

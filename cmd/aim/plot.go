@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 
@@ -30,14 +31,14 @@ func runPlot(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.Out, "out", "", "the figure, .png, .svg or .pdf (default: <first CSV>-plot.png beside the first CSV)")
 	fs.StringVar(&c.X, "x", "auto", "x axis for aim se/amp/gd CSVs: alpha (N/D^2), alpha-bar (alpha (T^2 + T - 2)) or alpha-rho (alpha/rho = N/(D R)); auto: the run command's")
 	fs.StringVar(&c.Axes, "axes", "auto", "axes: auto (the run command's), lin, logx, logy or loglog")
-	fs.StringVar(&c.Title, "title", "", "the title (default: the run command's)")
+	titleFlag(fs, &c.Title, &c.TitleSet)
 	sizeFlag(fs, &c.Size)
 	var err error
 	if c.Files, err = parseWithFiles(fs, args); err != nil {
 		return err
 	}
 	if len(c.Files) == 0 {
-		fs.Usage()
+		printHelp(fs)
 	}
 	if err := c.Validate(); err != nil {
 		return err
@@ -48,4 +49,12 @@ func runPlot(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, summary)
 	return nil
+}
+
+// titleFlag registers --title: the figure's title, "" for none; absent, the automatic title.
+func titleFlag(fs *flag.FlagSet, title *string, set *bool) {
+	fs.Func("title", `the figure's title ("" for none; default: the automatic title)`, func(v string) error {
+		*title, *set = v, true
+		return nil
+	})
 }

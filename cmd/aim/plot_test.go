@@ -135,7 +135,7 @@ func TestPlotRedrawsSMI(t *testing.T) {
 	// is noisy enough that its decay to 0 takes some 140 iterations.
 	runOK(t, "smi", "se", "--quiet", "--alpha", "0.6,0.3", "--samples", "32", "--replicates", "1", "--max-iter", "40", "--gen-samples", "50",
 		"--out", p("se.csv"), "--plot", p("se.svg"))
-	runOK(t, "smi", "amp", "--quiet", "--D", "60", "--alpha", "0.6,0.3", "--seeds", "2", "--iters", "3", "--test-samples", "100",
+	runOK(t, "smi", "amp", "--quiet", "--D", "60", "--alpha", "0.6,0.3", "--seeds", "2", "--max-iter", "3", "--gen-samples", "100",
 		"--se", p("se.csv"), "--out", p("amp.csv"), "--plot", p("amp.svg"), "--trace", p("trace.csv"))
 	runOK(t, "plot", p("se.csv"), "--out", p("plot_se.svg"))
 	runOK(t, "plot", p("amp.csv"), p("se.csv"), "--out", p("plot_amp.svg"))
@@ -315,4 +315,39 @@ func TestPlotHardmaxByT(t *testing.T) {
 			t.Errorf("no curve drawn with %s", c)
 		}
 	}
+}
+
+// TestPlotTitles: the AMP figure's title names the SE lines only where some are drawn;
+// --title replaces the automatic title, and --title "" removes it.
+func TestPlotTitles(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	runOK(t, "amp", "--quiet", "--device", "cpu", "--rho", "0.5", "--D", "30", "--alpha", "0.1,0.2", "--seeds", "2",
+		"--max-iter", "10", "--out", p("amp.csv"), "--plot", p("amp.svg"))
+	runOK(t, "plot", "--out", p("auto.svg"), p("amp.csv"))
+	runOK(t, "plot", "--title", "Figure 3", "--out", p("mine.svg"), p("amp.csv"))
+	runOK(t, "plot", "--title", "", "--out", p("none.svg"), p("amp.csv"))
+	auto := readFile(t, p("auto.svg"))
+	if !bytes.Contains(auto, []byte("GAMP-RIE at D = 30: softmax, T = 2")) || bytes.Contains(auto, []byte("state evolution")) {
+		t.Errorf("the title of AMP points alone names no SE lines: %q", titleOf(auto))
+	}
+	if mine := readFile(t, p("mine.svg")); !bytes.Contains(mine, []byte("Figure 3")) || bytes.Contains(mine, []byte("GAMP-RIE")) {
+		t.Errorf("--title Figure 3: %q", titleOf(mine))
+	}
+	if none := readFile(t, p("none.svg")); bytes.Contains(none, []byte("GAMP-RIE")) || len(none) >= len(auto) {
+		t.Errorf(`--title "": the figure keeps a title (%d bytes against %d)`, len(none), len(auto))
+	}
+}
+
+// titleOf returns the SVG's text elements that look like a title (for messages).
+func titleOf(svg []byte) string {
+	var out []string
+	for _, part := range bytes.Split(svg, []byte("<text")) {
+		if i := bytes.IndexByte(part, '>'); i >= 0 {
+			if j := bytes.Index(part[i:], []byte("</text>")); j > 0 && bytes.Contains(part[i+1:i+j], []byte(":")) {
+				out = append(out, string(part[i+1:i+j]))
+			}
+		}
+	}
+	return strings.Join(out, " | ")
 }

@@ -36,20 +36,32 @@ Flags:
 
 // seFlags registers the flags of `aim se` into c.
 func seFlags(fs *flag.FlagSet, c *job.SEConfig, quiet *bool) {
-	modelFlags(fs, &c.Model, quiet)
+	modelFlags(fs, &c.Model, quiet, true)
 	noiseFlag(fs, &c.Model)
 	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexity grid alpha = N/D^2 (alpha-bar_r = N/(D R) with --rescaled); default 0.001:0.25:128 for softmax, 0.01:10:128:log for hardmax, 0.1:20:128:log rescaled")
 	fs.BoolVar(&c.Rescaled, "rescaled", c.Rescaled, "add the rho -> 0 limit and put every curve against alpha-bar_r = alpha/rho (no default rho)")
 	fs.BoolVar(&c.Threshold, "threshold", c.Threshold, "print alpha_PR per rho and alpha-bar_c, write no file")
-	fs.IntVar(&c.GenSamples, "gen-samples", c.GenSamples, "Monte Carlo samples of the generalisation error per point; 0 skips it")
+	fs.IntVar(&c.GenSamples, "gen-samples", c.GenSamples, usage("gen-samples", "per point"))
 	fs.Float64Var(&c.IntTol, "int-tol", c.IntTol, "hardmax T > 2: the largest relative error of the SE integral accepted at a point (0: any); a point beyond it is reported as unconverged")
-	fs.IntVar(&c.GenInner, "gen-inner", c.GenInner, "inner samples per Monte Carlo sample of the generalisation error")
-	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the Monte Carlo generalisation error")
-	fs.Float64Var(&c.Tol, "tol", c.Tol, "SE convergence tolerance on the estimation error")
-	fs.IntVar(&c.MaxIter, "max-iter", c.MaxIter, "SE iteration cap")
-	fs.Float64Var(&c.Damping, "damping", c.Damping, "SE damping in [0, 1)")
-	fs.IntVar(&c.Workers, "workers", c.Workers, "points solved in parallel")
+	fs.IntVar(&c.GenInner, "gen-inner", c.GenInner, usage("gen-inner", ""))
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, usage("seed", "it seeds the Monte Carlo generalisation error"))
+	fs.Float64Var(&c.Tol, "tol", c.Tol, usage("tol", "stop when the SE's estimation error moves less"))
+	fs.IntVar(&c.MaxIter, "max-iter", c.MaxIter, usage("max-iter", "SE iterations"))
+	dampingFlag(fs, &c.Damping, "auto: 0.5")
+	fs.IntVar(&c.Workers, "workers", c.Workers, usage("workers", "points solved in parallel"))
 	fs.StringVar(&c.Start, "start", c.Start, "SE start: uninformed (m = 1), informed (m = 1e-6) or both (report the fixed point of largest free entropy, flag where two coexist); both falls back to uninformed for channels without a free entropy (hardmax --paper-compat)")
+}
+
+// seThresholdConflicts are the flags that --threshold, which writes no file and solves no
+// curve, would ignore.
+var seThresholdConflicts = [][3]string{
+	{"threshold", "rescaled", "--threshold would ignore --rescaled (its alpha-bar_c is the rho -> 0 threshold already)"},
+	{"threshold", "out", "--threshold writes no file"},
+	{"threshold", "plot", "--threshold draws no figure"},
+	{"threshold", "size", "--threshold draws no figure"},
+	{"threshold", "axes", "--threshold draws no figure"},
+	{"threshold", "gen-samples", "--threshold computes no generalisation error"},
+	{"threshold", "gen-inner", "--threshold computes no generalisation error"},
 }
 
 // parseSE fills the configuration of `aim se` from its flags and validates it.
@@ -60,9 +72,18 @@ func parseSE(args []string, stderr io.Writer) (*job.SEConfig, bool, error) {
 	if err := parseFlags(fs, args); err != nil {
 		return nil, false, err
 	}
+	if err := conflicts(fs, seThresholdConflicts...); err != nil {
+		return nil, false, err
+	}
+	if math.IsNaN(c.Damping) {
+		c.Damping = job.NewSEConfig().Damping
+	}
 	c.AlphaGiven = given(fs, "alpha")
 	c.StartGiven = given(fs, "start")
-	return c, quiet, c.Validate()
+	if err := c.Validate(); err != nil {
+		return c, quiet, err
+	}
+	return c, quiet, checkRhos(c.Rhos())
 }
 
 // runSE runs `aim se`; cancelling ctx stops it with the points it solved written.

@@ -65,7 +65,7 @@ func TestSEBadInput(t *testing.T) {
 		{[]string{"stray"}, "unexpected argument"},
 	}
 	for _, tc := range tests {
-		args := append([]string{"se", "--quiet", "--out", out, "--plot", filepath.Join(dir, "res", "se.png")}, tc.args...)
+		args := withFlags([]string{"se", "--quiet", "--out", out, "--plot", filepath.Join(dir, "res", "se.png")}, tc.args...)
 		code, _, stderr := runArgs(t, args...)
 		if code != 2 || !strings.Contains(stderr, tc.msg) {
 			t.Errorf("aim %v: status %d, stderr %q; want status 2 mentioning %q", tc.args, code, stderr, tc.msg)

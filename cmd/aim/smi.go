@@ -25,8 +25,8 @@ attention matrix y = softmax_row(beta v_L v_L^T), and alpha = N/D.
                       and the per-iteration trace
   aim smi sgd         mini-batch SGD of the same architecture (the paper's Fig. 2, bottom)
 
-The state evolution, the thresholds and AMP need M = 2 and L <= 3 (the channel quadrature);
-SGD takes any L >= 1 and M >= 2.
+The state evolution, the thresholds and AMP need M = 2 and L <= 4 (the channel integrals: L = 3
+by importance sampling or the cubature, L = 4 sampled); SGD takes any L >= 1 and M >= 2.
 
 Run 'aim smi se -h' for the flags of a subcommand.
 `
@@ -121,8 +121,8 @@ func smiSECommandFlags(fs *flag.FlagSet, c *job.SMISEConfig, quiet *bool) {
 	fs.Float64Var(&c.MCError, "mc-error", c.MCError, "target standard error of every Q_ll: the draws grow from --samples until it is met, up to --max-samples; 0: --samples fixed")
 	fs.IntVar(&c.MaxSamples, "max-samples", c.MaxSamples, "cap on the draws per SE iteration with --mc-error")
 	fs.BoolVar(&c.Newton, "newton", c.Newton, "with --mc-error: the solves at more draws take Newton steps from the last fixed point (1 + 2L evaluations a step) instead of damped iterations")
-	fs.IntVar(&c.GenSamples, "gen-samples", c.GenSamples, "Monte Carlo samples of e_gen and e_BO per point (the same draws at every point); 0 skips them")
-	fs.IntVar(&c.GenInner, "gen-inner", c.GenInner, "inner draws of Z given omega per sample of the Bayes-optimal e_BO")
+	fs.IntVar(&c.GenSamples, "gen-samples", c.GenSamples, usage("gen-samples", "e_gen and e_BO per point, the same draws at every point"))
+	fs.IntVar(&c.GenInner, "gen-inner", c.GenInner, usage("gen-inner", "draws of Z given omega per sample of the Bayes-optimal e_BO"))
 	fs.StringVar(&c.Start, "start", c.Start, "SE start: uninformed (Q = 0.05 I, the authors'), informed (Q = (1 - 1e-4) I) or both (twice the cost: report the fixed point of larger free entropy, flag where two coexist)")
 	fs.StringVar(&c.At, "at", c.At, "Q11,...,QLL: instead of solving, linearise the SE map there (1 + 2L evaluations) and report the fixed point one Newton step away with its error; the manifest's \"at\" has G(Q) - Q in standard errors")
 }
@@ -135,6 +135,13 @@ func parseSMISE(args []string, stderr io.Writer) (*job.SMISEConfig, bool, error)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, false, err
 	}
+	if given(fs, "max-samples") && !given(fs, "mc-error") {
+		return nil, false, usagef("--max-samples needs --mc-error (without it the draws stay at --samples)")
+	}
+	if err := conflicts(fs, [3]string{"at", "start", "--at linearises the map at the given Q and starts no iteration"}); err != nil {
+		return nil, false, err
+	}
+	smiDampingNote(fs, c.Damping)
 	return c, quiet, c.Validate()
 }
 
@@ -179,6 +186,7 @@ func parseSMIThresholds(args []string, stderr io.Writer) (*job.SMIThresholdsConf
 	if err := parseFlags(fs, args); err != nil {
 		return nil, false, err
 	}
+	smiDampingNote(fs, c.Damping)
 	return c, quiet, c.Validate()
 }
 

@@ -70,7 +70,11 @@ func TestSMIBadInput(t *testing.T) {
 	blocker := filepath.Join(dir, "file")
 	os.WriteFile(blocker, nil, 0o644)
 	wrongSE := filepath.Join(dir, "se-L3.csv")
-	os.WriteFile(wrongSE, []byte("L,M,c,beta,alpha,Q11,Q22,Q33\n3,2,1,1,0.5,0,0.1,0.2\n"), 0o644)
+	// An `aim smi se` CSV of L = 3 layers, for the L = 2 default of smi amp.
+	head := job.SMISESchema.Header(3)
+	row := make([]string, len(head))
+	copy(row, []string{"3", "2", "1", "1", "0.5", "0", "0.1", "0.2"})
+	os.WriteFile(wrongSE, []byte(strings.Join(head, ",")+"\n"+strings.Join(row, ",")+"\n"), 0o644)
 	tests := []struct {
 		args []string
 		msg  string
@@ -131,11 +135,11 @@ func TestSMIBadInput(t *testing.T) {
 		// amp
 		{[]string{"amp", "--D", "1"}, "D >= 2"},
 		{[]string{"amp", "--seeds", "0"}, "seeds"},
-		{[]string{"amp", "--iters", "0"}, "iters"},
-		{[]string{"amp", "--damping", "0"}, "damping"},
+		{[]string{"amp", "--max-iter", "0"}, "max-iter"},
+		{[]string{"amp", "--damping", "1"}, "damping"},
 		{[]string{"amp", "--epsilon", "-1"}, "epsilon"},
 		{[]string{"amp", "--noise", "-1"}, "noise"},
-		{[]string{"amp", "--test-samples", "-1"}, "test-samples"},
+		{[]string{"amp", "--gen-samples", "-1"}, "gen-samples"},
 		{[]string{"amp", "--init", "ones"}, "--init \"ones\""},
 		{[]string{"amp", "--init-scale", "0"}, "--init-scale 0"},
 		{[]string{"amp", "--init", "consistent"}, "needs scale < 1"},
@@ -170,7 +174,7 @@ func TestSMIBadInput(t *testing.T) {
 		{[]string{"sgd", "--every", "-1"}, "every"},
 		{[]string{"sgd", "--init-scale", "0"}, "init-scale"},
 		{[]string{"sgd", "--student-seed", "-2"}, "student-seed"},
-		{[]string{"sgd", "--test-samples", "-1"}, "test-samples"},
+		{[]string{"sgd", "--gen-samples", "-1"}, "gen-samples"},
 	}
 	for _, tc := range tests {
 		args := []string{"smi"}
@@ -180,7 +184,7 @@ func TestSMIBadInput(t *testing.T) {
 			if sub == "amp" {
 				args = append(args, "--trace", filepath.Join(res, "trace.csv"))
 			}
-			args = append(args, tc.args[1:]...)
+			args = withFlags(args, tc.args[1:]...)
 		}
 		code, _, stderr := runArgs(t, args...)
 		if code != 2 || !strings.Contains(stderr, tc.msg) {
@@ -462,8 +466,8 @@ func TestSMIAMP(t *testing.T) {
 		"2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0,uninformed,false,-1.6,0.04\n2,2,1,1,0.5,,,,,,,,,,,,,4000,200,false,0,uninformed,false,,\n"+
 		"2,2,1,1,0.3,0,0.1,,,,,,,,,,,4000,10,true,0,uninformed,false,-0.9,0.01\n"), 0o644)
 	out, trace := filepath.Join(dir, "amp.csv"), filepath.Join(dir, "trace.csv")
-	code, _, stderr := runArgs(t, "smi", "amp", "--quiet", "--D", "60", "--alpha", "1", "--seeds", "1", "--seed", "5", "--iters", "3",
-		"--test-samples", "300", "--out", out, "--plot", filepath.Join(dir, "amp.png"), "--trace", trace, "--se", seCSV)
+	code, _, stderr := runArgs(t, "smi", "amp", "--quiet", "--D", "60", "--alpha", "1", "--seeds", "1", "--seed", "5", "--max-iter", "3",
+		"--gen-samples", "300", "--out", out, "--plot", filepath.Join(dir, "amp.png"), "--trace", trace, "--se", seCSV)
 	if code != 0 {
 		t.Fatalf("status %d: %s", code, stderr)
 	}
@@ -526,8 +530,8 @@ func TestSMIAMP(t *testing.T) {
 func TestSMIAMPQuadBudget(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "amp.csv")
-	code, _, stderr := runArgs(t, "smi", "amp", "--quiet", "--D", "40", "--alpha", "1.5", "--seeds", "1", "--seed", "3", "--iters", "2",
-		"--test-samples", "200", "--quad-max-eval", "200", "--out", out, "--plot", "", "--trace", "")
+	code, _, stderr := runArgs(t, "smi", "amp", "--quiet", "--D", "40", "--alpha", "1.5", "--seeds", "1", "--seed", "3", "--max-iter", "2",
+		"--gen-samples", "200", "--quad-max-eval", "200", "--out", out, "--plot", "", "--trace", "")
 	if code != 0 {
 		t.Fatalf("status %d: %s", code, stderr)
 	}
@@ -557,7 +561,7 @@ func TestSMISGD(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "sgd.csv")
 	code, _, stderr := runArgs(t, "smi", "sgd", "--quiet", "--D", "40", "--alpha", "15", "--epochs", "2", "--seeds", "2",
-		"--test-samples", "100", "--out", out, "--plot", filepath.Join(dir, "sgd.png"))
+		"--gen-samples", "100", "--out", out, "--plot", filepath.Join(dir, "sgd.png"))
 	if code != 0 {
 		t.Fatalf("status %d: %s", code, stderr)
 	}
@@ -604,7 +608,7 @@ func TestSMISGD(t *testing.T) {
 	}
 	checkPNG(t, filepath.Join(dir, "sgd.png"))
 	code, _, stderr = runArgs(t, "smi", "sgd", "--quiet", "--L", "3", "--M", "3", "--D", "20", "--alpha", "2", "--epochs", "1",
-		"--test-samples", "20", "--out", filepath.Join(dir, "deep.csv"), "--plot", "")
+		"--gen-samples", "20", "--out", filepath.Join(dir, "deep.csv"), "--plot", "")
 	if code != 0 {
 		t.Fatalf("L = 3, M = 3: status %d: %s", code, stderr)
 	}

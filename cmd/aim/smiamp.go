@@ -31,16 +31,18 @@ func smiAMPFlags(fs *flag.FlagSet, c *job.SMIAMPConfig, quiet *bool) {
 	smiFlags(fs, &c.SMI, true, quiet)
 	fs.IntVar(&c.D, "D", c.D, "token dimension")
 	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexities alpha = N/D: a list or range")
-	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "teachers and data sets per alpha")
-	fs.Uint64Var(&c.Seed, "seed", c.Seed, "first seed: run s uses seed + s")
-	fs.IntVar(&c.Iters, "iters", c.Iters, "GAMP iterations (at most)")
-	fs.Float64Var(&c.Damping, "damping", c.Damping, "damping rho in (0, 1], the weight on the new iterate: What <- rho What_new + (1 - rho) What")
+	fs.IntVar(&c.Seeds, "seeds", c.Seeds, usage("seeds", "every alpha shares its teachers"))
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, usage("seed", "run s uses seed + s for its teacher, data, start and test set"))
+	fs.IntVar(&c.Iters, "max-iter", c.Iters, usage("max-iter", "GAMP iterations"))
+	deprecate(fs, "iters", "max-iter", "")
+	dampingFlag(fs, &c.Damping, "of What; auto: 0.2 (What <- 0.2 What + 0.8 What_new, the authors')")
 	fs.Float64Var(&c.Epsilon, "epsilon", c.Epsilon, "ridge of the channel variance V = C-hat + epsilon I")
 	fs.Float64Var(&c.Noise, "noise", c.Noise, "variance Delta of Gaussian noise on the teacher's pre-activations, y = g(Z + sqrt(Delta) xi): the model of the SE run with --epsilon Delta (0: noiseless)")
-	fs.Float64Var(&c.Tol, "tol", c.Tol, "stop early when ||W-hat new - W-hat||^2/(L D) < tol (0: never)")
+	fs.Float64Var(&c.Tol, "tol", c.Tol, usage("tol", "stop when ||W-hat new - W-hat||^2/(L D) < tol (0: never)"))
 	fs.StringVar(&c.Init, "init", c.Init, "the start: random (What_0 = init-scale N(0, 1), C-hat_0 = I, as the authors), consistent (the same What_0 with C-hat_0 = I - What_0 What_0^T / D, on the Nishimori line; init-scale < 1), informed (What_0 = q W* + sqrt(q (1 - q)) N(0, 1) with q = init-scale < 1 and the consistent C-hat_0: the SE's informed start) or zero (stays at the uninformative point)")
 	fs.Float64Var(&c.InitScale, "init-scale", c.InitScale, "the scale of the random What_0, or the overlap q of the informed start")
-	fs.IntVar(&c.TestSamples, "test-samples", c.TestSamples, "fresh samples of the generalisation error at each iteration (0: none)")
+	fs.IntVar(&c.TestSamples, "gen-samples", c.TestSamples, usage("gen-samples", "fresh samples at each iteration"))
+	deprecate(fs, "test-samples", "gen-samples", "")
 	quadMaxEvalFlag(fs, &c.QuadMaxEval)
 	integralFlags(fs, &c.SMIIntegrals, job.SMIAMPDefaultDraws)
 	fs.StringVar(&c.Trace, "trace", c.Trace, "CSV of every iteration of every run (its plot goes beside it as .png); empty for none")
@@ -55,6 +57,10 @@ func parseSMIAMP(args []string, stderr io.Writer) (*job.SMIAMPConfig, bool, erro
 	if err := parseFlags(fs, args); err != nil {
 		return nil, false, err
 	}
+	if given(fs, "init-scale") && c.Init == "zero" {
+		return nil, false, usagef("--init-scale and --init zero conflict: the zero start has no scale")
+	}
+	smiDampingNote(fs, c.Damping)
 	return c, quiet, c.Validate()
 }
 
@@ -88,8 +94,8 @@ func smiSGDFlags(fs *flag.FlagSet, c *job.SMISGDConfig, quiet *bool) {
 	smiFlags(fs, &c.SMI, true, quiet)
 	fs.IntVar(&c.D, "D", c.D, "token dimension")
 	fs.Float64Var(&c.Alpha, "alpha", c.Alpha, "sample complexity alpha = N/D")
-	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "teachers and data sets")
-	fs.Uint64Var(&c.Seed, "seed", c.Seed, "first seed: run s uses seed + s")
+	fs.IntVar(&c.Seeds, "seeds", c.Seeds, usage("seeds", ""))
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, usage("seed", "run s uses seed + s for its teacher, data and test set"))
 	fs.Int64Var(&c.StudentSeed, "student-seed", c.StudentSeed, "seed of the student's start (and shuffling) for every run; -1: each run's data seed")
 	fs.Float64Var(&c.LR, "lr", c.LR, "learning rate")
 	fs.Float64Var(&c.WeightDecay, "wd", c.WeightDecay, "weight decay lambda; the decay applied is lambda / D")
@@ -98,7 +104,8 @@ func smiSGDFlags(fs *flag.FlagSet, c *job.SMISGDConfig, quiet *bool) {
 	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "passes over the training set")
 	fs.Float64Var(&c.InitScale, "init-scale", c.InitScale, "the student starts at init-scale N(0, 1) entrywise")
 	fs.IntVar(&c.Every, "every", c.Every, "record every this many updates (0: once per epoch); the start and the last update are always recorded")
-	fs.IntVar(&c.TestSamples, "test-samples", c.TestSamples, "fresh samples of the test error (0: none)")
+	fs.IntVar(&c.TestSamples, "gen-samples", c.TestSamples, usage("gen-samples", "fresh samples of the test error at each record"))
+	deprecate(fs, "test-samples", "gen-samples", "")
 	fs.BoolVar(&c.Shuffle, "shuffle", c.Shuffle, "reshuffle the samples each epoch (default: the notebook's fixed order)")
 }
 

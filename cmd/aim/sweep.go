@@ -166,12 +166,7 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 }
 
 // sweepFlags parses the flags of a sweep subcommand and returns the sweep file's path.
-func sweepFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (string, error) {
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, sweepUsage)
-		fs.PrintDefaults()
-	}
+func sweepFlags(fs *flag.FlagSet, args []string) (string, error) {
 	files, err := parseWithFiles(fs, args)
 	if err != nil {
 		return "", err
@@ -183,7 +178,7 @@ func sweepFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (string, erro
 }
 
 func runSweepCheck(args []string, stdout, stderr io.Writer) error {
-	path, err := sweepFlags(flag.NewFlagSet("aim sweep check", flag.ContinueOnError), args, stderr)
+	path, err := sweepFlags(newFlags("aim sweep check", sweepUsage, stderr), args)
 	if err != nil {
 		return err
 	}
@@ -198,10 +193,10 @@ func runSweepCheck(args []string, stdout, stderr io.Writer) error {
 }
 
 func runSweepRun(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("aim sweep run", flag.ContinueOnError)
+	fs := newFlags("aim sweep run", sweepUsage, stderr)
 	shardSpec := fs.String("shard", "", "run only shard i of n (i/n, 0 <= i < n): the runs whose index is i mod n")
 	quiet := fs.Bool("quiet", false, "no line per finished run")
-	path, err := sweepFlags(fs, args, stderr)
+	path, err := sweepFlags(fs, args)
 	if err != nil {
 		return err
 	}
@@ -219,7 +214,7 @@ func runSweepRun(args []string, stdout, stderr io.Writer) error {
 }
 
 func runSweepMerge(args []string, stdout, stderr io.Writer) error {
-	path, err := sweepFlags(flag.NewFlagSet("aim sweep merge", flag.ContinueOnError), args, stderr)
+	path, err := sweepFlags(newFlags("aim sweep merge", sweepUsage, stderr), args)
 	if err != nil {
 		return err
 	}

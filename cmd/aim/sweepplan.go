@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aimtheory/aim/backend"
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
 	"github.com/aimtheory/aim/cmd/aim/internal/sweep"
-	"github.com/aimtheory/aim/device/auto"
 )
 
 // loadSweep reads and validates a sweep file: its structure, then every run's flags through
@@ -49,7 +49,7 @@ func loadSweep(path string, withDevice bool) (*sweep.Plan, error) {
 		},
 		Run: func(r sweep.Run) ([]string, []string, error) { return j.runOne(spec, r) }}
 	if j.device && spec.Device != "cpu" {
-		plan.CUDA = auto.CUDAReport
+		plan.CUDA = backend.CUDAReport
 	}
 	if !j.simulation && spec.SeedsSet() && spec.Seeds != 1 {
 		errs = append(errs, sweep.Error{Line: spec.Lines["seeds"], Msg: fmt.Sprintf("seeds %d: job %s is theory, with one run per point (seed sets its Monte Carlo draws)", spec.Seeds, spec.Job)})
@@ -73,10 +73,14 @@ func loadSweep(path string, withDevice bool) (*sweep.Plan, error) {
 			if err == nil {
 				continue
 			}
-			msg := err.Error()
+			var unknown unknownFlagError
 			switch {
-			case strings.Contains(msg, "flag provided but not defined"):
-				errs = append(errs, sweep.Error{Line: a.Line, Msg: fmt.Sprintf("unknown parameter %q for job %s (see aim %s -h)", a.Name, spec.Job, strings.Join(j.command, " "))})
+			case errors.As(err, &unknown):
+				hint := ""
+				if unknown.suggestion != "" {
+					hint = fmt.Sprintf("did you mean %s? ", unknown.suggestion)
+				}
+				errs = append(errs, sweep.Error{Line: a.Line, Msg: fmt.Sprintf("unknown parameter %q for job %s (%ssee aim %s -h)", a.Name, spec.Job, hint, strings.Join(j.command, " "))})
 			case isFlagTypeError(err):
 				errs = append(errs, sweep.Error{Line: a.Line, Msg: fmt.Sprintf("%s = %q: wrong type (want %s)", a.Name, v, j.flagKind(a.Name))})
 			default:
@@ -138,10 +142,10 @@ func loadSweep(path string, withDevice bool) (*sweep.Plan, error) {
 // maxCheckedPoints bounds the grid points that loadSweep passes through the job's parser.
 const maxCheckedPoints = 100_000
 
-// isFlagTypeError reports whether err is the flag package's refusal of a value's type.
+// isFlagTypeError reports whether err is the refusal of a value's type (flagValueError).
 func isFlagTypeError(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "invalid value") || strings.Contains(msg, "invalid boolean")
+	var v flagValueError
+	return errors.As(err, &v)
 }
 
 // flagKind says what a job's flag takes, from the probe values its parser accepts.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 
@@ -20,16 +21,18 @@ figure.
 Flags:
 `
 
+// thresholdsFlags registers the flags of `aim thresholds` into c.
+func thresholdsFlags(fs *flag.FlagSet, c *job.ThresholdsConfig, quiet *bool) {
+	fs.StringVar(&c.Channel, "channel", c.Channel, "output channel: hardmax or softmax")
+	fs.StringVar(&c.TGrid, "T", c.TGrid, "tokens per sequence, integers: a list (2,3,4) or a range lo:hi:n (2:6:5 is 2 to 6)")
+	fs.Float64Var(&c.Beta, "beta", c.Beta, "softmax inverse temperature")
+	outputFlags(fs, &c.Out, &c.Plot, &c.Size, quiet)
+}
+
 func parseThresholds(args []string, stderr io.Writer) (*job.ThresholdsConfig, bool, error) {
 	c, quiet := job.NewThresholdsConfig(), false
 	fs := newFlags("aim thresholds", thresholdsUsage, stderr)
-	fs.StringVar(&c.Channel, "channel", c.Channel, "output channel: hardmax or softmax")
-	fs.StringVar(&c.TGrid, "T", c.TGrid, "the sequence lengths: a list (2,3,4) or a range lo:hi:n (2:6:5 is 2 to 6), integers")
-	fs.Float64Var(&c.Beta, "beta", c.Beta, "softmax inverse temperature")
-	fs.StringVar(&c.Out, "out", c.Out, "results CSV (a JSON manifest is written beside it)")
-	fs.StringVar(&c.Plot, "plot", c.Plot, "figure: .png, .svg or .pdf (empty: none)")
-	sizeFlag(fs, &c.Size)
-	fs.BoolVar(&quiet, "quiet", false, "no progress bar")
+	thresholdsFlags(fs, c, &quiet)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, false, err
 	}

@@ -60,7 +60,7 @@ func TestThresholds(t *testing.T) {
 	}
 	for _, args := range [][]string{{"--T", "7"}, {"--T", "2.5"}, {"--T", "2:6:4"}, {"--channel", "relu"}} {
 		d := t.TempDir()
-		code, _, stderr := runAim(append([]string{"thresholds", "--quiet", "--out", filepath.Join(d, "x.csv")}, args...)...)
+		code, _, stderr := runAim(withFlags([]string{"thresholds", "--quiet", "--out", filepath.Join(d, "x.csv")}, args...)...)
 		entries, _ := os.ReadDir(d)
 		if code != 2 || len(entries) != 0 {
 			t.Errorf("%v: status %d, %d files: %s", args, code, len(entries), stderr)

@@ -19,13 +19,13 @@ func TestTokensStreamedEqualsStored(t *testing.T) {
 		cmd   []string
 		below string // a --max-memory below the stored need and above the streamed one
 	}{
-		{[]string{"amp", "--D", "24", "--alpha", "0.1,0.2", "--seeds", "2", "--max-iter", "8"}, "100KiB"},            // 134 KiB stored
-		{[]string{"gd", "--D", "16", "--alpha", "0.3", "--seeds", "1", "--steps", "30", "--restarts", "2"}, "50KiB"}, // 60 KiB stored
+		{[]string{"amp", "--D", "24", "--alpha", "0.1,0.2", "--seeds", "2", "--max-iter", "8"}, "100KiB"},               // 134 KiB stored
+		{[]string{"gd", "--D", "16", "--alpha", "0.3", "--seeds", "1", "--max-iter", "30", "--restarts", "2"}, "50KiB"}, // 60 KiB stored
 	} {
 		cmd := tc.cmd
 		csvOf := func(tag string, extra ...string) [][]string {
 			out := filepath.Join(dir, cmd[0]+"-"+tag+".csv")
-			args := append(append([]string{cmd[0], "--quiet", "--device", "cpu", "--out", out, "--plot", ""}, cmd[1:]...), extra...)
+			args := withFlags(append([]string{cmd[0], "--quiet", "--device", "cpu", "--out", out, "--plot", ""}, cmd[1:]...), extra...)
 			code, _, stderr := runAim(args...)
 			if code != 0 {
 				t.Fatalf("aim %s: status %d: %s", strings.Join(args, " "), code, stderr)
@@ -102,7 +102,7 @@ func TestTokensBadInput(t *testing.T) {
 		{[]string{"--device", "cpu:0"}, []string{"K >= 1"}},
 		{[]string{"--device", "cpu:200", "--D", "20", "--alpha", "0.4"}, []string{"N = 160 samples, fewer than the 200 devices"}},
 	} {
-		args := append([]string{"amp", "--quiet", "--device", "cpu", "--D", "24", "--alpha", "0.2", "--out", out, "--plot", filepath.Join(dir, "x.svg")}, tc.args...)
+		args := withFlags([]string{"amp", "--quiet", "--device", "cpu", "--D", "24", "--alpha", "0.2", "--out", out, "--plot", filepath.Join(dir, "x.svg")}, tc.args...)
 		code, _, stderr := runAim(args...)
 		if code != 2 {
 			t.Errorf("%v: status %d, want 2 (%s)", tc.args, code, stderr)

@@ -280,6 +280,7 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 	grid.Vertical.Width, grid.Horizontal.Width = 0.5*s, 0.5*s
 	p.Add(grid)
 	ymin, ymax := math.Inf(1), math.Inf(-1)
+	pmin, pmax := math.Inf(1), math.Inf(-1) // the reach of the markers and error bars
 	for _, sr := range f.Series {
 		if len(sr.X) != len(sr.Y) || (sr.YErr != nil && len(sr.YErr) != len(sr.Y)) {
 			return nil, nil, fmt.Errorf("figure: series %q has mismatched lengths", sr.Label)
@@ -300,8 +301,9 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 					hi = math.Log10(sr.Y[i]+sr.YErr[i]) - y
 				}
 				errs = append(errs, struct{ Low, High float64 }{lo, hi})
-				if !math.IsNaN(lo) && !math.IsNaN(hi) {
+				if !math.IsNaN(lo) && !math.IsNaN(hi) && !math.IsInf(lo, 0) && !math.IsInf(hi, 0) {
 					ymin, ymax = math.Min(ymin, y-lo), math.Max(ymax, y+hi) // the bars stay on the axes
+					pmin, pmax = math.Min(pmin, y-lo), math.Max(pmax, y+hi)
 				}
 			}
 		}
@@ -309,6 +311,11 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 			continue
 		}
 		c := colour(sr.Group)
+		if sr.Points || len(xys) <= fewPoints {
+			for _, xy := range xys {
+				pmin, pmax = math.Min(pmin, xy.Y), math.Max(pmax, xy.Y)
+			}
+		}
 		if sr.Points {
 			sc, err := plotter.NewScatter(xys)
 			if err != nil {
@@ -344,6 +351,17 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 		}
 		p.Add(tracked{l})
 		entries.add(sr.Label, "line", sr.Group, l)
+		if len(xys) <= fewPoints { // a curve of a few points shows where they are
+			sc, err := plotter.NewScatter(xys)
+			if err != nil {
+				return nil, nil, fmt.Errorf("figure: %w", err)
+			}
+			sc.GlyphStyle.Color = c
+			sc.GlyphStyle.Shape = shape(sr.Group)
+			sc.GlyphStyle.Radius = 2 * s
+			p.Add(tracked{sc})
+			entries.add(sr.Label, "points", sr.Group, sc)
+		}
 	}
 	if !(ymin <= ymax) {
 		ymin, ymax = 0, 1
@@ -381,6 +399,25 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 		p.Y.Min, p.Y.Max = math.Min(ty(f.YMin), ymin), math.Max(ty(f.YMax), ymax)
 	case f.LogY:
 		p.Y.Min, p.Y.Max = math.Floor(ymin), math.Ceil(ymax) // whole decades
+	default:
+		p.Y.Min, p.Y.Max = ymin, ymax
+	}
+	// A marker or an error bar that reaches an end of the y axis would sit on its edge, half
+	// drawn: that end moves out by a margin.
+	if pad := markerMargin * (p.Y.Max - p.Y.Min); pad > 0 {
+		if pmax >= p.Y.Max-pad/4 {
+			p.Y.Max = pmax + pad
+		}
+		if pmin <= p.Y.Min+pad/4 {
+			p.Y.Min = pmin - pad
+		}
 	}
 	return p, lp, nil
 }
+
+// fewPoints is the most points of a curve that are marked as well as joined.
+const fewPoints = 5
+
+// markerMargin is the margin, as a fraction of the y range, between the end of the y axis and
+// a marker or error bar that would otherwise touch it.
+const markerMargin = 0.04

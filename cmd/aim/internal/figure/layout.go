@@ -9,6 +9,7 @@ import (
 	"image"
 	"image/color"
 	"math"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -24,22 +25,26 @@ type Layout struct {
 	Place  string       // "top right", "top left", "bottom left", "bottom right", "outside" or ""
 }
 
-// neutral is the colour of a legend thumbnail standing for several groups (the thresholds of
-// every rho, say).
+// neutral is the colour of a legend marker standing for points of several groups.
 var neutral = color.Gray{Y: 90}
 
-// entry is one legend entry: a label and, per kind of mark, the thumbnail of its first series
-// (or a neutral one when series of several groups share the label).
+// maxSwatches is the most colours a legend line shows for lines of several groups that share a
+// label (the thresholds of every layer, say); beyond it the line is neutral grey.
+const maxSwatches = 6
+
+// entry is one legend entry: a label and, per kind of mark, the thumbnail of its first series:
+// for lines of several groups, a line of one segment per group in its colour.
 type entry struct {
 	label string
 	slots []slot
 }
 
 type slot struct {
-	kind  string // "line", "points" or "vline"
-	group int
-	thumb plot.Thumbnailer
-	mixed bool
+	kind   string // "line", "points" or "vline"
+	group  int
+	thumb  plot.Thumbnailer
+	mixed  bool
+	groups []int // the distinct groups of the label's marks of this kind, in order
 }
 
 // legend collects entries in the order their labels first appear.
@@ -61,15 +66,20 @@ func (l *legend) add(label, kind string, group int, thumb plot.Thumbnailer) {
 		l.entries = append(l.entries, e)
 	}
 	for i := range e.slots {
-		if e.slots[i].kind == kind {
-			e.slots[i].mixed = e.slots[i].mixed || e.slots[i].group != group
+		if sl := &e.slots[i]; sl.kind == kind {
+			sl.mixed = sl.mixed || sl.group != group
+			if !slices.Contains(sl.groups, group) {
+				sl.groups = append(sl.groups, group)
+			}
 			return
 		}
 	}
-	e.slots = append(e.slots, slot{kind: kind, group: group, thumb: thumb})
+	e.slots = append(e.slots, slot{kind: kind, group: group, thumb: thumb, groups: []int{group}})
 }
 
-// thumbs returns an entry's thumbnails: lines first, then marks; a mixed one in neutral grey.
+// thumbs returns an entry's thumbnails: lines first, then marks; lines of several groups as
+// one segment per group in its colour (neutral grey beyond maxSwatches), marks of several
+// groups in neutral grey.
 func (e *entry) thumbs() []plot.Thumbnailer {
 	var out []plot.Thumbnailer
 	for _, want := range []string{"vline", "line", "points"} {
@@ -82,6 +92,10 @@ func (e *entry) thumbs() []plot.Thumbnailer {
 				switch v := t.(type) {
 				case *plotter.Line:
 					c := *v
+					if len(s.groups) <= maxSwatches {
+						t = swatches{style: c.LineStyle, groups: s.groups}
+						break
+					}
 					c.LineStyle.Color = neutral
 					t = &c
 				case *plotter.Scatter:
@@ -95,6 +109,27 @@ func (e *entry) thumbs() []plot.Thumbnailer {
 		}
 	}
 	return out
+}
+
+// swatches is the legend thumbnail of lines of several groups: the thumbnail's width split
+// into one horizontal segment per group, each in the group's colour and the lines' dashes.
+type swatches struct {
+	style  draw.LineStyle
+	groups []int
+}
+
+// Thumbnail draws the segments across the middle of c.
+func (w swatches) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	n := vg.Length(len(w.groups))
+	step := (c.Max.X - c.Min.X) / n
+	gap := step / 8
+	for i, g := range w.groups {
+		st := w.style
+		st.Color = colour(g)
+		x0 := c.Min.X + vg.Length(i)*step
+		c.StrokeLine2(st, x0+gap/2, y, x0+step-gap/2, y)
+	}
 }
 
 // tracked is a data plotter whose drawing a recorder records.

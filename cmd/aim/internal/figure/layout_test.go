@@ -2,11 +2,13 @@ package figure
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -113,8 +115,8 @@ func TestLegendOffTheData(t *testing.T) {
 }
 
 // TestLegendOneEntryPerFamily: an SE line and the AMP points of its rho make one entry, line
-// and marker; thresholds of one label make one entry (a neutral thumbnail when they are of
-// several groups).
+// and marker; thresholds of one label make one entry (one swatch per group when they are of
+// several groups: TestLegendSwatches).
 func TestLegendOneEntryPerFamily(t *testing.T) {
 	_, leg, err := seLike(Size{}).build()
 	if err != nil {
@@ -232,7 +234,7 @@ func TestMathText(t *testing.T) {
 		t.Errorf("10^{−2} drawn as %+v, want 10 then a smaller −2", rec.Texts)
 	}
 	face := font.DefaultCache.Lookup(fnt, 10)
-	for _, sym := range []string{Alpha, AlphaBar, AlphaBarR, AlphaPR, AlphaBarC, Rho, Beta, Minus, RhoToZero, ErrorS, ErrorSGD, EGen, "ℓ√‖"} {
+	for _, sym := range []string{Alpha, AlphaBar, AlphaBarR, AlphaPR, AlphaBarC, Rho, Beta, Minus, RhoToZero, ErrorS, ErrorLabel, EGen, "ℓ√‖"} {
 		for _, r := range Plain(sym) {
 			if i, err := face.Face.GlyphIndex(nil, r); err != nil || i == 0 {
 				t.Errorf("%q: the font has no glyph for %q", sym, r)
@@ -279,5 +281,100 @@ func TestSize(t *testing.T) {
 		if min := vg.Points(minText) * scriptScale; s.Size < min-1e-9 {
 			t.Errorf("%q drawn at %.2f pt, below %.2f", s.Text, s.Size, min)
 		}
+	}
+}
+
+// TestAxesContainMarkers: a marker or an error bar beyond the requested y range, or at the
+// end of the data's own range, moves that end of the axis out by markerMargin of the range;
+// lines alone keep the requested range.
+func TestAxesContainMarkers(t *testing.T) {
+	cases := []struct {
+		name           string
+		f              Figure
+		wantLo, wantHi float64 // the axis must reach beyond these (or equal them, for lines)
+		exact          bool
+	}{
+		{"a GD point above the fixed range", Figure{YMin: 0, YMax: 1.05, Series: []Series{
+			{Label: "SE", X: []float64{0, 1}, Y: []float64{1, 0.2}},
+			{Label: "GD", Points: true, X: []float64{0.5}, Y: []float64{1.27}}}}, 0, 1.27, false},
+		{"an error bar above it", Figure{YMin: 0, YMax: 1.05, Series: []Series{
+			{Label: "sweep", Points: true, X: []float64{0.5, 1}, Y: []float64{1.2, 0.5}, YErr: []float64{0.24, 0.01}}}}, 0, 1.44, false},
+		{"a marker at 0 on an auto axis", Figure{Series: []Series{
+			{Label: "AMP", Points: true, X: []float64{1, 2}, Y: []float64{0, 0.5}}}}, 0, 0.5, false},
+		{"lines only", Figure{YMin: 0, YMax: 1.05, Series: []Series{
+			{Label: "SE", X: []float64{0, 1, 2, 3, 4, 5, 6}, Y: []float64{1, 0.8, 0.6, 0.4, 0.2, 0.1, 0}}}}, 0, 1.05, true},
+	}
+	for _, c := range cases {
+		p, _, err := c.f.build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := p.Y.Min, p.Y.Max
+		if c.exact {
+			if lo != c.wantLo || hi != c.wantHi {
+				t.Errorf("%s: y axis [%g, %g], want [%g, %g]", c.name, lo, hi, c.wantLo, c.wantHi)
+			}
+			continue
+		}
+		span := hi - lo
+		if !(hi >= c.wantHi+0.9*markerMargin*(span/(1+2*markerMargin))) {
+			t.Errorf("%s: y axis [%g, %g] ends at the data's %g", c.name, lo, hi, c.wantHi)
+		}
+		if c.name == "a marker at 0 on an auto axis" && !(lo < 0) {
+			t.Errorf("%s: y axis [%g, %g] starts on the marker at 0", c.name, lo, hi)
+		}
+	}
+}
+
+// TestFewPointsMarked: a curve of at most fewPoints points is drawn with markers too, and its
+// legend entry shows the marker; a longer curve is a bare line.
+func TestFewPointsMarked(t *testing.T) {
+	for _, n := range []int{2, fewPoints, fewPoints + 1} {
+		s := Series{Label: "Q_{11}", Group: 1}
+		for i := 0; i < n; i++ {
+			s.X, s.Y = append(s.X, float64(i)), append(s.Y, float64(i)/10)
+		}
+		f := Figure{Series: []Series{s}}
+		_, leg, err := f.build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := &recorder{}
+		if _, err := f.Draw(draw.Canvas{Canvas: rec, Rectangle: vg.Rectangle{Max: vg.Point{X: 400, Y: 300}}}); err != nil {
+			t.Fatal(err)
+		}
+		// The line's n - 1 segments, and 3 per marker: group 1's glyph is an open square,
+		// stroked as three segments and a close.
+		marked := (len(rec.Segments) - (n - 1)) / 3
+		if want := map[bool]int{true: n, false: 0}[n <= fewPoints]; marked != want || leg == nil {
+			t.Errorf("%d points: %d markers drawn, want %d", n, marked, want)
+		}
+	}
+}
+
+// TestLegendSwatches: vertical lines of one label in several groups (a threshold per layer)
+// make one legend entry whose thumbnail has one segment per group, in the groups' colours.
+func TestLegendSwatches(t *testing.T) {
+	var entries legend
+	for g := 0; g < 3; g++ {
+		l, err := plotter.NewLine(plotter.XYs{{X: float64(g), Y: 0}, {X: float64(g), Y: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries.add("weak recovery", "vline", g, l)
+	}
+	if len(entries.entries) != 1 {
+		t.Fatalf("%d entries", len(entries.entries))
+	}
+	th := entries.entries[0].thumbs()
+	sw, ok := th[0].(swatches)
+	if len(th) != 1 || !ok || !slices.Equal(sw.groups, []int{0, 1, 2}) {
+		t.Fatalf("thumbnails %#v, want one swatch of groups 0, 1, 2", th)
+	}
+	rec := &recorder{all: true}
+	c := draw.Canvas{Canvas: rec, Rectangle: vg.Rectangle{Max: vg.Point{X: 30, Y: 10}}}
+	sw.Thumbnail(&c)
+	if len(rec.Segments) != 3 {
+		t.Errorf("%d segments drawn, want 3", len(rec.Segments))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
+	"github.com/aimtheory/aim/device/cuda"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/aim/amp"
 )
@@ -40,7 +41,7 @@ func (c *AMPConfig) Validate() error {
 	if err := c.validate([]string{"0.5"}, "0.05,0.1,0.15"); err != nil {
 		return err
 	}
-	def := amp.ChannelOptions(c.deviceChannel())
+	def := amp.ChannelOptions(c.channelSpec())
 	if c.MaxIter == 0 {
 		c.MaxIter = def.MaxIter
 	}
@@ -58,8 +59,11 @@ func (c *AMPConfig) Validate() error {
 	if err := c.validateSim(); err != nil {
 		return err
 	}
-	if c.Noise > 0 && strings.HasPrefix(c.Device, "cuda") {
-		return Inputf("--noise %g with --device %s: the softmax channel with label noise has no CUDA kernel; use --device cpu", c.Noise, c.Device)
+	if strings.HasPrefix(c.Device, "cuda") {
+		// Known before a GPU is opened: the channels the CUDA backend declares.
+		if err := cuda.Channels.Check(c.channelSpec()); err != nil {
+			return channelRefused(c.channelSpec(), "--device "+c.Device, err)
+		}
 	}
 	c.seTable = nil
 	if c.SE != "" {
@@ -72,7 +76,7 @@ func (c *AMPConfig) Validate() error {
 }
 
 func (c *AMPConfig) options() amp.Options {
-	o := amp.ChannelOptions(c.deviceChannel())
+	o := amp.ChannelOptions(c.channelSpec())
 	o.MaxIter, o.Damping, o.Tol, o.PaperInit = c.MaxIter, c.Damping, c.Tol, c.PaperInit
 	return o
 }
@@ -181,9 +185,11 @@ type ampJob struct {
 func RunAMP(c *AMPConfig, env Env) (*AMPResult, error) {
 	open := func() (*Device, error) {
 		d, err := OpenDevice(c.Device, c.Workers, c.Threads)
-		if err == nil && c.Noise > 0 && strings.HasPrefix(d.Name(), "cuda") {
-			d.Close()
-			return nil, Inputf("--noise %g on %s: the softmax channel with label noise has no CUDA kernel; use --device cpu", c.Noise, d.Name())
+		if err == nil {
+			if err := d.checkChannel(c.channelSpec()); err != nil {
+				d.Close()
+				return nil, err
+			}
 		}
 		return d, err
 	}

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aimtheory/aim/backend"
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/device/auto"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/aim/amp"
 	"github.com/aimtheory/aim/engine/aim/gd"
@@ -26,7 +27,7 @@ import (
 // operation, the GFLOP/s and its fraction of the device's square Dgemm rate measured in the
 // same run.
 type BenchConfig struct {
-	Device     string  // "all" (the CPU, each GPU, and all GPUs as one group), "auto", or a space-separated list of devices and groups
+	Device     string  // "all" (the CPU, each GPU, and all GPUs as one group), "auto", or a comma list of devices and groups (SplitDevices)
 	D          string  // dimensions with stored tokens, a comma list; "": the device's default; "none": none
 	StreamedD  string  // dimensions with streamed tokens; "": the largest stored D; "none": none
 	Algorithms string  // a comma list of amp and gd
@@ -88,12 +89,12 @@ func parseDims(what, s string) ([]int, error) {
 	return out, nil
 }
 
-// parseDeviceNames reads --device: all, auto, or a space-separated list of the names of
+// parseDeviceNames reads --device: all, auto, or a comma list (SplitDevices) of the names of
 // --device elsewhere (cpu, cuda, cuda:I, and the groups cuda:I,J,..., cuda:all and cpu:K: one
 // set of rows each; cuda is cuda:0), each once.
 func parseDeviceNames(s string) ([]string, error) {
 	var out []string
-	fields := strings.Fields(s)
+	fields := SplitDevices(s)
 	if len(fields) == 0 {
 		return nil, Inputf("--device %q: no device", s)
 	}
@@ -104,7 +105,7 @@ func parseDeviceNames(s string) ([]string, error) {
 				return nil, Inputf("--device %q: %s stands alone", s, name)
 			}
 		default:
-			spec, err := auto.Parse(name)
+			spec, err := backend.Parse(name)
 			if err != nil {
 				return nil, Inputf("--device %q: %v", s, err)
 			}
@@ -118,6 +119,24 @@ func parseDeviceNames(s string) ([]string, error) {
 		out = append(out, name)
 	}
 	return out, nil
+}
+
+// SplitDevices splits a comma list of devices: cpu,cuda,cuda:1 is three devices, and an ordinal
+// alone continues the group before it (cuda:0,1,cpu is the group cuda:0,1 and cpu).
+func SplitDevices(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if _, err := strconv.Atoi(f); err == nil && len(out) > 0 && strings.HasPrefix(out[len(out)-1], "cuda:") {
+			out[len(out)-1] += "," + f
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // Validate checks the configuration and parses its lists; every problem is bad input.
@@ -195,8 +214,8 @@ func (c *BenchConfig) Validate() error {
 }
 
 // channel is the softmax channel of the benchmark.
-func (c *BenchConfig) channel() device.Channel {
-	return device.Channel{Kind: device.Softmax, T: c.T, Beta: c.Beta}
+func (c *BenchConfig) channel() channel.Spec {
+	return channel.Spec{Kind: channel.KindSoftmax, T: c.T, Beta: c.Beta}
 }
 
 // params returns the model at dimension D.
@@ -337,7 +356,7 @@ func (c *BenchConfig) openTargets(env Env) ([]*benchTarget, error) {
 	names := c.devices
 	if len(names) == 1 && names[0] == "all" {
 		names = []string{"cpu"}
-		gpus := auto.GPUs()
+		gpus := backend.GPUs()
 		for i := range gpus {
 			names = append(names, "cuda:"+strconv.Itoa(i))
 		}

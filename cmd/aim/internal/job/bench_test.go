@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/device"
@@ -36,7 +37,7 @@ func TestBenchValidate(t *testing.T) {
 		{"no stored", func(c *BenchConfig) { c.D = "none" }, ""},
 		{"nothing", func(c *BenchConfig) { c.D, c.StreamedD = "none", "" }, "nothing to run"},
 		{"nothing at all", func(c *BenchConfig) { c.D, c.StreamedD = "none", "none" }, "nothing to run"},
-		{"device list", func(c *BenchConfig) { c.Device = "cpu cuda:1 cuda:0,1 cpu:2" }, ""},
+		{"device list", func(c *BenchConfig) { c.Device = "cpu,cuda:1,cuda:0,1,cpu:2" }, ""},
 		{"D < 2", func(c *BenchConfig) { c.D = "1,40" }, "D >= 2"},
 		{"D word", func(c *BenchConfig) { c.D = "40,abc" }, "not a whole number"},
 		{"D empty item", func(c *BenchConfig) { c.D = "40,,80" }, "not a whole number"},
@@ -45,9 +46,10 @@ func TestBenchValidate(t *testing.T) {
 		{"repeat 2", func(c *BenchConfig) { c.Repeat = 2 }, "at least 3"},
 		{"unknown device", func(c *BenchConfig) { c.Device = "tpu" }, "unknown device"},
 		{"bad ordinal", func(c *BenchConfig) { c.Device = "cuda:x" }, "GPU ordinal"},
-		{"device twice", func(c *BenchConfig) { c.Device = "cuda cuda:0" }, "twice"},
-		{"all in a list", func(c *BenchConfig) { c.Device = "all cpu" }, "stands alone"},
-		{"mixed group", func(c *BenchConfig) { c.Device = "cpu,cuda:0" }, "cannot mix"},
+		{"device twice", func(c *BenchConfig) { c.Device = "cuda,cuda:0" }, "twice"},
+		{"all in a list", func(c *BenchConfig) { c.Device = "all,cpu" }, "stands alone"},
+		{"devices and a group", func(c *BenchConfig) { c.Device = "cpu,cuda:0,cuda:0,1" }, ""},
+		{"ordinal after cpu:K", func(c *BenchConfig) { c.Device = "cpu:2,3" }, "unknown device"},
 		{"GPU twice in a group", func(c *BenchConfig) { c.Device = "cuda:0,0" }, "listed twice"},
 		{"algorithm", func(c *BenchConfig) { c.Algorithms = "amp,sgd" }, "unknown algorithm"},
 		{"alpha", func(c *BenchConfig) { c.Alpha = 0 }, "alpha"},
@@ -88,7 +90,7 @@ func TestBenchRefusedWritesNothing(t *testing.T) {
 		{"streamed over max-memory", func(c *BenchConfig) { c.D, c.StreamedD, c.MaxMemory = "40", "400", "2MiB" }, "streamed tokens"},
 		{"dgemm over max-memory", func(c *BenchConfig) { c.GemmSize = 4096; c.MaxMemory = "64MiB" }, "Dgemm"},
 		{"larger than the host", func(c *BenchConfig) { c.D = "20000" }, "available"},
-		{"gpu ordinal absent", func(c *BenchConfig) { c.Device = "cpu cuda:7" }, "cuda:7"},
+		{"gpu ordinal absent", func(c *BenchConfig) { c.Device = "cpu,cuda:7" }, "cuda:7"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,7 +113,7 @@ func TestBenchRefusedWritesNothing(t *testing.T) {
 
 // TestFlopFormulas holds AMPFlops and GDFlops to their formulas written out at one point.
 func TestFlopFormulas(t *testing.T) {
-	p := aim.Params{D: 100, Alpha: 0.25, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 3, Beta: 1}}
+	p := aim.Params{D: 100, Alpha: 0.25, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 3, Beta: 1}}
 	// N = 2500, T = 3, R = 50.
 	if got, want := AMPFlops(p), 4*2500*3*1e4+4*2500*9*100+16.0/3*1e6; math.Abs(got-want) > 1e-6*want {
 		t.Errorf("AMPFlops = %g, want %g", got, want)
@@ -160,7 +162,7 @@ func TestTimedDeviceBuckets(t *testing.T) {
 	}
 	defer device.FreeAll(td, bufs...)
 	x, y, z, h, g, om, a, vecs, vals, pat := bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5], bufs[6], bufs[7], bufs[8], bufs[9]
-	ch := device.Channel{Kind: device.Softmax, T: T, Beta: 1}
+	ch := channel.Spec{Kind: channel.KindSoftmax, T: T, Beta: 1}
 	caps := td.Capabilities()
 	if caps.Trainer == nil {
 		t.Fatal("the CPU lost its Trainer behind the timer")

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
 )
 
@@ -160,12 +161,12 @@ func (t *timedDevice) TokenMix(z, c, x device.Buffer, n, tt, d int) error {
 }
 
 // ChannelOutput (y = g(h)) is timed as Channel.
-func (t *timedDevice) ChannelOutput(ch device.Channel, y, h device.Buffer, n int) error {
+func (t *timedDevice) ChannelOutput(ch channel.Spec, y, h device.Buffer, n int) error {
 	return t.do(OpChannel, func() error { return t.Device.ChannelOutput(ch, y, h, n) })
 }
 
 // ChannelGOut (g_out(y; omega, V) and sum g^2) is timed as Channel.
-func (t *timedDevice) ChannelGOut(ch device.Channel, g, y, omega device.Buffer, n int, v float64) (s float64, err error) {
+func (t *timedDevice) ChannelGOut(ch channel.Spec, g, y, omega device.Buffer, n int, v float64) (s float64, err error) {
 	err = t.do(OpChannel, func() (e error) { s, e = t.Device.ChannelGOut(ch, g, y, omega, n, v); return e })
 	return s, err
 }
@@ -231,7 +232,7 @@ type timedTrainer struct {
 }
 
 // SoftmaxLossGrad (the loss scale sum (yhat - y)^2 and gamma = d loss / d h) is timed as Channel.
-func (k timedTrainer) SoftmaxLossGrad(ch device.Channel, gamma, yhat, y device.Buffer, n int, scale float64) (s float64, err error) {
+func (k timedTrainer) SoftmaxLossGrad(ch channel.Spec, gamma, yhat, y device.Buffer, n int, scale float64) (s float64, err error) {
 	err = k.t.do(OpChannel, func() (e error) { s, e = k.Trainer.SoftmaxLossGrad(ch, gamma, yhat, y, n, scale); return e })
 	return s, err
 }

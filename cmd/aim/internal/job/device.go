@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/aimtheory/aim/backend"
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
-	"github.com/aimtheory/aim/device/auto"
 	"github.com/aimtheory/aim/engine/aim"
 )
 
@@ -20,7 +21,7 @@ type Device struct {
 // cuda:I,J,..., cuda:all) with workers goroutines and threads BLAS threads on the CPU (0: all
 // cores). A device that cannot be opened is bad input.
 func OpenDevice(name string, workers, threads int) (*Device, error) {
-	g, note, err := auto.OpenGroupThreads(name, workers, threads)
+	g, note, err := backend.OpenGroupThreads(name, workers, threads)
 	if err != nil {
 		return nil, InputError{err}
 	}
@@ -54,7 +55,7 @@ func (d *Device) shardSamples(p aim.Params) int {
 // checkHostMemory refuses, before anything is allocated, a run that needs more memory than
 // the host has available (skipped where the available memory cannot be read).
 func checkHostMemory(what string, need uint64) error {
-	total, free := auto.HostMemory()
+	total, free := backend.HostMemory()
 	if total > 0 && need > free {
 		return Inputf("%s needs %s of memory, and %s is available", what, device.Bytes(need), device.Bytes(free))
 	}
@@ -74,4 +75,25 @@ func (d *Device) hasTrainer() bool {
 		}
 	}
 	return true
+}
+
+// checkChannel refuses, before anything is allocated, a channel that a member of the group
+// does not compute (device.Device.Channels: the CUDA backend has no kernel of the softmax with
+// label noise), worded for the command line.
+func (d *Device) checkChannel(ch channel.Spec) error {
+	for _, m := range d.g.Members {
+		if err := m.Channels().Check(ch); err != nil {
+			return channelRefused(ch, d.Name(), err)
+		}
+	}
+	return nil
+}
+
+// channelRefused words a device's refusal of a channel (channel.ErrUnsupported) on the
+// command line: the CPU computes every channel.
+func channelRefused(ch channel.Spec, on string, err error) error {
+	if ch.Noise > 0 {
+		return Inputf("--noise %g on %s: the softmax channel with label noise has no CUDA kernel; use --device cpu", ch.Noise, on)
+	}
+	return Inputf("the %v channel on %s: %v; use --device cpu", ch, on, err)
 }

@@ -56,7 +56,7 @@ func (c *GDConfig) Validate() error {
 	case c.Restarts < 1:
 		return Inputf("--restarts %d: need at least 1", c.Restarts)
 	case c.Steps < 1:
-		return Inputf("--steps %d: need at least 1", c.Steps)
+		return Inputf("--max-iter %d: need at least 1", c.Steps)
 	case !(c.LR > 0) || math.IsInf(c.LR, 0):
 		return Inputf("--lr %g: need a positive learning rate", c.LR)
 	case c.R < 0:

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/cpu"
-	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/aim/amp"
 	"github.com/aimtheory/aim/engine/aim/gd"
@@ -93,7 +93,7 @@ func TestValidate(t *testing.T) {
 		{func() *GDConfig { c := NewGDConfig(); c.Channel = "hardmax"; return c }(), "hardmax students are not offered"},
 		{func() *GDConfig { c := NewGDConfig(); c.Optimizer = "sgd"; return c }(), `--optimizer "sgd": want adam or gd`},
 		{func() *SMISEConfig { c := NewSMISEConfig(); c.M = 3; return c }(), "M = 2 only"},
-		{func() *SMISEConfig { c := NewSMISEConfig(); c.Damping = 1.5; return c }(), "--damping 1.5: need 0 < damping <= 1 (0: the authors' value)"},
+		{func() *SMISEConfig { c := NewSMISEConfig(); c.Damping = 1.5; return c }(), "--damping 1.5: need 0 <= damping < 1, the weight on the old iterate (0: undamped), or auto"},
 		{func() *SMISEConfig { c := NewSMISEConfig(); c.GenInner = 1; return c }(), "--gen-inner 1: need at least 2"},
 		{func() *SMISEConfig { c := NewSMISEConfig(); c.Replicates = 0; return c }(), "--replicates 0: need 1 to 1024"},
 		{func() *SMISEConfig { c := NewSMISEConfig(); c.MCError = -1; return c }(), "--mc-error -1: need a standard error > 0, or 0"},
@@ -173,7 +173,7 @@ func TestRunAMP(t *testing.T) {
 	ch, _ := aim.NewSoftmax(2, 1)
 	k := 0
 	for _, r := range res.Rows {
-		data, err := aim.Generate(dev, aim.Params{D: 24, Alpha: r.Alpha, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: r.Seed})
+		data, err := aim.Generate(dev, aim.Params{D: 24, Alpha: r.Alpha, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, Seed: r.Seed})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func TestRunGD(t *testing.T) {
 	o := gd.DefaultOptions()
 	o.Steps, o.Restarts, o.R = 15, 2, 5
 	for _, r := range res.Rows {
-		data, err := aim.Generate(dev, aim.Params{D: 16, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: r.Seed})
+		data, err := aim.Generate(dev, aim.Params{D: 16, Alpha: 0.2, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, Seed: r.Seed})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,9 +331,6 @@ func TestRunSMI(t *testing.T) {
 	data, _ := smi.Generate(smi.Params{D: 40, Alpha: 1, M: 2, L: 2, C: 1, Beta: 1, Seed: 5})
 	ao := smiamp.DefaultOptions(2)
 	ao.MaxIter, ao.TestSamples = 3, 50
-	// The command line's --damping is rho = 1 - theta, translated back: theta = 1 - (1 - theta)
-	// in floating point, which need not be the default's last bit.
-	ao.Damping = 1 - (1 - ao.Damping)
 	want, err := smiamp.Run(data, ao)
 	if err != nil {
 		t.Fatal(err)

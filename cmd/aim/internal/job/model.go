@@ -5,11 +5,10 @@ import (
 	"math"
 	"strings"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cmd/aim/internal/grid"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
-	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
-	"github.com/aimtheory/aim/kernels"
 )
 
 // Model is the configuration every AIM job (se, amp, gd) shares: the channel, T, beta, the rho
@@ -19,7 +18,7 @@ type Model struct {
 	PaperCompat bool     // hardmax: the published channel formula
 	T           int      // tokens per sequence
 	Beta        float64  // softmax inverse temperature
-	Noise       float64  // softmax label noise Delta >= 0 (se, amp; T <= kernels.NoisyTMax): y = softmax(beta h) + sqrt(Delta) xi
+	Noise       float64  // softmax label noise Delta >= 0 (se, amp; T <= channel.NoisyTMax): y = softmax(beta h) + sqrt(Delta) xi
 	Rho         []string // rank ratios, each a value, list or range; none: the job's default
 	Alpha       string   // the sample-complexity grid; "": the job's default (unless AlphaGiven)
 	AlphaGiven  bool     // Alpha was given explicitly: an empty one is an error, not the default
@@ -57,13 +56,13 @@ func (m *Model) validate(defaultRho []string, defaultAlpha string) error {
 	case "hardmax":
 		switch {
 		case m.T == 2:
-		case m.hardmaxAnyT && m.T > 2 && m.T <= aim.HardmaxTMax && !m.PaperCompat:
+		case m.hardmaxAnyT && m.T > 2 && m.T <= channel.HardmaxTMax && !m.PaperCompat:
 		case m.hardmaxAnyT && m.PaperCompat:
 			return Inputf("hardmax --paper-compat is the published formula for T = 2 only (got --T %d)", m.T)
-		case m.hardmaxAnyT && m.T > aim.HardmaxTMax:
-			return Inputf("hardmax: --T %d, the largest supported is %d", m.T, aim.HardmaxTMax)
+		case m.hardmaxAnyT && m.T > channel.HardmaxTMax:
+			return Inputf("hardmax: --T %d, the largest supported is %d", m.T, channel.HardmaxTMax)
 		default:
-			return Inputf("hardmax is implemented for T = 2 only here (got --T %d); aim se and aim amp compute 3 <= T <= %d", m.T, aim.HardmaxTMax)
+			return Inputf("hardmax is implemented for T = 2 only here (got --T %d); aim se and aim amp compute 3 <= T <= %d", m.T, channel.HardmaxTMax)
 		}
 	default:
 		return Inputf("unknown channel %q (want softmax or hardmax)", m.Channel)
@@ -79,8 +78,8 @@ func (m *Model) validate(defaultRho []string, defaultAlpha string) error {
 		return Inputf("--noise %g: the label noise variance Delta must be finite and >= 0", m.Noise)
 	case m.Noise > 0 && m.Channel != "softmax":
 		return Inputf("--noise %g: label noise is implemented for the softmax channel only", m.Noise)
-	case m.Noise > 0 && m.T > kernels.NoisyTMax:
-		return Inputf("--noise %g with --T %d: the noisy softmax is implemented for 2 <= T <= %d", m.Noise, m.T, kernels.NoisyTMax)
+	case m.Noise > 0 && m.T > channel.NoisyTMax:
+		return Inputf("--noise %g with --T %d: the noisy softmax is implemented for 2 <= T <= %d", m.Noise, m.T, channel.NoisyTMax)
 	}
 	specs := m.Rho
 	if len(specs) == 0 {
@@ -148,34 +147,22 @@ func (m *Model) hasSE() bool {
 	return !(m.Channel == "hardmax" && m.T > 2 && !aim.HardmaxTTabulated(m.T))
 }
 
-// theoryChannel returns the channel for state evolution.
+// theoryChannel returns the channel for state evolution: aim.NewChannel of channelSpec.
 func (m *Model) theoryChannel() (aim.Channel, error) {
-	if m.Channel == "hardmax" && m.T > 2 {
-		ch, err := aim.NewHardmaxTChannel(m.T)
-		if err != nil {
-			return nil, fmt.Errorf("%w; `aim se --threshold` computes alpha-bar_c at 2 <= T <= %d", err, aim.HardmaxTMax)
-		}
-		return ch, nil
+	ch, err := aim.NewChannel(m.channelSpec())
+	if err != nil && m.Channel == "hardmax" && m.T > 2 {
+		return nil, fmt.Errorf("%w; `aim se --threshold` computes alpha-bar_c at 2 <= T <= %d", err, channel.HardmaxTMax)
 	}
-	if m.Channel == "hardmax" {
-		return aim.NewHardmax(m.T, m.PaperCompat)
-	}
-	if m.Noise > 0 && m.T > 2 {
-		return aim.NewNoisySoftmaxT(m.T, m.Beta, m.Noise)
-	}
-	if m.Noise > 0 {
-		return aim.NewNoisySoftmax(m.T, m.Beta, m.Noise)
-	}
-	return aim.NewSoftmax(m.T, m.Beta)
+	return ch, err
 }
 
-// deviceChannel returns the channel for the device operations.
-func (m *Model) deviceChannel() device.Channel {
-	kind := device.Softmax
+// channelSpec returns the channel of the model, for the device operations and the theory.
+func (m *Model) channelSpec() channel.Spec {
+	kind := channel.KindSoftmax
 	if m.Channel == "hardmax" {
-		kind = device.Hardmax
+		kind = channel.KindHardmax
 	}
-	return device.Channel{Kind: kind, T: m.T, Beta: m.Beta, PaperCompat: m.PaperCompat, Noise: m.Noise}
+	return channel.Spec{Kind: kind, T: m.T, Beta: m.Beta, PaperCompat: m.PaperCompat, Noise: m.Noise}
 }
 
 // csvChannel is the channel column of the CSVs.

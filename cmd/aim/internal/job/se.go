@@ -27,7 +27,7 @@ type SEConfig struct {
 	MaxIter    int     // SE iteration cap
 	Damping    float64 // SE damping theta in [0, 1)
 	Accelerate bool    // the solver's Aitken jumps (no flag: the engine's default)
-	Workers    int     // points solved in parallel
+	Workers    int     // points solved in parallel (0: all cores; Validate sets it)
 	// IntTol is the largest relative error of the channel's integral F accepted at a point
 	// (hardmax T > 2, a tabulated integral); 0 accepts any. A point beyond it is reported like
 	// an unconverged one.
@@ -46,7 +46,7 @@ type SEConfig struct {
 func NewSEConfig() *SEConfig {
 	o := se.DefaultOptions()
 	return &SEConfig{Model: defaultModel("se"), GenSamples: 20000, GenInner: 8, Seed: 1,
-		Tol: o.Tol, MaxIter: o.MaxIter, Damping: o.Damping, Accelerate: o.Accelerate, Workers: runtime.GOMAXPROCS(0), Start: se.Both.String()}
+		Tol: o.Tol, MaxIter: o.MaxIter, Damping: o.Damping, Accelerate: o.Accelerate, Start: se.Both.String()}
 }
 
 // Validate checks the configuration and parses its grids; every problem is bad input.
@@ -98,8 +98,11 @@ func (c *SEConfig) Validate() error {
 		return Inputf("--max-iter %d: need at least 1", c.MaxIter)
 	case !(c.Damping >= 0 && c.Damping < 1):
 		return Inputf("--damping %g: need 0 <= damping < 1", c.Damping)
-	case c.Workers < 1:
-		return Inputf("--workers %d: need at least 1", c.Workers)
+	case c.Workers < 0:
+		return Inputf("--workers %d: need 0 (all cores) or more", c.Workers)
+	}
+	if c.Workers == 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
 	}
 	return c.validateStart()
 }

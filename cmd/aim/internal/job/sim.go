@@ -23,7 +23,7 @@ type Sim struct {
 	Trace   string // a CSV of every iteration or step ("" for none)
 	Tokens         // stored or streamed tokens, and the memory cap
 	// Points is the lattice rule of each sample's g_out for hardmax and the noisy softmax at
-	// T > 2: Points points of each of 8 shifts, every point used (device.Channel.Points with
+	// T > 2: Points points of each of 8 shifts, every point used (channel.Spec.Points with
 	// Tol < 0).
 	Points int
 }
@@ -70,7 +70,7 @@ func (c *Sim) validateSim() error {
 
 // params returns the model of one run.
 func (c *Sim) params(rho, alpha float64, seed uint64) aim.Params {
-	ch := c.deviceChannel()
+	ch := c.channelSpec()
 	if c.lattice() {
 		ch.Points, ch.Tol = c.Points, -1
 	}

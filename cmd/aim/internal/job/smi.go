@@ -115,7 +115,7 @@ type SMISEOptions struct {
 	Seed       uint64  // seed of those draws
 	MonteCarlo bool    // plain pseudo-random draws instead of randomised quasi-Monte Carlo
 	Epsilon    float64 // ridge of the channel variance
-	Damping    float64 // rho in (0, 1], the weight on the new iterate; 0: the authors' value
+	Damping    float64 // theta in [0, 1), the weight on the old iterate; NaN: the authors' value (smise.AuthorsDamping)
 	MaxIter    int
 	Tol        float64
 	// QuadMaxEval is the evaluation budget of each sample's channel integral (0:
@@ -228,7 +228,7 @@ func checkQuadMaxEval(n int) error {
 
 func defaultSMISEOptions() SMISEOptions {
 	o := smise.DefaultOptions(2)
-	return SMISEOptions{Samples: o.Samples, Seed: o.Seed, Epsilon: o.Epsilon, MaxIter: o.MaxIter, Tol: o.Tol, SMIIntegrals: SMIIntegrals{Device: DefaultSMIDevice}}
+	return SMISEOptions{Samples: o.Samples, Seed: o.Seed, Epsilon: o.Epsilon, Damping: math.NaN(), MaxIter: o.MaxIter, Tol: o.Tol, SMIIntegrals: SMIIntegrals{Device: DefaultSMIDevice}}
 }
 
 // check validates the options for L layers.
@@ -236,8 +236,8 @@ func (o *SMISEOptions) check(L int) error {
 	switch {
 	case o.Samples < 1:
 		return Inputf("--samples %d: need at least 1", o.Samples)
-	case !(o.Damping >= 0 && o.Damping <= 1):
-		return Inputf("--damping %g: need 0 < damping <= 1 (0: the authors' value)", o.Damping)
+	case !math.IsNaN(o.Damping) && !(o.Damping >= 0 && o.Damping < 1):
+		return Inputf("--damping %g: need 0 <= damping < 1, the weight on the old iterate (0: undamped), or auto", o.Damping)
 	case !(o.Epsilon >= 0 && o.Epsilon < 1):
 		return Inputf("--epsilon %g: need 0 <= epsilon < 1", o.Epsilon)
 	case o.MaxIter < 1:
@@ -251,17 +251,16 @@ func (o *SMISEOptions) check(L int) error {
 	return checkQuadMaxEval(o.QuadMaxEval)
 }
 
-// engine returns the engine's options for L layers on workers goroutines: the damping rho
-// (the weight on the new iterate, 0 for the authors') becomes the engine's theta = 1 - rho
-// (the weight on the old one).
+// engine returns the engine's options for L layers on workers goroutines: the damping theta
+// (the weight on the old iterate) as given, or the authors' for auto (NaN).
 func (o *SMISEOptions) engine(L, workers int) smise.Options {
 	e := smise.DefaultOptions(L)
 	e.Samples, e.Seed, e.MonteCarlo, e.Epsilon, e.MaxIter, e.Tol = o.Samples, o.Seed, o.MonteCarlo, o.Epsilon, o.MaxIter, o.Tol
 	e.QuadMaxEval = o.QuadMaxEval
 	e.Draws = o.draws(e.Draws)
 	e.Damping = smise.AuthorsDamping(L)
-	if o.Damping > 0 {
-		e.Damping = 1 - o.Damping
+	if !math.IsNaN(o.Damping) {
+		e.Damping = o.Damping
 	}
 	e.Workers = workers
 	return e
@@ -269,8 +268,12 @@ func (o *SMISEOptions) engine(L, workers int) smise.Options {
 
 // addParams adds the options to a manifest's parameters.
 func (o *SMISEOptions) addParams(p map[string]any) {
+	var damping any = o.Damping
+	if math.IsNaN(o.Damping) {
+		damping = "auto"
+	}
 	for k, v := range map[string]any{"samples": o.Samples, "seed": o.Seed, "monte_carlo": o.MonteCarlo,
-		"epsilon": o.Epsilon, "damping": o.Damping, "damping_note": "0: the authors' 0.8 (L = 2) or 0.6 (L = 3)",
+		"epsilon": o.Epsilon, "damping": damping, "damping_note": "theta, the weight on the old iterate; auto: the authors' 0.2 (L = 2) or 0.4 (L >= 3)",
 		"init": smise.DefaultOptions(2).Init, "max_iter": o.MaxIter, "tol": o.Tol, "quad_max_eval": o.QuadMaxEval} {
 		p[k] = v
 	}

@@ -23,7 +23,7 @@ type SMIAMPConfig struct {
 	Seeds        int
 	Seed         uint64  // run s uses seed Seed + s
 	Iters        int     // GAMP iterations (at most)
-	Damping      float64 // rho in (0, 1], the weight on the new iterate
+	Damping      float64 // theta in [0, 1), the weight on the old iterate; NaN: the engine's (Validate sets it)
 	Epsilon      float64 // ridge of the channel variance
 	Noise        float64 // variance of the noise on the teacher's pre-activations (smi.Params.Noise)
 	Tol          float64 // stop early below this step (0: never)
@@ -43,7 +43,7 @@ type SMIAMPConfig struct {
 func NewSMIAMPConfig() *SMIAMPConfig {
 	o := smiamp.DefaultOptions(2) // the fields read here are the same at every L
 	return &SMIAMPConfig{SMI: defaultSMI("amp"), D: 1000, Alpha: "0.2,0.5,0.9,1.2,1.5", Seeds: 4, Seed: 1, Iters: o.MaxIter,
-		Damping: 1 - o.Damping, Epsilon: o.Epsilon, Tol: o.Tol, Init: o.Init, InitScale: o.InitScale, TestSamples: o.TestSamples, Trace: "results/smi-amp-trace.csv",
+		Damping: math.NaN(), Epsilon: o.Epsilon, Tol: o.Tol, Init: o.Init, InitScale: o.InitScale, TestSamples: o.TestSamples, Trace: "results/smi-amp-trace.csv",
 		SMIIntegrals: SMIIntegrals{Device: DefaultSMIDevice}}
 }
 
@@ -54,15 +54,18 @@ func (c *SMIAMPConfig) Validate() error {
 	if _, c.alphas, err = c.theory(c.Alpha); err != nil {
 		return err
 	}
+	if math.IsNaN(c.Damping) {
+		c.Damping = smiamp.DefaultOptions(2).Damping // the engine's theta, the same at every L
+	}
 	switch {
 	case c.D < 2:
 		return Inputf("--D %d: need D >= 2", c.D)
 	case c.Seeds < 1:
 		return Inputf("--seeds %d: need at least 1", c.Seeds)
 	case c.Iters < 1:
-		return Inputf("--iters %d: need at least 1", c.Iters)
-	case !(c.Damping > 0 && c.Damping <= 1):
-		return Inputf("--damping %g: need 0 < damping <= 1", c.Damping)
+		return Inputf("--max-iter %d: need at least 1", c.Iters)
+	case !(c.Damping >= 0 && c.Damping < 1):
+		return Inputf("--damping %g: need 0 <= damping < 1, the weight on the old iterate (0: undamped)", c.Damping)
 	case !(c.Epsilon >= 0) || math.IsInf(c.Epsilon, 0):
 		return Inputf("--epsilon %g: need 0 <= epsilon < inf", c.Epsilon)
 	case !(c.Noise >= 0) || math.IsInf(c.Noise, 0):
@@ -70,7 +73,7 @@ func (c *SMIAMPConfig) Validate() error {
 	case !(c.Tol >= 0) || math.IsInf(c.Tol, 0):
 		return Inputf("--tol %g: need 0 <= tol < inf", c.Tol)
 	case c.TestSamples < 0:
-		return Inputf("--test-samples %d: need 0 (none) or more", c.TestSamples)
+		return Inputf("--gen-samples %d: need 0 (none) or more", c.TestSamples)
 	case c.Init != "random" && c.Init != "consistent" && c.Init != "informed" && c.Init != "zero":
 		return Inputf("--init %q: need random, consistent, informed or zero", c.Init)
 	case !(c.InitScale > 0) || math.IsInf(c.InitScale, 0):
@@ -121,7 +124,7 @@ func (c *SMIAMPConfig) options() smiamp.Options {
 	o.MaxIter, o.Epsilon, o.Tol, o.TestSamples, o.Workers = c.Iters, c.Epsilon, c.Tol, c.TestSamples, c.Workers
 	o.QuadMaxEval = c.QuadMaxEval
 	o.Draws = c.draws(o.Draws)
-	o.Damping = 1 - c.Damping // the engine's theta, the weight on the old iterate
+	o.Damping = c.Damping
 	o.Init, o.InitScale = c.Init, c.InitScale
 	return o
 }

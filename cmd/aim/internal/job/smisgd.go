@@ -74,7 +74,7 @@ func (c *SMISGDConfig) Validate() error {
 	case c.Every < 0:
 		return Inputf("--every %d: need 0 (once per epoch) or more", c.Every)
 	case c.TestSamples < 0:
-		return Inputf("--test-samples %d: need 0 (none) or more", c.TestSamples)
+		return Inputf("--gen-samples %d: need 0 (none) or more", c.TestSamples)
 	}
 	if err := c.model(c.D, c.Alpha, 0).Validate(); err != nil {
 		return Inputf("%v", err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cmd/aim/internal/grid"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
@@ -40,8 +41,8 @@ func (c *ThresholdsConfig) Validate() error {
 		switch {
 		case float64(T) != v || T < 2:
 			return Inputf("--T %s: every T must be an integer >= 2, got %g", c.TGrid, v)
-		case c.Channel == "hardmax" && T > aim.HardmaxTMax:
-			return Inputf("--T %s: hardmax: T = %d, the largest supported is %d", c.TGrid, T, aim.HardmaxTMax)
+		case c.Channel == "hardmax" && T > channel.HardmaxTMax:
+			return Inputf("--T %s: hardmax: T = %d, the largest supported is %d", c.TGrid, T, channel.HardmaxTMax)
 		}
 		c.ts = append(c.ts, T)
 	}
@@ -94,7 +95,7 @@ func hardmaxAlphaBarC(T int) (v, e float64, err error) {
 		return math.NaN(), math.NaN(), InputError{err}
 	}
 	h.Tol, h.Points = 0, 16384
-	if T == aim.HardmaxTMax {
+	if T == channel.HardmaxTMax {
 		h.Points = 4096
 	}
 	f, err := h.FisherSumZero(1)

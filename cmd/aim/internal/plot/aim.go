@@ -101,7 +101,7 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 		auto = "alpha-rho"
 	}
 	mode := o.xMode(auto)
-	f := &figure.Figure{YLabel: "Estimation error (MMSE on S)", XLabel: aimXLabel[mode], Title: "State evolution"}
+	f := &figure.Figure{YLabel: figure.ErrorLabel, XLabel: aimXLabel[mode], Title: "State evolution"}
 	if name, paper, T, beta := channelInfo(ses[0]); name != "" {
 		m := ""
 		if paper {
@@ -198,10 +198,12 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 			label string
 			style figure.VStyle
 		}{
-			{t.Th.AlphaPRAt, figure.AlphaPR + " (dashed, per " + figure.Rho + ")", figure.VDashed},
-			{lookup(t.Th.AlphaIT), figure.AlphaIT + " (per " + figure.Rho + ")", figure.VDotted},
-			{lookup(t.Th.AlphaAlg), figure.AlphaAlg + " (per " + figure.Rho + ")", figure.VDashDot},
+			{t.Th.AlphaPRAt, figure.AlphaPR + " per " + figure.Rho, figure.VDashed},
+			{lookup(t.Th.AlphaIT), figure.AlphaIT + " per " + figure.Rho, figure.VDotted},
+			{lookup(t.Th.AlphaAlg), figure.AlphaAlg + " per " + figure.Rho, figure.VDashDot},
 		} {
+			var vs []figure.VLine
+			var at []float64 // the rho of each line
 			for gi, r := range rhos {
 				a, ok := th.at(r)
 				if !ok || math.IsInf(a, 0) || math.IsNaN(a) {
@@ -214,11 +216,48 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 				case "alpha-rho":
 					x = a / r
 				}
-				f.VLines = append(f.VLines, figure.VLine{X: x, Group: gi, Label: th.label, Style: th.style})
+				vs = append(vs, figure.VLine{X: x, Group: gi, Style: th.style})
+				at = append(at, r)
+			}
+			label := th.label + coincident(vs, at)
+			for _, v := range vs {
+				v.Label = label
+				f.VLines = append(f.VLines, v)
 			}
 		}
 	}
 	return f
+}
+
+// coincidentTol is the relative distance within which two vertical lines are drawn as one.
+// (alpha_PR at rho = 1 and 2 is 1/4 to the root finder's 3e-9.)
+const coincidentTol = 1e-4
+
+// coincident returns the legend's note on vertical lines of one kind that fall on one x for
+// several rho (at[i] is line i's rho), where the last drawn hides the others:
+// " (ρ = 1, 2 coincide)", with one such clause per shared x, or "" where none do.
+func coincident(vs []figure.VLine, at []float64) string {
+	var notes []string
+	done := map[int]bool{}
+	for i := range vs {
+		if done[i] {
+			continue
+		}
+		same := []string{strconv.FormatFloat(at[i], 'g', -1, 64)}
+		for j := i + 1; j < len(vs); j++ {
+			if !done[j] && math.Abs(vs[j].X-vs[i].X) <= coincidentTol*math.Abs(vs[i].X) {
+				done[j] = true
+				same = append(same, strconv.FormatFloat(at[j], 'g', -1, 64))
+			}
+		}
+		if len(same) > 1 {
+			notes = append(notes, fmt.Sprintf("%s = %s coincide", figure.Rho, strings.Join(same, ", ")))
+		}
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(notes, "; ") + ")"
 }
 
 // simWindow returns the x range of the SE lines beside simulation points: up to 1.1 times the
@@ -288,10 +327,8 @@ func groupRows(t *table.Table, rho float64) (alphas []float64, rows map[float64]
 // the mean final error of the runs that did not diverge, with its standard error, per alpha.
 func ampFigure(amps, ses []*table.Table, o Options) *figure.Figure {
 	mode := o.xMode("alpha")
-	f := &figure.Figure{XLabel: aimXLabel[mode], YLabel: "Estimation error " + figure.ErrorS, Title: "GAMP-RIE (points) beside state evolution (lines)"}
-	if t := amps[0]; t.Rows() > 0 {
-		f.Title = fmt.Sprintf("GAMP-RIE at D = %s (points), state evolution (lines): %s, T = %s", wholeNum(t.V(0, "D")), t.S(0, "channel"), wholeNum(t.V(0, "T")))
-	}
+	f := &figure.Figure{XLabel: aimXLabel[mode], YLabel: figure.ErrorLabel}
+	lines := false // whether some SE line is drawn: the title says so only then
 	o.applyAxes(f, aimAutoAxes(amps, ses), aimAutoAxes(amps, ses))
 	if !f.LogY {
 		f.YMin, f.YMax = 0, 1.05
@@ -302,6 +339,7 @@ func ampFigure(amps, ses []*table.Table, o Options) *figure.Figure {
 			alphas, rows := groupRows(t, r)
 			if line, ok := seLine(ses, r, mode, in, rhoLabel(r), gi); ok {
 				f.Series = append(f.Series, line)
+				lines = true
 			}
 			pts := figure.Series{Label: rhoLabel(r), Group: gi, Points: true} // one legend entry with its SE line
 			for _, a := range alphas {
@@ -326,6 +364,16 @@ func ampFigure(amps, ses []*table.Table, o Options) *figure.Figure {
 			f.Series = append(f.Series, pts)
 		}
 	}
+	f.Title = "GAMP-RIE"
+	if t := amps[0]; t.Rows() > 0 {
+		f.Title = fmt.Sprintf("GAMP-RIE at D = %s", wholeNum(t.V(0, "D")))
+	}
+	if lines {
+		f.Title += " (points), state evolution (lines)"
+	}
+	if t := amps[0]; t.Rows() > 0 {
+		f.Title += fmt.Sprintf(": %s, T = %s", t.S(0, "channel"), wholeNum(t.V(0, "T")))
+	}
 	return f
 }
 
@@ -346,10 +394,10 @@ func meanOf(t *table.Table, rows []int, name string) (float64, float64, bool) {
 
 // gdFigure draws, per rho of the `aim gd` tables, the SE line, GD single (the mean over seeds
 // of each run's mean student error), GD averaged, and the AMP points of `aim amp` tables,
-// against alpha-bar = alpha (T^2 + T - 2) unless o says otherwise.
+// against alpha, as every AIM figure, unless o says otherwise.
 func gdFigure(gds, ses, amps []*table.Table, o Options) *figure.Figure {
-	mode := o.xMode("alpha-bar")
-	f := &figure.Figure{XLabel: aimXLabel[mode], YLabel: "Estimation error " + figure.ErrorS, Title: "Gradient descent"}
+	mode := o.xMode("alpha")
+	f := &figure.Figure{XLabel: aimXLabel[mode], YLabel: figure.ErrorLabel, Title: "Gradient descent"}
 	if t := gds[0]; t.Rows() > 0 {
 		f.Title = fmt.Sprintf("Gradient descent at D = %s (%s steps, lr %g): %s, T = %s", wholeNum(t.V(0, "D")), wholeNum(t.V(0, "steps")), t.V(0, "lr"), t.S(0, "channel"), wholeNum(t.V(0, "T")))
 	}
@@ -400,7 +448,7 @@ func gdFigure(gds, ses, amps []*table.Table, o Options) *figure.Figure {
 
 // gdTraceFigure draws the training error of the first student of every run against the step.
 func gdTraceFigure(t *table.Table, o Options) *figure.Figure {
-	f := &figure.Figure{Title: "Training curves: error of the first student", XLabel: "step", YLabel: figure.ErrorSGD}
+	f := &figure.Figure{Title: "Training curves: error of the first student", XLabel: "step", YLabel: figure.ErrorLabel}
 	if D, ok := t.Param("D"); ok {
 		f.Title = fmt.Sprintf("Training curves at D = %s: error of the first student", wholeNum(D))
 	}
@@ -418,7 +466,7 @@ func gdTraceFigure(t *table.Table, o Options) *figure.Figure {
 // ampTraceFigure draws the error of every GAMP-RIE run against the iteration, one colour per
 // (rho, alpha).
 func ampTraceFigure(t *table.Table, o Options) *figure.Figure {
-	f := &figure.Figure{Title: "GAMP-RIE iterations", XLabel: "iteration", YLabel: "Estimation error " + figure.ErrorS}
+	f := &figure.Figure{Title: "GAMP-RIE iterations", XLabel: "iteration", YLabel: figure.ErrorLabel}
 	if D, ok := t.Param("D"); ok {
 		f.Title = fmt.Sprintf("GAMP-RIE iterations at D = %s", wholeNum(D))
 	}

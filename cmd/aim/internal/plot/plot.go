@@ -17,10 +17,12 @@ import (
 // Options are the choices `aim plot` offers over a figure; the zero value ("auto"
 // everywhere) is the run command's own figure.
 type Options struct {
-	X     string      // "", "auto", "alpha", "alpha-bar" or "alpha-rho"
-	Axes  string      // "", "auto", "lin", "logx", "logy" or "loglog"
-	Title string      // "" for the automatic title
-	Size  figure.Size // the figure's size; zero: the default
+	X     string // "", "auto", "alpha", "alpha-bar" or "alpha-rho"
+	Axes  string // "", "auto", "lin", "logx", "logy" or "loglog"
+	Title string // the title; "" for the automatic one unless TitleSet
+	// TitleSet makes Title the figure's title even when it is empty (no title).
+	TitleSet bool
+	Size     figure.Size // the figure's size; zero: the default
 }
 
 func (o Options) xMode(auto string) string {
@@ -151,7 +153,7 @@ func Build(tables []*table.Table, o Options) (*figure.Figure, error) {
 			}
 		}
 	}
-	if o.Title != "" {
+	if o.Title != "" || o.TitleSet {
 		f.Title = o.Title
 	}
 	f.Size = o.Size

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 )
 
 // TestMeanStderr checks the points' statistics against hand values.
@@ -37,5 +39,30 @@ func TestLegendRoom(t *testing.T) {
 func TestBuildNothing(t *testing.T) {
 	if f, err := Build(nil, Options{}); f != nil || err == nil || !strings.Contains(err.Error(), "no CSV to plot") {
 		t.Errorf("%v, %v", f, err)
+	}
+}
+
+// TestCoincident: thresholds of one kind at one x for several rho (alpha_PR = 0.25 at rho = 1
+// and 2) are said in the legend, one note per shared x; distinct ones add nothing.
+func TestCoincident(t *testing.T) {
+	v := func(xs ...float64) []figure.VLine {
+		var out []figure.VLine
+		for i, x := range xs {
+			out = append(out, figure.VLine{X: x, Group: i})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		xs, rhos []float64
+		want     string
+	}{
+		{[]float64{0.1, 0.2, 0.2499999992918092, 0.24999999999994996}, []float64{0.2, 0.5, 1, 2}, " (ρ = 1, 2 coincide)"},
+		{[]float64{0.25, 0.1, 0.25 * (1 + 1e-12), 0.1}, []float64{1, 0.2, 2, 0.3}, " (ρ = 1, 2 coincide; ρ = 0.2, 0.3 coincide)"},
+		{[]float64{0.1, 0.2}, []float64{0.2, 0.5}, ""},
+		{[]float64{0.25, 0.2501}, []float64{1, 2}, ""},
+	} {
+		if got := coincident(v(c.xs...), c.rhos); got != c.want {
+			t.Errorf("%v at rho %v: %q, want %q", c.xs, c.rhos, got, c.want)
+		}
 	}
 }

@@ -45,7 +45,7 @@ func smiSEFigure(ses []*table.Table, thCSV *table.Table, o Options) (*figure.Fig
 	t0 := ses[0]
 	f := &figure.Figure{
 		Title:  "SMI state evolution",
-		XLabel: alphaSMI, YLabel: "Overlap " + qll + ", generalisation error " + figure.EGen,
+		XLabel: alphaSMI, YLabel: "Overlap " + qll,
 		YMin: 0, YMax: 1.05,
 	}
 	if t0.Rows() > 0 {
@@ -77,6 +77,7 @@ func smiSEFigure(ses []*table.Table, thCSV *table.Table, o Options) (*figure.Fig
 			}
 		}
 		if hasGen {
+			f.YLabel = "Overlap " + qll + ", generalisation error " + figure.EGen
 			gen := figure.Series{Label: figure.EGen + suffix, Group: -1, Dashed: true}
 			last := figure.Series{Label: figure.EGen + ", last layer only" + suffix, Group: t.L, Dashed: true}
 			for _, i := range idx {

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aimtheory/aim/backend"
 	"github.com/aimtheory/aim/cmd/aim/internal/grid"
-	"github.com/aimtheory/aim/device/auto"
 )
 
 // Spec is a sweep file: the job, where its results go, the seeds, and the grid of parameters.
@@ -95,7 +95,7 @@ func ParseSpec(src []byte) (*Spec, error) {
 			}
 		case "device":
 			s.Device = v.Str
-			if _, err := auto.Parse(v.Str); err != nil {
+			if _, err := backend.Parse(v.Str); err != nil {
 				errs = append(errs, Error{e.Line, err.Error()})
 			}
 		case "seed":
