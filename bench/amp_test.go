@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
@@ -56,7 +57,7 @@ func BenchmarkAMPIteration(b *testing.B) {
 	dev := cpu.New(0)
 	for _, D := range []int{100, 200} {
 		b.Run(fmt.Sprintf("D=%d", D), func(b *testing.B) {
-			p := aim.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
+			p := aim.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, Seed: 1}
 			var s float64
 			for b.Loop() {
 				s = timeIterations(b, dev, p, 3)
@@ -75,7 +76,7 @@ func BenchmarkAMPStreamed(b *testing.B) {
 	dev := cpu.New(0)
 	for _, D := range []int{200, 400} {
 		b.Run(fmt.Sprintf("D=%d", D), func(b *testing.B) {
-			p := aim.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
+			p := aim.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, Seed: 1}
 			for b.Loop() {
 				var ratios []float64
 				var stored, streamed float64
@@ -114,7 +115,7 @@ func BenchmarkAMPScaling(b *testing.B) {
 	for b.Loop() {
 		var sx, sy, sxx, sxy float64
 		for _, D := range Ds {
-			p := aim.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
+			p := aim.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, Seed: 1}
 			start := time.Now()
 			s := timeIterations(b, dev, p, 2)
 			b.Logf("D = %d: %.3f s/iter, %.2f GFLOP/s (%.1f s with data and warm-up)", D, s, iterationFlops(p)/s/1e9, time.Since(start).Seconds())
@@ -136,10 +137,10 @@ func BenchmarkAMPHardmaxT3(b *testing.B) {
 	dev := cpu.New(0)
 	for _, rule := range []struct {
 		name string
-		ch   device.Channel
+		ch   channel.Spec
 	}{
-		{"rule=1024x8-tol1e-3", device.Channel{Kind: device.Hardmax, T: 3}},
-		{"rule=64x8", device.Channel{Kind: device.Hardmax, T: 3, Points: 64, Tol: -1}},
+		{"rule=1024x8-tol1e-3", channel.Spec{Kind: channel.KindHardmax, T: 3}},
+		{"rule=64x8", channel.Spec{Kind: channel.KindHardmax, T: 3, Points: 64, Tol: -1}},
 	} {
 		b.Run(rule.name, func(b *testing.B) {
 			p := aim.Params{D: 150, Alpha: 0.2, Rho: 0.5, Channel: rule.ch, Seed: 1}

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
-	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/aim/gd"
 )
@@ -17,7 +17,7 @@ func BenchmarkGDStep(b *testing.B) {
 	dev := cpu.New(0)
 	for _, D := range []int{100, 200, 400} {
 		b.Run(fmt.Sprintf("D=%d", D), func(b *testing.B) {
-			p := aim.Params{D: D, Alpha: 0.25, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
+			p := aim.Params{D: D, Alpha: 0.25, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, Seed: 1}
 			data, err := aim.Generate(dev, p)
 			if err != nil {
 				b.Fatal(err)

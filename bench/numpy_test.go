@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
@@ -131,8 +132,8 @@ func TestNumPyMatchesAIM(t *testing.T) {
 	}
 	dev := cpu.New(0)
 	for _, p := range []aim.Params{
-		{D: 50, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 7},
-		{D: 40, Alpha: 0.08, Rho: 0.3, Channel: device.Channel{Kind: device.Softmax, T: 3, Beta: 1.5}, Seed: 8},
+		{D: 50, Alpha: 0.2, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, Seed: 7},
+		{D: 40, Alpha: 0.08, Rho: 0.3, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 3, Beta: 1.5}, Seed: 8},
 	} {
 		const iters = 15
 		data, err := aim.Generate(dev, p)
@@ -236,7 +237,7 @@ func BenchmarkCPUvsNumPy(b *testing.B) {
 	b.Logf("aim: %s", native.BLAS())
 	for _, D := range envInts(b, "AIM_BENCH_D", []int{200, 400}) {
 		b.Run(fmt.Sprintf("D=%d", D), func(b *testing.B) {
-			p := aim.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: device.Channel{Kind: device.Softmax, T: 2, Beta: 1}, Seed: 1}
+			p := aim.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, Seed: 1}
 			iters := 5
 			for b.Loop() {
 				var aimS, npS, symS, goS, ratios, ratiosSym []float64
