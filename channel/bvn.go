@@ -6,7 +6,7 @@ import (
 	"gonum.org/v1/gonum/integrate/quad"
 )
 
-// Bivariate normal probabilities (docs/AIM.md 2.3 needs Phi2 and its partial derivatives).
+// Bivariate normal probabilities (docs/theory/aim.md 2.3 needs Phi2 and its partial derivatives).
 //
 // BivariateNormalCDF follows Genz, "Numerical computation of rectangular bivariate and
 // trivariate normal and t probabilities", Statistics and Computing 14 (2004) 251-260

@@ -5,13 +5,13 @@ import (
 	"math"
 )
 
-// The per-sample math of the AIM output channels (docs/AIM.md 1, 2.2, 2.3), the Go twin of
+// The per-sample math of the AIM output channels (docs/theory/aim.md 1, 2.2, 2.3), the Go twin of
 // kernels/channel.cu: the CPU backend runs these functions sample by sample, the CUDA kernels compute
 // the same values (kernels/emu checks them without a GPU), and the theory (engine/aim) builds
 // its state-evolution integrals on them.
 //
 // Coordinates. For T tokens there are M = T(T+1)/2 independent fields per sample, in the unit
-// coordinates u of docs/AIM.md section 1: u_ab = h_ab for a < b and u_aa = h_aa/sqrt(2), so
+// coordinates u of docs/theory/aim.md section 1: u_ab = h_ab for a < b and u_aa = h_aa/sqrt(2), so
 // that under the prior the u_ab are uncorrelated with equal variance Q0. Packed vectors list
 // the upper triangle row by row: (0,0), (0,1), ..., (0,T-1), (1,1), ... Matrices (h, y) are
 // T x T, row-major.
@@ -45,7 +45,7 @@ func HFromU(h, u []float64, T int) {
 }
 
 // Softmax is the noiseless row-softmax channel y_ab = exp(beta h_ab) / sum_c exp(beta h_ac)
-// (docs/AIM.md 2.2). It is invertible up to one global shift of the symmetric h, so it observes
+// (docs/theory/aim.md 2.2). It is invertible up to one global shift of the symmetric h, so it observes
 // M - 1 = (T^2 + T - 2)/2 directions of the M fields exactly, whatever beta is.
 type Softmax struct {
 	t    int
@@ -98,7 +98,7 @@ func (s *Softmax) Output(y, h []float64) {
 // sample (y is T x T row-major, omega and g are packed, V > 0). The softmax fixes h up to one
 // global shift h -> h + c 1 1^T, whose direction in unit coordinates is n (n_ab = 1 for a < b,
 // n_aa = 1/sqrt(2), |n|^2 = T^2/2). With phi_ab = log(y_ab / y_aT)/beta, the symmetric
-// particular solution with h_TT = 0 is h^p_ab = phi_Ta + phi_ab (docs/AIM.md section 3), and
+// particular solution with h_TT = 0 is h^p_ab = phi_Ta + phi_ab (docs/theory/aim.md section 3), and
 //
 //	g = P_perp (u^p - omega) / V,   P_perp = I - n n^T / |n|^2.
 //
@@ -138,7 +138,7 @@ func (s *Softmax) GOut(g, y, omega []float64, V float64) {
 	}
 }
 
-// Hardmax is the hardmax output channel for T = 2 (docs/AIM.md 2.3): row a of y is one-hot at
+// Hardmax is the hardmax output channel for T = 2 (docs/theory/aim.md 2.3): row a of y is one-hot at
 // argmax_c h_ac. With d1 = h11 - h12, d2 = h22 - h12 and s_a = +1 iff y_aa = 1, the channel
 // observes the signs of d1, d2, so Z_out = Phi2(kappa1, kappa2; s1 s2/3) with
 // kappa_a = s_a (sqrt2 omega_aa - omega_12)/sqrt(3V) (packed unit coordinates

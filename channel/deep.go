@@ -66,7 +66,7 @@ const deepBroadVLL = 0.25
 const deepMaxPM = 2 * DeepMaxL
 
 // DeepSampler estimates the posterior moments of the deep attention channel of the sequence
-// multi-index model with M = 2 tokens and DeepMinL <= L <= DeepMaxL layers (docs/SMI.md 2.2;
+// multi-index model with M = 2 tokens and DeepMinL <= L <= DeepMaxL layers (docs/theory/smi.md 2.2;
 // engine/smi.Deep) by importance sampling. Given u, omega (L x 2) and V (L x L), Z has
 // independent token columns N(omega, V), and the output fixes u = s B_{L-1} z_L (s = +-1), with
 // v_1 = z_1, B_0 = I, B_k = A(v_k) B_{k-1}, v_k = B_{k-1} z_k and

@@ -12,7 +12,7 @@
 // llm.c: kernels/channel.cu is channel.go (softmax, hardmax at T = 2) with bvn.go (the
 // bivariate normal of the hardmax g_out) and hardmaxt.go with polytope.go (hardmax at T > 2,
 // hardmaxt_gout); kernels/deep.cu is deep.go, the importance sampler of the sequence
-// multi-index model's deep attention channel (docs/SMI.md 2.2), which lives here rather than
+// multi-index model's deep attention channel (docs/theory/smi.md 2.2), which lives here rather than
 // beside engine/smi because the CPU backend, the CUDA backend's layout (DeepIn, DeepOut) and
 // the theory all use it, and this package imports nothing of theirs. The noisy softmax
 // (noisy.go, noisyt.go) has no kernel: the CPU computes it alone. The emulator tests of
@@ -20,6 +20,6 @@
 // cpu), and a test there fails when a .cu has no twin.
 //
 // Coordinates. For T tokens there are M = T(T+1)/2 independent fields per sample, in the unit
-// coordinates u of docs/AIM.md section 1 (channel.go). This package imports neither device,
+// coordinates u of docs/theory/aim.md section 1 (channel.go). This package imports neither device,
 // cpu nor engine.
 package channel

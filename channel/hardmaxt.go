@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// HardmaxT is the hardmax channel at any T >= 2 (docs/AIM.md 2.3 for T = 2; the polytope integrals for the
+// HardmaxT is the hardmax channel at any T >= 2 (docs/theory/aim.md 2.3 for T = 2; the polytope integrals for the
 // rest): row a of y is one-hot at b_a = argmax_c h_ac. Given omega and V, u = omega + sqrt(V) xi
 // with xi ~ N(0, I_M) in packed unit coordinates, and y is observed exactly when the T(T-1)
 // inequalities h_{a,b_a} - h_{a,c} >= 0 (c != b_a) hold, with h_aa = sqrt(2) u_aa and

@@ -9,7 +9,7 @@ import (
 	"gonum.org/v1/gonum/mathext"
 )
 
-// Gaussian probabilities of polytopes, for the hardmax channel at any T (docs/AIM.md 2.3: the
+// Gaussian probabilities of polytopes, for the hardmax channel at any T (docs/theory/aim.md 2.3: the
 // likelihood of a hardmax output is the probability that a Gaussian vector satisfies T(T-1)
 // linear inequalities).
 //

@@ -10,10 +10,10 @@ import (
 type Kind int
 
 const (
-	// KindSoftmax is y = row-softmax(beta h) (docs/AIM.md 2.2): Softmax, and with label noise
+	// KindSoftmax is y = row-softmax(beta h) (docs/theory/aim.md 2.2): Softmax, and with label noise
 	// NoisySoftmax at T = 2 and NoisySoftmaxT for 3 <= T <= NoisyTMax.
 	KindSoftmax Kind = iota
-	// KindHardmax is y = one-hot row argmax of h (docs/AIM.md 2.3): in closed form at T = 2
+	// KindHardmax is y = one-hot row argmax of h (docs/theory/aim.md 2.3): in closed form at T = 2
 	// (Hardmax), by a Gaussian polytope integral per sample for 3 <= T <= HardmaxTMax
 	// (HardmaxT, with the lattice rule of Spec.Points and Spec.Tol).
 	KindHardmax
@@ -132,7 +132,7 @@ func (s Spec) String() string {
 
 // Scalar is the per-sample math of a channel as New builds it from a Spec: y = g(h) for one
 // T x T index matrix (Output) and g_out(y; omega, V) = E[u - omega | y, omega]/V in packed unit
-// coordinates (GOut, docs/AIM.md section 3). The lattice estimates (hardmax and the noisy
+// coordinates (GOut, docs/theory/aim.md section 3). The lattice estimates (hardmax and the noisy
 // softmax at T > 2) drop their reported errors, which the stopping rule holds below the Spec's
 // Tol (up to its points), and leave g NaN where the estimate fails (Z = 0: no lattice point
 // inside), so that a square-sum of g is NaN and GAMP-RIE reports the divergence.

@@ -133,7 +133,7 @@ func refGOut(t *testing.T, ch channel.Spec, y, omega []float64, n int, vz float6
 	return g, sum
 }
 
-// softmaxGOutZ is the softmax g_out written directly in z-coordinates (docs/AIM.md section 3):
+// softmaxGOutZ is the softmax g_out written directly in z-coordinates (docs/theory/aim.md section 3):
 // phi_ab = log(y_ab/y_aT)/beta, z^p_ab = tau_ab (phi_Ta + phi_ab), and
 // g = [(z^p - omega) - tau (tau . (z^p - omega))/T^2]/V, an independent check of the coordinate
 // conversion.
@@ -164,7 +164,7 @@ func softmaxGOutZ(y, omega []float64, T int, beta, vz float64) []float64 {
 }
 
 // hardmaxLogZ returns log Z_out for T = 2 in z-coordinates: Phi2(kappa1, kappa2; s1 s2/3) with
-// kappa_a = s_a (sqrt2 omega_u,aa - omega_u,12)/sqrt(3 V_u) (docs/AIM.md 2.3).
+// kappa_a = s_a (sqrt2 omega_u,aa - omega_u,12)/sqrt(3 V_u) (docs/theory/aim.md 2.3).
 func hardmaxLogZ(y []float64, o11, o12, o22, vz float64) float64 {
 	s1, s2 := -1.0, -1.0
 	if y[0] > 0.5 {

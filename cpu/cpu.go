@@ -1,5 +1,5 @@
 // Package cpu is the CPU backend of device.Device: the reference implementation of every
-// device operation (../shared/docs/DESIGN.md). Buffers are Go []float64 slices; the per-sample
+// device operation (docs/design.md). Buffers are Go []float64 slices; the per-sample
 // and element-wise operations are spread over a fixed number of goroutines.
 //
 // BLAS and LAPACK. Gemm, EighSym and SpectralCompose call an optimised library loaded at run

@@ -1,6 +1,6 @@
 // Package device defines the Device interface: float64 buffers that live on a compute device
 // (the CPU, a CUDA GPU) and the operation set that GAMP-RIE and gradient descent are written
-// in (../shared/docs/DESIGN.md). Backends (package cpu, package device/cuda) implement Backend;
+// in (docs/design.md). Backends (package cpu, package device/cuda) implement Backend;
 // New puts the checked front before one, and that front is the Device the engine uses;
 // package backend opens one by name. The engine never touches a backend directly.
 //
@@ -58,7 +58,7 @@ type Info struct {
 // front (New), before a backend is called.
 //
 // Coordinates of the channel operations: per sample the T x T matrices omega and g are stored
-// full and symmetric in the z-coordinates of docs/AIM.md section 3, z_ab = tau_ab h_ab with
+// full and symmetric in the z-coordinates of docs/theory/aim.md section 3, z_ab = tau_ab h_ab with
 // tau_aa = 1 and tau_ab = sqrt(2) (a != b); V is the z-coordinate variance V_z = 2 V_u.
 type Ops interface {
 	// Upload copies src into dst[0:len(src)].
@@ -253,7 +253,7 @@ func FreeAll(dev Device, bufs ...Buffer) {
 	}
 }
 
-// Trainer is the optional operation set of gradient descent on the AIM student (docs/AIM.md
+// Trainer is the optional operation set of gradient descent on the AIM student (docs/theory/aim.md
 // section 4): Caps.Trainer, which engine/gd asks for.
 type Trainer interface {
 	// SoftmaxLossGrad takes the student's outputs yhat = row-softmax(beta h) and the targets
@@ -278,7 +278,7 @@ type QuadFormSummer interface {
 }
 
 // DeepSampler is the optional operation of the sequence multi-index model's deep attention
-// channel with M = 2 tokens and channel.DeepMinL <= L <= channel.DeepMaxL layers (docs/SMI.md
+// channel with M = 2 tokens and channel.DeepMinL <= L <= channel.DeepMaxL layers (docs/theory/smi.md
 // 2.2): the posterior moments of many channel integrals at once by channel.DeepSampler's
 // importance sampling (Caps.DeepSampler, which engine/smi/se and engine/smi/amp ask for). The
 // CPU backend runs the CPU twin channel.DeepSampleBatch, the CUDA backend the kernel

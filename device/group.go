@@ -9,7 +9,7 @@ import (
 	"github.com/aimtheory/aim/internal/par"
 )
 
-// Group is a device group: k devices that share one run (docs/DESIGN.md, "The device"). The
+// Group is a device group: k devices that share one run (docs/design.md section 5). The
 // samples of the run are sharded over the members (Shard), each member runs the per-sample work
 // of its shard, and only D x D buffers and a few scalars cross between members, through the
 // group's Collective, in member order. Member 0, the lead, runs everything that is not

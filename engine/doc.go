@@ -1,13 +1,13 @@
 // Package engine is the science of aim, independent of any device. Each model has its own
-// package over small shared foundations; imports point down only (../shared/docs/DESIGN.md):
+// package over small shared foundations; imports point down only (docs/design.md):
 //
-//	engine/aim          the attention-indexed model (AIM, docs/AIM.md): teachers and data
+//	engine/aim          the attention-indexed model (AIM, docs/theory/aim.md): teachers and data
 //	                    (model.go), the output channels softmax and hardmax as the SE sees them
 //	engine/aim/se       its state evolution, thresholds alpha_PR and alpha-bar_c, e_gen, the free
 //	                    entropy Phi and first-order transitions (alpha_IT, alpha_alg)
 //	engine/aim/amp      GAMP-RIE on a device
 //	engine/aim/gd       gradient-descent students on a device
-//	engine/smi          the sequence multi-index model and deep tied attention (SMI, docs/SMI.md):
+//	engine/smi          the sequence multi-index model and deep tied attention (SMI, docs/theory/smi.md):
 //	                    teachers and data, the deep channel, its posterior cubature and (L = 3)
 //	                    its importance sampler
 //	engine/smi/se       its state evolution, stability and conditional thresholds, e_gen
@@ -29,7 +29,7 @@
 // # Glossary
 //
 // One table for the symbols of the papers, as the code spells them. AIM is
-// ../shared/docs/AIM.md (attention-indexed models), SMI is ../shared/docs/SMI.md.
+// docs/theory/aim.md (attention-indexed models), SMI is docs/theory/smi.md.
 // The figures print them from one table too: cmd/aim/internal/figure/symbols.go.
 //
 //	symbol     code              meaning                                                     where
@@ -141,7 +141,7 @@
 //	F_l        SMIStability      E||Cov(z_l | y) V^{-1} - I_M||_F^2 / V^2: q-hat ~ alpha F Q SMI 2.3
 //	alpha_l    Stability         1/F_l at Q = 0: layer l's weak-recovery threshold           SMI 2.3
 //	psi_in     PsiIn             sum_l (q-hat_l - log(1 + q-hat_l))/2, Gaussian prior: d/dq-hat SMI 2.1
-//	                             = Q/2 (docs/SMI.md's tr[q-hat(I+q-hat)^-1]/2 - log det/2 is wrong)
+//	                             = Q/2 (the form tr[q-hat(I+q-hat)^-1]/2 - log det/2 is wrong)
 //	psi_out    PsiOut            E_{xi,eta} log Z_out(y; omega, V), Z_out the density of +-u SMI 2.1
 //	                             (smi.DeepMoments.LogZ); d/dQ_ll = E[sum_tokens g_out,l^2]/2
 //	Phi        FreeEntropy       psi_in(q-hat) - tr(Q q-hat)/2 + alpha psi_out(Q), per D;    SMI 2.1

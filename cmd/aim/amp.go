@@ -10,7 +10,7 @@ import (
 
 const ampUsage = `Usage: aim amp [flags]
 
-GAMP-RIE (docs/AIM.md section 3) on teachers and data drawn at dimension D, beside the state
+GAMP-RIE (docs/theory/aim.md section 3) on teachers and data drawn at dimension D, beside the state
 evolution of the same parameters: one run per (rho, alpha, seed), written as CSV, a JSON
 manifest, and a plot of the mean final error with its standard error over the SE line.
 

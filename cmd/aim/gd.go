@@ -10,7 +10,7 @@ import (
 
 const gdUsage = `Usage: aim gd [flags]
 
-Gradient-descent students of the softmax attention-indexed model (docs/AIM.md section 4):
+Gradient-descent students of the softmax attention-indexed model (docs/theory/aim.md section 4):
 W in R^{R x D}, S = W^T W / sqrt(R D), full-batch loss sum (y-hat - y)^2 / D, Adam or plain GD.
 One training per (rho, alpha, seed); with --restarts K the estimate is the average of the final
 S of K students on the same data ("averaged GD"). The plot puts GD single, GD averaged, AMP

@@ -14,7 +14,7 @@ import (
 const seUsage = `Usage: aim se [flags]
 
 State evolution of Bayes-optimal learning in the single-layer attention-indexed model
-(docs/AIM.md section 2): one curve per --rho of the estimation error against alpha = N/D^2,
+(docs/theory/aim.md section 2): one curve per --rho of the estimation error against alpha = N/D^2,
 written as CSV (one row per point), a JSON manifest beside it, and a plot.
 
   aim se --channel softmax --T 2 --rho 0.1,0.2,0.5,1,2 --alpha 0.001:0.25:128

@@ -13,7 +13,7 @@ import (
 
 const smiUsage = `Usage: aim smi se|thresholds|amp|sgd [flags]
 
-The sequence multi-index (SMI) model with deep tied low-rank attention output (docs/SMI.md):
+The sequence multi-index (SMI) model with deep tied low-rank attention output (docs/theory/smi.md):
 L rank-1 attention layers on M tokens with skip strength c; the label is the last layer's
 attention matrix y = softmax_row(beta v_L v_L^T), and alpha = N/D.
 
@@ -72,7 +72,7 @@ func smiError(sub string, err error) error {
 
 const smiSEUsage = `Usage: aim smi se [flags]
 
-Bayes-optimal state evolution of the SMI model with deep tied attention (docs/SMI.md 2.2):
+Bayes-optimal state evolution of the SMI model with deep tied attention (docs/theory/smi.md 2.2):
 the diagonal overlaps Q_ll per layer against alpha = N/D (each point continued from the
 previous one) with their Monte Carlo standard errors Qerr_ll, the generalisation errors
 (gen_error: the authors' plug-in E||g(Z) - g(omega)||^2; gen_error_bo: the Bayes-optimal
@@ -157,7 +157,7 @@ func runSMISE(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 const smiThresholdsUsage = `Usage: aim smi thresholds [flags]
 
 Weak-recovery thresholds of the SMI state evolution against the skip strength c
-(docs/SMI.md 2.3): for each c, the stability threshold alpha_l = 1/F_l of every layer at
+(docs/theory/smi.md 2.3): for each c, the stability threshold alpha_l = 1/F_l of every layer at
 Q = 0, and for each layer l < L the conditional (grand-staircase) threshold where Q_ll = 0
 turns unstable with the later layers at their fixed point, searched in [1.2 alpha_L, --hi]
 (just above alpha_L the SE restricted to the later layers converges too slowly). A conditional

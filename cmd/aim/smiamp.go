@@ -10,7 +10,7 @@ import (
 
 const smiAMPUsage = `Usage: aim smi amp [flags]
 
-GAMP for the SMI model (docs/SMI.md 3, the paper's Algorithm 1) on teachers and data drawn at
+GAMP for the SMI model (docs/theory/smi.md 3, the paper's Algorithm 1) on teachers and data drawn at
 dimension D, N = floor(alpha D): one run per (alpha, seed), written as CSV (final overlaps per
 layer: Q_ll, |M_ll|, the teacher-normalised m_ll = |M_ll|/(||w*_l||^2/D), the cosine
 |M_ll|/sqrt(Q_ll ||w*_l||^2/D), e_gen on fresh samples), a trace CSV with every iteration, a
@@ -76,7 +76,7 @@ func runSMIAMP(ctx context.Context, args []string, stdout, stderr io.Writer) err
 const smiSGDUsage = `Usage: aim smi sgd [flags]
 
 Mini-batch SGD of a deep tied attention student with the teacher's architecture
-(docs/SMI.md 4, the paper's Fig. 2 bottom): loss sum_batch ||y-hat - y||_F^2 / D, learning
+(docs/theory/smi.md 4, the paper's Fig. 2 bottom): loss sum_batch ||y-hat - y||_F^2 / D, learning
 rate --lr, weight decay --wd / D, --steps-per-batch consecutive updates on each mini-batch
 of --batch samples, --epochs passes. One run per seed (teacher, data and test set from
 seed --seed + s). The CSV holds one row per (seed, record): per layer the overlap

@@ -11,7 +11,7 @@ import (
 const thresholdsUsage = `Usage: aim thresholds [flags]
 
 The rho -> 0 weak-recovery threshold alpha-bar_c = 1/(2 FisherSum(0, 1)) in N/(D R)
-(docs/AIM.md 2.3) against the sequence length T, with its error, beside the softmax channel's
+(docs/theory/aim.md 2.3) against the sequence length T, with its error, beside the softmax channel's
 1/K for scale. Hardmax: T = 2 in closed form, T = 3 to 6 by Gaussian polytope integrals over
 the output patterns (about 30 s for T = 2 to 6 on two cores). Writes a CSV, its manifest and a
 figure.

@@ -1,4 +1,4 @@
-// Package cuda is the CUDA backend of device.Device (../shared/docs/GPU.md, DESIGN.md). The
+// Package cuda is the CUDA backend of device.Device (docs/gpu.md; docs/design.md section 6). The
 // driver (libcuda.so.1), cuBLAS and cuSOLVER are bound at run time with purego: the package
 // builds with CGO_ENABLED=0, needs no CUDA to build, and Open fails with an error (it never
 // panics or exits) where there is no usable GPU, so that package backend can fall back to the CPU.

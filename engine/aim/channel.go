@@ -1,4 +1,4 @@
-// Package aim is the attention-indexed model (docs/AIM.md): its teacher and data (model.go),
+// Package aim is the attention-indexed model (docs/theory/aim.md): its teacher and data (model.go),
 // its output channels as the state evolution sees them (softmax, hardmax: Z_out, g_out and the
 // SE integral FisherSum), with the state evolution, GAMP-RIE and gradient descent in the
 // sub-packages se, amp and gd. The per-sample channel math (outputs, g_out) is the Go twin of
@@ -21,7 +21,7 @@ type Channel interface {
 	Output(y, h []float64)
 	// FisherSum returns E[ sum_{a<=b} g_out,ab(y; omega, V)^2 ] in unit coordinates, where
 	// omega_ab ~ N(0, q) iid, u = omega + sqrt(V) xi and y = g(h(u)). State evolution sets
-	// q-hat = 2 alpha FisherSum(q, V) with V = Q0 - q (docs/AIM.md 2.1).
+	// q-hat = 2 alpha FisherSum(q, V) with V = Q0 - q (docs/theory/aim.md 2.1).
 	FisherSum(q, V float64) (float64, error)
 }
 

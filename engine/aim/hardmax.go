@@ -9,7 +9,7 @@ import (
 	"github.com/aimtheory/aim/channel"
 )
 
-// Hardmax is the hardmax channel of docs/AIM.md 2.3 for T = 2 (channel.Hardmax: outputs and
+// Hardmax is the hardmax channel of docs/theory/aim.md 2.3 for T = 2 (channel.Hardmax: outputs and
 // g_out, exact or in the published form) with its state-evolution integral:
 // FisherSum(q, V) = H(q/V)/(3V), where H (FisherH) is a two-dimensional Gaussian integral
 // that depends on q and V only through lambda = q/V. H is tabulated once per mode (lazily) with

@@ -111,15 +111,15 @@ func (e *eQuad) eval(lambda float64) float64 {
 }
 
 // OutputEntropy returns psi_out(q, V) = E_{omega, y} log Z_out(y; omega, V) =
-// E_b sum_s Z_s log Z_s (see the comment above; exact derivative convention of docs/AIM.md 2.3),
+// E_b sum_s Z_s log Z_s (see the comment above; exact derivative convention of docs/theory/aim.md 2.3),
 // a function of lambda = q/V only, to about 1e-12 absolute: E(0) = 2 Z+ log Z+ + 2 Z- log Z-,
 // E -> 0 as lambda -> inf, and dpsi_out/dq at V = Q0 - q is FisherSum/2. No constant is dropped
-// (y is discrete). The paper-compatible mode (docs/AIM.md 2.3) has no free entropy: its
+// (y is discrete). The paper-compatible mode (docs/theory/aim.md 2.3) has no free entropy: its
 // FisherSum uses phi2 in place of the derivatives of Phi2, so it is not the q-derivative of any
 // E log Z_out, and OutputEntropy returns an error wrapping ErrNoEntropy.
 func (h *Hardmax) OutputEntropy(q, V float64) (float64, error) {
 	if h.PaperCompat() {
-		return math.NaN(), fmt.Errorf("hardmax (paper-compat): %w: its SE integral is not the derivative of an output free entropy (docs/AIM.md 2.3)", ErrNoEntropy)
+		return math.NaN(), fmt.Errorf("hardmax (paper-compat): %w: its SE integral is not the derivative of an output free entropy (docs/theory/aim.md 2.3)", ErrNoEntropy)
 	}
 	if math.IsNaN(q) || math.IsNaN(V) || math.IsInf(q, 0) || math.IsInf(V, 0) || q < 0 || V <= 0 {
 		return math.NaN(), fmt.Errorf("hardmax: OutputEntropy(q = %v, V = %v): need finite q >= 0 and V > 0", q, V)

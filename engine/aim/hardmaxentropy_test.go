@@ -43,7 +43,7 @@ func TestHardmaxOutputEntropyDerivative(t *testing.T) {
 }
 
 // psi_out(q, V) against an independent Monte Carlo over (omega, xi): y = hardmax(h(u)) with
-// the channel's own Output, log Z_out = log Phi2(kappa1, kappa2; rho12) of docs/AIM.md 2.3.
+// the channel's own Output, log Z_out = log Phi2(kappa1, kappa2; rho12) of docs/theory/aim.md 2.3.
 func TestHardmaxOutputEntropyMonteCarlo(t *testing.T) {
 	h := mustHardmax(t, false)
 	rng := rand.New(rand.NewPCG(17, 1))

@@ -85,7 +85,7 @@ func mixSeed(x uint64, i int) uint64 {
 // is 0 and y = hardmax(h(sqrt(V) xi)). At omega = 0 a relabelling of the tokens changes no term,
 // so one pattern of each class (PatternClasses) is computed and counted with its class's size. Each term is a polytope estimate, and the errors of the
 // terms (independent lattices' shifts) are added in quadrature. It scales as 1/V. alpha-bar_c
-// = 1/(2 FisherSum(0, 1)) is the weak-recovery threshold of the rho -> 0 limit (docs/AIM.md 2.3).
+// = 1/(2 FisherSum(0, 1)) is the weak-recovery threshold of the rho -> 0 limit (docs/theory/aim.md 2.3).
 func (h *HardmaxT) FisherSumZero(V float64) (Value, error) {
 	if !(V > 0) || math.IsInf(V, 0) {
 		return Value{}, fmt.Errorf("hardmax T = %d: FisherSum(0, V = %g): need 0 < V < inf", h.T, V)

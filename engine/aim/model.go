@@ -1,5 +1,5 @@
 // This file draws the teachers and data sets of the AIM on a device, reproducibly from a seed
-// (docs/AIM.md section 1).
+// (docs/theory/aim.md section 1).
 
 package aim
 

@@ -7,7 +7,7 @@ import (
 	"github.com/aimtheory/aim/channel"
 )
 
-// Softmax is the row-softmax channel of docs/AIM.md 2.2 (channel.Softmax: outputs and g_out)
+// Softmax is the row-softmax channel of docs/theory/aim.md 2.2 (channel.Softmax: outputs and g_out)
 // with the quantities the state evolution needs.
 type Softmax struct{ *channel.Softmax }
 
@@ -29,7 +29,7 @@ func (s *Softmax) Directions() int { return s.Tokens()*s.Tokens() + s.Tokens() -
 
 // FisherSum returns E[sum_{a<=b} g_out,ab^2] = K/(2V) with K = T^2 + T - 2: the observed
 // M - 1 = K/2 directions each contribute 1/V, and q-hat = 2 alpha K/(2V) = K alpha/(Q0 - q)
-// (docs/AIM.md 2.2, the code's output_eq_exact). It does not depend on q or beta.
+// (docs/theory/aim.md 2.2, the code's output_eq_exact). It does not depend on q or beta.
 func (s *Softmax) FisherSum(q, V float64) (float64, error) {
 	if !(q >= 0) || !(V > 0) || math.IsInf(q, 0) || math.IsInf(V, 0) {
 		return 0, fmt.Errorf("softmax FisherSum: need q >= 0 and V > 0, got q = %g, V = %g", q, V)

@@ -1,6 +1,6 @@
 // Package rie implements the prior (denoising) side of the AIM state evolution: the spectrum
 // mu_Delta = MP(rho) ⊞ SC(Delta), its Stieltjes transform, the rotationally invariant estimator
-// (RIE) spectral map used by GAMP-RIE, and the matrix-denoising MMSE (docs/AIM.md section 2.1,
+// (RIE) spectral map used by GAMP-RIE, and the matrix-denoising MMSE (docs/theory/aim.md section 2.1,
 // section 3 and section 7).
 //
 // Model. S = W W^T / sqrt(R D) with W in R^{D x R} iid N(0,1), R = rho D, so E S = sqrt(rho) I and
@@ -21,7 +21,7 @@
 //
 // Support. The edges are z(g_c) at the real critical points z'(g_c) = 0, i.e. the real roots of
 // the quartic Delta g^2 (g - sqrt(rho))^2 - (g - sqrt(rho))^2 + rho g^2 = 0 (this is the
-// discriminant condition of the cubic; docs/AIM.md writes the same edges as roots of a quartic in
+// discriminant condition of the cubic; docs/theory/aim.md writes the same edges as roots of a quartic in
 // the edge variable). There is one root in (-inf, 0) (left edge), one in (0, sqrt(rho)) (right
 // edge), and, exactly when rho < 1 and Delta < Delta_c(rho) = (rho^{-1/3} - 1)^3, two more in
 // (sqrt(rho), inf): then the support has two bulks, a bump of mass 1 - rho near 0 and the main
@@ -37,7 +37,7 @@
 //
 //	mmse(Delta; rho) = Delta - (4 pi^2/3) Delta^2 ∫ mu_Delta(x)^3 dx,
 //
-// (docs/AIM.md 2.1, the authors' F_RIE); it tends to (2 rho - rho^2) Delta (rho < 1) or Delta
+// (docs/theory/aim.md 2.1, the authors' F_RIE); it tends to (2 rho - rho^2) Delta (rho < 1) or Delta
 // (rho >= 1) as Delta -> 0 and to 1 - 1/Delta + O(1/Delta^2) as Delta -> inf. ∫ mu^3 is
 // computed per bulk with adaptive Gauss-Kronrod (G10-K21) in the variable
 // x = a + (b - a)(1 - cos θ)/2, which removes the square-root edge singularities.

@@ -38,7 +38,7 @@ const (
 )
 
 // MMSESlope returns c = lim mmse(Delta; rho)/Delta as Delta -> 0: 2 rho - rho^2 for rho < 1 and
-// 1 for rho >= 1 (docs/AIM.md 2.1), the share of the D^2/2 entries of S that are free.
+// 1 for rho >= 1 (docs/theory/aim.md 2.1), the share of the D^2/2 entries of S that are free.
 func MMSESlope(rho float64) float64 {
 	if rho < 1 {
 		return 2*rho - rho*rho

@@ -6,12 +6,12 @@ import (
 	"testing"
 )
 
-// Reference values from docs/AIM.md section 2.1 (quoted to about 1e-5 there) and, as a regression
+// Reference values from docs/theory/aim.md section 2.1 (quoted to about 1e-5 there) and, as a regression
 // pin, the values this package computes (expected to be accurate to ~1e-12).
 func TestMMSEReference(t *testing.T) {
 	cases := []struct {
 		delta, rho float64
-		doc        float64 // docs/AIM.md 2.1
+		doc        float64 // docs/theory/aim.md 2.1
 		pin        float64 // this package, 12 digits
 	}{
 		{0.1, 0.5, 0.066541, 0.0665414932026},
@@ -28,7 +28,7 @@ func TestMMSEReference(t *testing.T) {
 		}
 		t.Logf("mmse(%g; %g) = %.12f  doc %.7g  diff %.2e", c.delta, c.rho, got, c.doc, got-c.doc)
 		if d := math.Abs(got - c.doc); d > 1e-5 {
-			t.Errorf("mmse(%g; %g) = %.9f, docs/AIM.md %.7g, diff %.2e > 1e-5", c.delta, c.rho, got, c.doc, d)
+			t.Errorf("mmse(%g; %g) = %.9f, docs/theory/aim.md %.7g, diff %.2e > 1e-5", c.delta, c.rho, got, c.doc, d)
 		}
 		if d := math.Abs(got - c.pin); d > 1e-11 {
 			t.Errorf("mmse(%g; %g) = %.14f, pinned %.12g, diff %.2e > 1e-11", c.delta, c.rho, got, c.pin, d)
@@ -195,7 +195,7 @@ func TestBulkCount(t *testing.T) {
 }
 
 // The edges are double roots of the cubic (critical points of z(g)) and roots of the quartic of
-// docs/AIM.md 2.1 (a = 1/rho, R = Delta).
+// docs/theory/aim.md 2.1 (a = 1/rho, R = Delta).
 func TestEdgesQuartic(t *testing.T) {
 	worst, worstQ, worstMove := 0.0, 0.0, 0.0
 	for _, p := range grid {

@@ -1,4 +1,4 @@
-// Package smi is the sequence multi-index model and deep tied attention (docs/SMI.md): its
+// Package smi is the sequence multi-index model and deep tied attention (docs/theory/smi.md): its
 // teachers and data (model.go), the deep attention channel y = g(W x^T / sqrt(D)) with L tied
 // rank-1 layers (deep.go) and its posterior integrals by adaptive cubature (deepmoments.go,
 // cubature.go) and, at L = 3 and 4, by importance sampling (deepsample.go), with the state evolution
@@ -14,7 +14,7 @@ import (
 )
 
 // Deep is the output channel of deep tied low-rank attention seen as a sequence multi-index
-// model (docs/SMI.md 1.2): L rank-1 layers, M tokens, skip strength c and inverse temperature
+// model (docs/theory/smi.md 1.2): L rank-1 layers, M tokens, skip strength c and inverse temperature
 // beta. Its input is Z (P x M, P = L, row-major: row l is z_l = W_l x^T / sqrt(D), the raw
 // projection of the M tokens on layer l's weight vector) and its output the last layer's
 // attention matrix y = softmax_row(beta v_L v_L^T), M x M, by the recursion
@@ -23,9 +23,9 @@ import (
 //	v_1 = z_1,  B_1 = A(v_1),  v_l = B_{l-1} z_l,  B_l = A(v_l) B_{l-1}  (l = 2..L).
 //
 // v_l is layer l's actual pre-activation (layer l sees h_{l-1} = B_{l-1} x). For L = 2 this is
-// u = A(z_1) z_2 and for L = 3 u = A(A(z_1) z_2) A(z_1) z_3 (docs/SMI.md 1.2). The forward map
+// u = A(z_1) z_2 and for L = 3 u = A(A(z_1) z_2) A(z_1) z_3 (docs/theory/smi.md 1.2). The forward map
 // works for every L and M; the posterior moments (DeepMoments) need M = 2, where y fixes u = v_L
-// up to a global sign (docs/SMI.md 1.3), and L <= MaxDeepLayers.
+// up to a global sign (docs/theory/smi.md 1.3), and L <= MaxDeepLayers.
 type Deep struct {
 	L, M int     // layers (P = L rank-1 layers) and tokens
 	C    float64 // skip strength c >= 0
@@ -52,10 +52,10 @@ func NewDeep(L, M int, c, beta float64) (*Deep, error) {
 }
 
 // CheckInvertible reports whether the posterior over Z given y can be computed for this
-// channel: M = 2 (the inversion of docs/SMI.md 1.3) and L <= MaxDeepLayers.
+// channel: M = 2 (the inversion of docs/theory/smi.md 1.3) and L <= MaxDeepLayers.
 func (d *Deep) CheckInvertible() error {
 	if d.M != 2 {
-		return fmt.Errorf("M = %d tokens: the inversion y -> u (docs/SMI.md 1.3) and the channel "+
+		return fmt.Errorf("M = %d tokens: the inversion y -> u (docs/theory/smi.md 1.3) and the channel "+
 			"quadrature are implemented for M = 2 only", d.M)
 	}
 	if d.L > MaxDeepLayers {
@@ -156,7 +156,7 @@ func (d *Deep) Forward(u, z []float64, b []float64, s *DeepScratch) {
 func (d *Deep) OutputU(y, u []float64) { d.attention(y, u, 0) }
 
 // InvertM2 returns the canonical pre-activation u (u_0 >= u_1) with y = softmax_row(beta u u^T)
-// for M = 2 (docs/SMI.md 1.3): p = log(y_00/y_01)/beta = u_0(u_0 - u_1) and
+// for M = 2 (docs/theory/smi.md 1.3): p = log(y_00/y_01)/beta = u_0(u_0 - u_1) and
 // r = log(y_11/y_10)/beta = u_1(u_1 - u_0), so p + r = (u_0 - u_1)^2 and
 // u = (p, -r)/sqrt(p + r). The logarithms use log1p on the entry nearer 1, so saturated outputs
 // (1 - y rounding to 1) keep their information as long as the small entry is representable.

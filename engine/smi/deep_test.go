@@ -112,7 +112,7 @@ func TestCubaturePositive(t *testing.T) {
 	}
 }
 
-// TestDeepForward checks the recursion against the closed forms of docs/SMI.md 1.2 for L = 2 and
+// TestDeepForward checks the recursion against the closed forms of docs/theory/smi.md 1.2 for L = 2 and
 // L = 3, written out with explicit 2 x 2 algebra, and InvertM2 against the teacher's u,
 // including saturated outputs.
 func TestDeepForward(t *testing.T) {

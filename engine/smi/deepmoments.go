@@ -9,7 +9,7 @@ import (
 	"github.com/aimtheory/aim/internal/spd"
 )
 
-// DeepPosterior computes the posterior moments of the deep attention channel (docs/SMI.md 2.1,
+// DeepPosterior computes the posterior moments of the deep attention channel (docs/theory/smi.md 2.1,
 // 2.2): Z (P x M) has independent columns z_{.l} ~ N(omega_{.l}, V) and the output y fixes
 // u = v_L(Z) up to its sign (M = 2). Writing x for the free pre-activations of layers 1..L-1
 // (2(L-1) numbers) and z_L for the last layer's, the constraint v_L = B_{L-1}(x) z_L = s u

@@ -9,7 +9,7 @@ import (
 )
 
 // DeepSampler estimates the posterior moments of the deep attention channel at L = 3 or 4
-// (M = 2; the same integrals as DeepPosterior, docs/SMI.md 2.2) by importance sampling
+// (M = 2; the same integrals as DeepPosterior, docs/theory/smi.md 2.2) by importance sampling
 // (channel.DeepSampler, which states the rule), without bias in Z_out and with an error that
 // it measures, where the cubature's error is a bias of unknown sign. At L = 4 (6 dimensions)
 // there is no cubature. The state evolution and GAMP run it in batches through SampleBatch (on

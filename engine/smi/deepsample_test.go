@@ -115,7 +115,7 @@ func TestSampleAgainstCubature(t *testing.T) {
 
 // bruteForce estimates the posterior moments of Z - omega at L layers by plain importance
 // sampling from the prior of the free layers, n draws of r: each draw x and branch s has the
-// weight N(Z; omega, V) / (q_0(x) |det B_{L-1}(x)|) with z_L = s B^{-1} u (docs/SMI.md 2.2).
+// weight N(Z; omega, V) / (q_0(x) |det B_{L-1}(x)|) with z_L = s B^{-1} u (docs/theory/smi.md 2.2).
 // It returns the self-normalised means, their delta-method standard errors and log Z_out.
 func bruteForce(d *Deep, u, om, V []float64, n int, r *rand.Rand) (mean, se []float64, logZ float64) {
 	L, pm := d.L, 2*d.L

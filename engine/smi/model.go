@@ -9,7 +9,7 @@ import (
 )
 
 // Params are the sizes and parameters of one sequence multi-index (SMI) teacher with deep
-// tied rank-1 attention output (docs/SMI.md 1.1, 1.2).
+// tied rank-1 attention output (docs/theory/smi.md 1.1, 1.2).
 type Params struct {
 	D     int     // token dimension
 	Alpha float64 // N = floor(alpha D)
@@ -76,7 +76,7 @@ type Data struct {
 }
 
 // Generate draws W* (offset stream.Teacher) and X (offset stream.Data) from the seed's
-// Gaussian stream and computes Z = W* X^T / sqrt(D) and u = v_L(Z + sqrt(Noise) xi) (docs/SMI.md
+// Gaussian stream and computes Z = W* X^T / sqrt(D) and u = v_L(Z + sqrt(Noise) xi) (docs/theory/smi.md
 // 1.2), xi from offset stream.SMINoise (drawn only when Noise > 0). The
 // labels y are not stored: they are softmax_row(beta u u^T), and u is what the posterior needs
 // (it carries the teacher's sign, which y forgets).

@@ -2,7 +2,7 @@
 // chunks are handed to goroutines as they free up, each chunk writes only what it owns, and
 // results are combined in chunk order. The answer therefore depends on the chunk size (which
 // fixes the summation order) and never on the number of workers or on scheduling. It sits
-// below both the engine and the CPU backend (../shared/docs/DESIGN.md, "internal/par").
+// below both the engine and the CPU backend (docs/design.md, sections 4 and 8).
 //
 // The chunk size is the caller's: it is the unit of the summation order, so it belongs to the
 // computation (a token contraction takes chunks of thousands of samples, a posterior

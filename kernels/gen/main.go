@@ -316,7 +316,7 @@ func loadNVRTC(lib string) (*nvrtc, error) {
 		if handle == 0 {
 			return nil, errors.New("no NVRTC library found (tried " + strings.Join(sonames, ", ") +
 				" through the dynamic loader, pip's site-packages/nvidia/cuda_nvrtc/lib and /usr/local/cuda/lib64). " +
-				"Install one, e.g. on Debian 12 the non-free package libnvrtc11.2 (see ../shared/docs/GPU.md), " +
+				"Install one, e.g. on Debian 12 the non-free package libnvrtc11.2 (see docs/gpu.md), " +
 				"or pass -lib /path/to/libnvrtc.so")
 		}
 	}

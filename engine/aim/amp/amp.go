@@ -1,5 +1,5 @@
 // Package amp runs GAMP-RIE, the approximate message passing algorithm of Bayes-optimal
-// learning in the attention-indexed model (docs/AIM.md section 3), on a device. Every step is
+// learning in the attention-indexed model (docs/theory/aim.md section 3), on a device. Every step is
 // written with the device's contractions, so memory is O(N T D + D^2) and the cost per
 // iteration is O(N T D^2 + D^3): the forward product X S-hat X^T is Gemm then TokenDots, the
 // back-projection sum_mu X_mu^T C_mu X_mu is TokenMix then Gemm, and the RIE denoiser is
@@ -127,7 +127,7 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 	return RunGroup(device.Single(dev), []*aim.Data{data}, o)
 }
 
-// RunGroup runs GAMP-RIE (docs/AIM.md section 3, z-coordinates) on data sharded over a device
+// RunGroup runs GAMP-RIE (docs/theory/aim.md section 3, z-coordinates) on data sharded over a device
 // group (aim.GenerateGroup: parts[j] on member j):
 //
 //	init  S-hat = sqrt(rho) I, c-hat = 1, g = 0 (or, with PaperInit, the authors' start:

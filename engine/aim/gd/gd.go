@@ -1,5 +1,5 @@
 // Package gd trains the gradient-descent students of the attention-indexed model on a device
-// (docs/AIM.md section 4): W in R^{R x D}, S = W^T W / sqrt(R D), h = (X S X^T - Tr S I)/sqrt(D),
+// (docs/theory/aim.md section 4): W in R^{R x D}, S = W^T W / sqrt(R D), h = (X S X^T - Tr S I)/sqrt(D),
 // y-hat = row-softmax(beta h), full-batch loss sum_mu sum_ab (y-hat - y)^2 / D, Adam or plain
 // gradient descent, and the average of the final S over independent initialisations.
 package gd

@@ -30,7 +30,7 @@ func DefaultGenErrorOptions() GenErrorOptions {
 // numbered, so the estimate does not depend on how many goroutines compute it.
 const genChunk = 512
 
-// GenError returns the Bayes-optimal generalisation error on the outputs (docs/AIM.md 2.4)
+// GenError returns the Bayes-optimal generalisation error on the outputs (docs/theory/aim.md 2.4)
 //
 //	e_gen = E || g(h(u)) - g-hat(omega) ||_F^2,  g-hat(omega) = E_xi' g(h(omega + sqrt(V) xi')),
 //

@@ -125,7 +125,7 @@ func TestSoftmaxScaling(t *testing.T) {
 }
 
 // TestSoftmaxRescaled checks the rho -> 0 softmax SE against its closed form
-// mmse = 1 for K a < 1, 1 - (K a - 1)^2 for 1 <= K a <= 2, 0 beyond (docs/AIM.md 2.2).
+// mmse = 1 for K a < 1, 1 - (K a - 1)^2 for 1 <= K a <= 2, 0 beyond (docs/theory/aim.md 2.2).
 func TestSoftmaxRescaled(t *testing.T) {
 	for _, T := range []int{2, 3} {
 		ch := softmax(t, T)

@@ -1,5 +1,5 @@
 // Package se solves the state evolution (SE) of Bayes-optimal learning in the single-layer
-// attention-indexed model (docs/AIM.md section 2): the scalar overlap q of the RIE prior side
+// attention-indexed model (docs/theory/aim.md section 2): the scalar overlap q of the RIE prior side
 // coupled to the output channel through q-hat, the rho -> 0 rescaled SE, the perfect-recovery and
 // weak-recovery thresholds, the Bayes-optimal generalisation error on the outputs y, and the free
 // entropy Phi that selects between fixed points reached from the uninformed and informed starts
@@ -114,7 +114,7 @@ func qHat(ch aim.Channel, alpha, Q0, m float64) (float64, error) {
 	return 2 * alpha * f, nil
 }
 
-// Solve returns the fixed point of the single-layer SE (docs/AIM.md 2.1)
+// Solve returns the fixed point of the single-layer SE (docs/theory/aim.md 2.1)
 //
 //	q-hat = 2 alpha FisherSum(q, Q0 - q),   q = Q0 - mmse_S(1/q-hat; rho),   Q0 = 1 + rho,
 //
@@ -147,7 +147,7 @@ func seMap(ch aim.Channel, rho, alpha float64) func(m float64) (float64, error) 
 }
 
 // SolveRescaled returns the fixed point of the rho -> 0 rescaled SE at alpha-bar_r = N/(D R)
-// (docs/AIM.md 2.3, the code's SE_hardmax_rho=0.py): Q0 = 1,
+// (docs/theory/aim.md 2.3, the code's SE_hardmax_rho=0.py): Q0 = 1,
 //
 //	t = 1/q-hat_r,  q-hat_r = 2 alpha-bar_r FisherSum(q, 1 - q),  q = (1 - t)^2 for t < 1, else 0,
 //

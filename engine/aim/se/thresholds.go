@@ -19,7 +19,7 @@ const mStable = 1e-13
 type directionCounter interface{ Directions() int }
 
 // AlphaPRCounting returns the counting bound for perfect recovery, alpha_PR = dof(S) / (N K/2)
-// per D^2: (2 rho - rho^2)/K for rho < 1 and 1/K for rho >= 1 (docs/AIM.md 2.2), K = T^2 + T - 2.
+// per D^2: (2 rho - rho^2)/K for rho < 1 and 1/K for rho >= 1 (docs/theory/aim.md 2.2), K = T^2 + T - 2.
 func AlphaPRCounting(rho float64, K int) float64 {
 	if rho < 1 {
 		return (2*rho - rho*rho) / float64(K)
@@ -69,7 +69,7 @@ func AlphaPR(ch aim.Channel, rho, relTol float64, o Options) (float64, error) {
 
 // AlphaBarC returns the weak-recovery threshold of the rho -> 0 rescaled SE, in alpha-bar_r =
 // N/(D R): the fixed point q = 0 loses stability when q-hat_r(q = 0) = 1, so
-// alpha-bar_c = 1 / (2 FisherSum(0, 1)) (docs/AIM.md 2.3). Softmax gives 1/K.
+// alpha-bar_c = 1 / (2 FisherSum(0, 1)) (docs/theory/aim.md 2.3). Softmax gives 1/K.
 func AlphaBarC(ch aim.Channel) (float64, error) {
 	f, err := ch.FisherSum(0, 1)
 	if err != nil {

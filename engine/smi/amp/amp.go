@@ -1,5 +1,5 @@
 // Package amp runs GAMP for the sequence multi-index model of deep tied attention
-// (docs/SMI.md 3): the P x D estimate of W* with its P x P posterior covariance, the channel's
+// (docs/theory/smi.md 3): the P x D estimate of W* with its P x P posterior covariance, the channel's
 // g_out from the posterior quadrature of package smi (at L = 3 and 4 its importance sampler), and
 // the teacher-normalised overlaps and test error per iteration.
 package amp
@@ -26,7 +26,7 @@ import (
 var ErrDiverged = errors.New("SMI GAMP diverged")
 
 // GAMP for the sequence multi-index model with deep tied rank-1 attention output
-// (docs/SMI.md 3, "Algorithm 1" of Troiani et al. 2025), on the host CPU with plain slices.
+// (docs/theory/smi.md 3, "Algorithm 1" of Troiani et al. 2025), on the host CPU with plain slices.
 // Shapes: What is P x D (row k = layer k's weight estimate), Chat P x P, and per sample mu the
 // channel quantities omega_mu, g_mu are P x M row-major (entry (k, l) = layer k, token l at
 // k M + l, as smi.Deep). The per-sample channel work (the posterior quadrature of
@@ -65,7 +65,7 @@ type smiState struct {
 	xt, yt, et []float64
 }
 
-// Run runs GAMP on the SMI data (docs/SMI.md 3, Algorithm 1):
+// Run runs GAMP on the SMI data (docs/theory/smi.md 3, Algorithm 1):
 //
 //	init  What = InitScale N(0, 1) (P x D), Chat = I_P, g_prev = 0
 //	loop  V = Chat

@@ -25,7 +25,7 @@ func smiData(t testing.TB, D int, alpha float64, L int, seed uint64) *smi.Data {
 	return data
 }
 
-// naiveSMI is Algorithm 1 of docs/SMI.md 3 written out with plain loops and nested slices,
+// naiveSMI is Algorithm 1 of docs/theory/smi.md 3 written out with plain loops and nested slices,
 // independently of Run's buffers, for P = 2 (explicit 2 x 2 inverses), with damping thetas[i]
 // at iteration i + 1 (len(thetas) iterations) and, with o.DampMessages, the messages g damped
 // as well. It uses the same channel moments (smi.DeepPosterior) and the same start.
@@ -372,8 +372,8 @@ func cosTrace(tr []Iteration, k int) string {
 }
 
 // TestSMILearnsLastLayerFirst runs GAMP at L = 2, M = 2, c = 1, D = 200 from the authors'
-// random start. At alpha = 1.5 (N = 300) state evolution (docs/SMI.md 5) learns both layers
-// (Q22 ~ 1, Q11 ~ 0.91, e_gen ~ 0.006) and the last layer first (docs/SMI.md 2.4); at
+// random start. At alpha = 1.5 (N = 300) state evolution (docs/theory/smi.md 5) learns both layers
+// (Q22 ~ 1, Q11 ~ 0.91, e_gen ~ 0.006) and the last layer first (docs/theory/smi.md 2.4); at
 // alpha = 0.5 it learns only the last layer (Q11 = 0, Q22 ~ 0.77).
 //
 // Measured at alpha = 0.5, D = 200 (seeds 1-5, 25-40 iterations): layer 1 stays unlearned in

@@ -10,7 +10,7 @@ import (
 	"github.com/aimtheory/aim/engine/stream"
 )
 
-// Options control one GAMP run on an SMI data set (docs/SMI.md 3).
+// Options control one GAMP run on an SMI data set (docs/theory/smi.md 3).
 type Options struct {
 	MaxIter int // iteration cap (50, as the authors; their code calls it T)
 	// Damping theta in [0, 1) is the weight on the old iterate (engine/fixedpoint's convention):
@@ -166,7 +166,7 @@ type Iteration struct {
 	Distance float64
 	// EGen is the plug-in generalisation error on the fresh test set,
 	// mean_mu ||y(W* x_mu) - y(What x_mu)||_F^2 with y = softmax_row(beta u u^T) of the forward
-	// map u = v_L(W x^T / sqrt(D)) (docs/SMI.md 2.1); NaN without a test set.
+	// map u = v_L(W x^T / sqrt(D)) (docs/theory/smi.md 2.1); NaN without a test set.
 	EGen    float64
 	Inexact int // samples whose quadrature did not meet its tolerance (still used)
 	Failed  int // samples whose quadrature failed (Z_out = 0, ...): g = 0, dg = 0

@@ -15,7 +15,7 @@ import (
 //
 //	F_l = E_y || Cov(z_l | y, omega, V) V_ll^{-1} - I_M ||_F^2 / V_ll^2
 //
-// (docs/SMI.md 2.3: Cov is the M x M covariance of layer l's pre-activations across tokens),
+// (docs/theory/smi.md 2.3: Cov is the M x M covariance of layer l's pre-activations across tokens),
 // at the diagonal overlaps Q with omega = Q^{1/2} xi, V = I - Q + epsilon I and the data drawn
 // from the channel. Around Q_ll = 0 the SE is q-hat_ll ~ alpha F_l Q_ll, so layer l's overlap
 // grows from 0 when alpha F_l > 1: at Q = 0 this is the weak-recovery threshold
@@ -123,7 +123,7 @@ func SolveCurve(ch *smi.Deep, alphas []float64, o Options, progress func(Point))
 
 // Onsets reads the onset of each layer's overlap off an SE curve: the first alpha where
 // Q_ll exceeds level, extrapolated linearly to Q_ll = 0 with the next grid point (the
-// continuous transitions of docs/SMI.md 2.4 grow linearly from their threshold). NaN where the
+// continuous transitions of docs/theory/smi.md 2.4 grow linearly from their threshold). NaN where the
 // overlap never exceeds level.
 func Onsets(points []Point, level float64) []float64 {
 	if len(points) == 0 {
@@ -161,7 +161,7 @@ func Onsets(points []Point, level float64) []float64 {
 	return out
 }
 
-// Thresholds are the weak-recovery thresholds of docs/SMI.md 2.3 for each layer.
+// Thresholds are the weak-recovery thresholds of docs/theory/smi.md 2.3 for each layer.
 type Thresholds struct {
 	// Stability[l] = 1/F_l(Q = 0): where Q_ll = 0 stops being stable with every overlap at 0.
 	Stability []float64

@@ -7,7 +7,7 @@ import (
 	"github.com/aimtheory/aim/engine/smi"
 )
 
-// The free entropy of the SMI state evolution (docs/SMI.md 2.1), per D, for the
+// The free entropy of the SMI state evolution (docs/theory/smi.md 2.1), per D, for the
 // Gaussian prior w*_l ~ N(0, 1) and diagonal overlaps:
 //
 //	Phi(Q, q-hat; alpha) = psi_in(q-hat) - tr(Q q-hat)/2 + alpha psi_out(Q),
@@ -15,11 +15,11 @@ import (
 //	psi_out(Q)           = E_{xi, eta} log Z_out(y; omega, V),  V = I - Q + epsilon I.
 //
 // psi_in is E_{w*, xi} log int dw N(w; 0, 1) exp(-q-hat w^2/2 + w (q-hat w* + sqrt(q-hat) xi))
-// = -log(1 + q-hat)/2 + E b^2 / (2 (1 + q-hat)) with E b^2 = q-hat^2 + q-hat: docs/SMI.md 2.1's
-// tr[q-hat (I + q-hat)^{-1}]/2 - log det(I + q-hat)/2 is wrong: its derivative in q-hat_l is
-// -Q_l / (2 (1 + q-hat_l)) < 0, while the stationarity of Phi in q-hat must give the SE's prior
+// = -log(1 + q-hat)/2 + E b^2 / (2 (1 + q-hat)) with E b^2 = q-hat^2 + q-hat (docs/theory/smi.md
+// 2.1). The form tr[q-hat (I + q-hat)^{-1}]/2 - log det(I + q-hat)/2 that some write-ups use
+// is wrong: its derivative in q-hat_l is -Q_l / (2 (1 + q-hat_l)) < 0, while the stationarity of Phi in q-hat must give the SE's prior
 // update, d psi_in/d q-hat_l = Q_l/2 <=> Q_l = q-hat_l/(1 + q-hat_l) (TestPsiInStationarity,
-// and the envelope identity TestSMIEnvelope, which the docs' form fails). The
+// and the envelope identity TestSMIEnvelope, which that form fails). The
 // channel's stationarity d psi_out/dQ_l = E[sum_tokens g_out,l^2]/2 (half the average that
 // Fisher returns) gives q-hat = alpha E[sum_tokens g_out,l^2]: the fixed points of the SE are the stationary points of Phi, and by the
 // envelope theorem dPhi/dalpha along a branch of fixed points is psi_out (TestSMIEnvelope).

@@ -12,7 +12,7 @@ import (
 // naive evaluation of its definition, E_{w*, xi} log int dw N(w; 0, 1)
 // exp(-q-hat w^2/2 + w (q-hat w* + sqrt(q-hat) xi)), w*, xi ~ N(0, 1): every integral by the
 // trapezoid rule on a fine grid (the integrands are smooth and decay as Gaussians), to 1e-9.
-// docs/SMI.md 2.1's form, tr[q-hat (1 + q-hat)^{-1}]/2 - log(1 + q-hat)/2, is far off.
+// The form tr[q-hat (1 + q-hat)^{-1}]/2 - log(1 + q-hat)/2 (docs/theory/smi.md 2.1) is far off.
 func TestPsiInNaive(t *testing.T) {
 	grid := func(lo, hi float64, n int) (x, w []float64) {
 		h := (hi - lo) / float64(n-1)
@@ -218,8 +218,8 @@ func envelopeAt(t *testing.T, L int, alpha, h float64, o Options) (fd, simpson f
 // theorem: Phi is stationary in Q and q-hat there) at L = 2, c = 1, alpha = 0.4 (the last layer
 // learned, Q_22 = 0.51), by the centred difference of Phi over alpha +- 0.05 against the
 // Simpson average of psi_out over the same interval, within 3 Monte Carlo standard errors of
-// psi_out. The same difference with docs/SMI.md's prior part (tr[q-hat (1 + q-hat)^{-1}]/2 -
-// log det(1 + q-hat)/2 in place of psi_in) misses by more than 4 (measured: -7.29 against
+// psi_out. The same difference with the wrong prior part of docs/theory/smi.md 2.1 (tr[q-hat
+// (1 + q-hat)^{-1}]/2 - log det(1 + q-hat)/2 in place of psi_in) misses by more than 4 (measured: -7.29 against
 // -2.82). Every solve iterates the same draws, so Phi is smooth in alpha.
 //
 // Where a layer's overlap is near 1 the identity holds only as the draws grow: the stationarity

@@ -59,7 +59,7 @@ type genWork struct {
 	y           []float64 // K outputs of M x M
 }
 
-// GenError returns the plug-in generalisation error of docs/SMI.md 2.1 at the diagonal
+// GenError returns the plug-in generalisation error of docs/theory/smi.md 2.1 at the diagonal
 // overlaps Q, the authors' definition (gen_error_2W.ipynb),
 //
 //	e_gen(Q) = E || g(Z) - g(omega) ||_F^2,  omega = Q^{1/2} xi,  Z = omega + (I - Q)^{1/2} eta,

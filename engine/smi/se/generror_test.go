@@ -9,7 +9,7 @@ import (
 )
 
 // naiveOutput writes y = softmax_row(u u^T) (M = 2, beta = 1) for Z (L x 2, row-major) with
-// the closed forms of docs/SMI.md 1.2, written out here independently of smi.Deep.Forward:
+// the closed forms of docs/theory/smi.md 1.2, written out here independently of smi.Deep.Forward:
 // L = 2: u = A(z_1) z_2; L = 3: u = A(A(z_1) z_2) A(z_1) z_3; A(v) = softmax_row(v v^T) + c I.
 func naiveOutput(y []float64, z []float64, L int, c float64) {
 	A := func(v [2]float64) [2][2]float64 {

@@ -10,7 +10,7 @@ import (
 	"github.com/aimtheory/aim/engine/stream"
 )
 
-// Options control the state evolution of the sequence multi-index model (docs/SMI.md 2.2).
+// Options control the state evolution of the sequence multi-index model (docs/theory/smi.md 2.2).
 type Options struct {
 	// Samples is the number of Monte Carlo draws (xi, eta) of the channel average per
 	// iteration, rounded up to a multiple of Replicates: Replicates independent randomisations
@@ -65,7 +65,7 @@ type Options struct {
 	// (fixedpoint's noise rule; Point.NoiseLimited).
 	Tol float64
 	// Frozen layers keep Q_ll = 0: the SE restricted to the other layers (the conditional
-	// thresholds of docs/SMI.md 2.3 and the "one layer" curves).
+	// thresholds of docs/theory/smi.md 2.3 and the "one layer" curves).
 	Frozen  []bool
 	Workers int // goroutines for the channel quadrature; 0 is GOMAXPROCS
 	// QuadTol and QuadMaxEval override the channel quadrature's tolerance and evaluation

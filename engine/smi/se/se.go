@@ -1,5 +1,5 @@
 // Package se solves the state evolution of Bayes-optimal learning in the sequence multi-index
-// model of deep tied attention (docs/SMI.md 2): the diagonal P x P overlaps Q with their
+// model of deep tied attention (docs/theory/smi.md 2): the diagonal P x P overlaps Q with their
 // conjugates q-hat from the channel's posterior quadrature, the weak-recovery thresholds of
 // each layer (2.3) and the conditional (grand-staircase) thresholds, the generalisation errors
 // (the authors' plug-in error and the Bayes-optimal one), and the Monte Carlo standard error of
@@ -84,7 +84,7 @@ var ErrNotBracketed = root.ErrNotBracketed
 // ErrDiverged is wrapped by the errors of an SMI state evolution that produced NaN.
 var ErrDiverged = errors.New("SMI state evolution diverged")
 
-// Solve iterates the state evolution of docs/SMI.md 2.2 for the deep attention channel at
+// Solve iterates the state evolution of docs/theory/smi.md 2.2 for the deep attention channel at
 // sample complexity alpha = N/D:
 //
 //	q-hat_ll = alpha E_{xi, eta}[ sum_tokens g_out,l(y, omega, V)^2 ],

@@ -88,7 +88,7 @@ func TestSMIGenErrorReference(t *testing.T) {
 // omega = 0 the SE's g_out is linear, V g_out = (Cov(Z | y) V^{-1} - I) omega, with Cov the
 // posterior covariance at omega = 0 that Stability uses (so E_xi ||g_out||^2 = F Q exactly at
 // first order). Each sample's posterior mean at a small omega is compared with Cov V^{-1} omega.
-// It also checks the Jensen bound 0 < F_l <= M^2 + M = 6 of docs/SMI.md 2.3 (on the 300-draw
+// It also checks the Jensen bound 0 < F_l <= M^2 + M = 6 of docs/theory/smi.md 2.3 (on the 300-draw
 // estimate, within 3 of its standard errors), that Stability returns the same average, and that
 // the last layer is the more sensitive.
 func TestSMIStabilityLinearResponse(t *testing.T) {

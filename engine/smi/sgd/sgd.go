@@ -1,5 +1,5 @@
 // Package sgd trains the deep tied attention architecture of the SMI teacher by stochastic
-// gradient descent (docs/SMI.md 4): the student's layers, the overlaps with the teacher's and
+// gradient descent (docs/theory/smi.md 4): the student's layers, the overlaps with the teacher's and
 // the test error per epoch.
 package sgd
 
@@ -20,7 +20,7 @@ import (
 // ErrDiverged is wrapped by the error Run returns when the loss or the weights become NaN.
 var ErrDiverged = errors.New("SMI SGD diverged")
 
-// SGD for the deep tied attention student of the sequence multi-index model (docs/SMI.md 4),
+// SGD for the deep tied attention student of the sequence multi-index model (docs/theory/smi.md 4),
 // on the host CPU.
 //
 // Batching of the authors' notebook (SPOC-group/SequenceIndexModels, GD_2w.ipynb, commit
@@ -36,7 +36,7 @@ var ErrDiverged = errors.New("SMI SGD diverged")
 // as well as the samples. Run does the same batching by default (Options.Shuffle false);
 // with Shuffle it reshuffles the order each epoch, reproducibly from the student seed.
 
-// Options control the SGD student of the deep tied attention model (docs/SMI.md 4).
+// Options control the SGD student of the deep tied attention model (docs/theory/smi.md 4).
 type Options struct {
 	LR float64 // learning rate eta (15)
 	// WeightDecay is the coefficient lambda (0.07); the decay applied is lambda / D, so an
@@ -67,7 +67,7 @@ type Options struct {
 	Progress func(update int)
 }
 
-// DefaultOptions returns the notebook's settings (docs/SMI.md 4): lr 15, weight decay
+// DefaultOptions returns the notebook's settings (docs/theory/smi.md 4): lr 15, weight decay
 // 0.07/D, mini-batches of 200 in a fixed order, 3 updates per mini-batch, 1700 epochs,
 // What_0 = 0.9 N(0, 1), a 2000-sample test set and one record per epoch.
 func DefaultOptions() Options {
@@ -145,7 +145,7 @@ func Bytes(p smi.Params, o Options) uint64 {
 const smiChunk = 50
 
 // Run trains a deep tied attention student What (P x D, P = L rank-1 layers, the teacher's
-// architecture) by mini-batch SGD on the data (docs/SMI.md 4). For each sample mu the student
+// architecture) by mini-batch SGD on the data (docs/theory/smi.md 4). For each sample mu the student
 // computes the raw projections z = What x_mu^T / sqrt(D) (P x M), v_L(z) by the recursion of
 // smi.Deep and yhat = softmax_row(beta v_L v_L^T); the labels are the teacher's
 // y_mu = softmax_row(beta u_mu u_mu^T). Each update on a mini-batch b is

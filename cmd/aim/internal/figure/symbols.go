@@ -4,7 +4,7 @@ package figure
 // titles), in Unicode with the braced scripts of mathtext.go. The glossary (engine/doc.go)
 // names each symbol as the code spells it; this table is how a figure prints it.
 
-// The symbols of the AIM (docs/AIM.md) and the SMI (docs/SMI.md).
+// The symbols of the AIM (docs/theory/aim.md) and the SMI (docs/theory/smi.md).
 const (
 	Alpha     = "α"                   // sample complexity: N/D^2 (AIM), N/D (SMI)
 	AlphaBar  = "ᾱ"                   // α (T^2 + T − 2), the softmax curves' common axis

@@ -482,7 +482,7 @@ func ExecuteSMISE(c *SMISEConfig, env Env) (string, error) {
 	th := map[string]any{"stability": jsonFloats(res.Stability), "fisher": jsonFloats(res.Fisher), "onset": jsonFloats(res.Onset), "onset_level": 0.01}
 	if c.L == 2 && c.M == 2 && c.C == 1 && c.Beta == 1 {
 		th["published"] = map[string]any{"alpha_layer1": 0.793646302451566, "alpha_layer2": 0.14358446549404996,
-			"note": "SPOC-group/SequenceIndexModels data/alpha_critical.csv; not reproduced by the stability formula (docs/SMI.md 2.3)"}
+			"note": "SPOC-group/SequenceIndexModels data/alpha_critical.csv; not reproduced by the stability formula (docs/theory/smi.md 2.3)"}
 	}
 	man := env.manifest("smi se", fmt.Sprintf("cpu (theory: SMI state evolution, %d goroutines)%s", c.workers(), c.where()), params, start)
 	man["thresholds"] = th

@@ -13,7 +13,7 @@ import (
 )
 
 // ThresholdsConfig is the configuration of `aim thresholds`: the rho -> 0 weak-recovery
-// threshold alpha-bar_c = 1/(2 FisherSum(0, 1)) (docs/AIM.md 2.3) of a channel against T.
+// threshold alpha-bar_c = 1/(2 FisherSum(0, 1)) (docs/theory/aim.md 2.3) of a channel against T.
 type ThresholdsConfig struct {
 	Channel   string     // hardmax or softmax
 	Beta      float64    // softmax inverse temperature
