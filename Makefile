@@ -5,7 +5,7 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/aim
 
-.PHONY: build test demo figures bench lint clean kernels gpu-check-bin
+.PHONY: build test demo figures bench lint clean kernels gpu-check-bin docs
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/aim
@@ -52,6 +52,12 @@ figures: build
 	$(BIN) thresholds --quiet --channel hardmax --T 2:6:5 --size 5x3.5in --out $(FIG)/data/thresholds.csv \
 		--plot $(FIG)/thresholds.png
 	rm -rf $(FIG)/data
+
+# docs/cli/<command>.md, the reference of every command and its flags, and docs/cli/README.md,
+# their index, from the commands' flag sets (cmd/aim/clidocs_test.go). `make test` fails when
+# they are stale (TestCLIDocs); this rewrites them.
+docs:
+	$(GO) test ./cmd/aim -run '^TestCLIDocs$$' -count=1 -update
 
 # Regenerate kernels/*.ptx from kernels/*.cu with NVRTC (libnvrtc, loaded at run time).
 kernels:

@@ -15,7 +15,9 @@ import (
 // sizes"), and only then calls the backend with the backend's own buffers. Buffers of the
 // front wrap the backend's: they know their allocation, their range in it (views) and whether
 // they were freed, so ownership, use after Free and overlap are checked here for every backend.
-// A panic in the backend comes back as an error naming the operation.
+// A panic in the backend comes back as an error naming the operation. An Observer (Observe)
+// sees each operation that reaches the backend, by the same name: the one hook for timing or
+// counting operations, so that no second wrapper of the Device is needed.
 //
 // A Checked may be used from several goroutines at once where its backend allows it (both
 // backends do).
@@ -25,7 +27,16 @@ type Checked struct {
 	caps   Caps            // the backend's optional sets behind their checks
 	chans  channel.Support // the channels the backend declares
 	closed atomic.Bool
+	obs    atomic.Pointer[Observer] // nil: none
 }
+
+// An Observer watches the operations of a checked front (Checked.Observe), as a timer or a
+// counter does: each operation that passes its checks calls it once with the operation's name,
+// as the front's errors write it ("Gemm", "ChannelGOut", "SoftmaxLossGrad", "QuadFormSum"), and
+// run, which calls the backend. The observer must call run exactly once and return its error.
+// Alloc, Free, Info, Channels, Capabilities and Close are not observed, nor an operation the
+// checks refuse or one with nothing to do (Copy of a range onto itself).
+type Observer func(op string, run func() error) error
 
 var _ Device = (*Checked)(nil)
 
@@ -47,6 +58,18 @@ func New(b Backend) *Checked {
 }
 
 func (c *Checked) checked() {}
+
+// Observe sets the observer of c's operations, those of its capabilities (Trainer,
+// QuadFormSummer, DeepSampler) included; nil removes it. It may be called while other
+// goroutines use c: each operation sees the observer set when its checks passed. Without an
+// observer the operations allocate nothing on the way to the backend.
+func (c *Checked) Observe(o Observer) {
+	if o == nil {
+		c.obs.Store(nil)
+		return
+	}
+	c.obs.Store(&o)
+}
 
 // alloc is one allocation of the backend, shared by a buffer and its views.
 type alloc struct {

@@ -46,6 +46,11 @@ func (k checkedTrainer) SoftmaxLossGrad(ch channel.Spec, gamma, yhat, y Buffer, 
 		return 0, err
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		var s float64
+		err := (*o)(op, func() (e error) { s, e = k.t.SoftmaxLossGrad(ch, gb.raw, hb.raw, yb.raw, n, scale); return e })
+		return s, err
+	}
 	return k.t.SoftmaxLossGrad(ch, gb.raw, hb.raw, yb.raw, n, scale)
 }
 
@@ -81,6 +86,9 @@ func (k checkedTrainer) AdamStep(w, g, m, v Buffer, lr, b1, b2, eps float64, t i
 		}
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return k.t.AdamStep(wb.raw, gb.raw, mb.raw, vb.raw, lr, b1, b2, eps, t) })
+	}
 	return k.t.AdamStep(wb.raw, gb.raw, mb.raw, vb.raw, lr, b1, b2, eps, t)
 }
 
@@ -124,6 +132,9 @@ func (k checkedQuadForm) QuadFormSum(out, cm, x, scratch Buffer, n, t, d int, al
 		return c.errf(op, "out, c, x and scratch must be distinct: out or scratch overlaps another")
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return k.q.QuadFormSum(ob.raw, cb.raw, xb.raw, sb.raw, n, t, d, alpha) })
+	}
 	return k.q.QuadFormSum(ob.raw, cb.raw, xb.raw, sb.raw, n, t, d, alpha)
 }
 
@@ -173,5 +184,8 @@ func (k checkedDeepSampler) DeepSample(out, in Buffer, n, L, draws int, cs, beta
 		return c.errf(op, "out overlaps in")
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return k.d.DeepSample(ob.raw, ib.raw, n, L, draws, cs, beta, seed, offset, stride) })
+	}
 	return k.d.DeepSample(ob.raw, ib.raw, n, L, draws, cs, beta, seed, offset, stride)
 }

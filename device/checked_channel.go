@@ -48,6 +48,9 @@ func (c *Checked) ChannelOutput(ch channel.Spec, y, h Buffer, n int) (err error)
 		return err
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return c.b.ChannelOutput(ch, yb.raw, hb.raw, n) })
+	}
 	return c.b.ChannelOutput(ch, yb.raw, hb.raw, n)
 }
 
@@ -78,5 +81,10 @@ func (c *Checked) ChannelGOut(ch channel.Spec, g, y, omega Buffer, n int, v floa
 		return 0, err
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		var s float64
+		err := (*o)(op, func() (e error) { s, e = c.b.ChannelGOut(ch, gb.raw, yb.raw, ob.raw, n, v); return e })
+		return s, err
+	}
 	return c.b.ChannelGOut(ch, gb.raw, yb.raw, ob.raw, n, v)
 }

@@ -14,6 +14,9 @@ func (c *Checked) Upload(dst Buffer, src []float64) (err error) {
 		return err
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return c.b.Upload(d.raw, src) })
+	}
 	return c.b.Upload(d.raw, src)
 }
 
@@ -28,6 +31,9 @@ func (c *Checked) Download(dst []float64, src Buffer) (err error) {
 		return err
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return c.b.Download(dst, s.raw) })
+	}
 	return c.b.Download(dst, s.raw)
 }
 
@@ -53,6 +59,9 @@ func (c *Checked) Copy(dst, src Buffer) (err error) {
 		return err
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return c.b.Copy(d.raw, s.raw) })
+	}
 	return c.b.Copy(d.raw, s.raw)
 }
 
@@ -87,6 +96,9 @@ func (c *Checked) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b Buf
 		return c.errf(op, "output c must not overlap an input")
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return c.b.Gemm(transA, transB, m, n, k, alpha, ab.raw, bb.raw, beta, cb.raw) })
+	}
 	return c.b.Gemm(transA, transB, m, n, k, alpha, ab.raw, bb.raw, beta, cb.raw)
 }
 
@@ -132,6 +144,9 @@ func (c *Checked) TokenDots(h, y, x Buffer, n, t, d int) (err error) {
 		return err
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return c.b.TokenDots(hb.raw, yb.raw, xb.raw, n, t, d) })
+	}
 	return c.b.TokenDots(hb.raw, yb.raw, xb.raw, n, t, d)
 }
 
@@ -147,6 +162,9 @@ func (c *Checked) TokenMix(z, cm, x Buffer, n, t, d int) (err error) {
 		return err
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return c.b.TokenMix(zb.raw, cb.raw, xb.raw, n, t, d) })
+	}
 	return c.b.TokenMix(zb.raw, cb.raw, xb.raw, n, t, d)
 }
 
@@ -171,6 +189,9 @@ func (c *Checked) EighSym(vals, vecs, a Buffer, d int) (err error) {
 		return c.errf(op, "vals, vecs and a must be distinct: their ranges overlap")
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return c.b.EighSym(wb.raw, vb.raw, ab.raw, d) })
+	}
 	return c.b.EighSym(wb.raw, vb.raw, ab.raw, d)
 }
 
@@ -194,6 +215,9 @@ func (c *Checked) SpectralCompose(out, vecs, f Buffer, d int) (err error) {
 		return c.errf(op, "output out must not overlap an input")
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return c.b.SpectralCompose(rb.raw, vb.raw, fb.raw, d) })
+	}
 	return c.b.SpectralCompose(rb.raw, vb.raw, fb.raw, d)
 }
 
@@ -208,6 +232,9 @@ func (c *Checked) Scal(x Buffer, alpha float64) (err error) {
 		return err
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return c.b.Scal(xb.raw, alpha) })
+	}
 	return c.b.Scal(xb.raw, alpha)
 }
 
@@ -226,6 +253,9 @@ func (c *Checked) Axpby(y Buffer, a float64, x Buffer, b float64) (err error) {
 		return err
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return c.b.Axpby(yb.raw, a, xb.raw, b) })
+	}
 	return c.b.Axpby(yb.raw, a, xb.raw, b)
 }
 
@@ -240,6 +270,11 @@ func (c *Checked) Dot(x, y Buffer) (s float64, err error) {
 		return 0, err
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		var s float64
+		err := (*o)(op, func() (e error) { s, e = c.b.Dot(xb.raw, yb.raw); return e })
+		return s, err
+	}
 	return c.b.Dot(xb.raw, yb.raw)
 }
 
@@ -254,6 +289,11 @@ func (c *Checked) SqDist(x, y Buffer) (s float64, err error) {
 		return 0, err
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		var s float64
+		err := (*o)(op, func() (e error) { s, e = c.b.SqDist(xb.raw, yb.raw); return e })
+		return s, err
+	}
 	return c.b.SqDist(xb.raw, yb.raw)
 }
 
@@ -273,6 +313,9 @@ func (c *Checked) AddDiag(x Buffer, n, t int, v float64) (err error) {
 		return err
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return c.b.AddDiag(xb.raw, n, t, v) })
+	}
 	return c.b.AddDiag(xb.raw, n, t, v)
 }
 
@@ -292,6 +335,11 @@ func (c *Checked) SumDiag(x Buffer, n, t int) (s float64, err error) {
 		return 0, err
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		var s float64
+		err := (*o)(op, func() (e error) { s, e = c.b.SumDiag(xb.raw, n, t); return e })
+		return s, err
+	}
 	return c.b.SumDiag(xb.raw, n, t)
 }
 
@@ -315,6 +363,9 @@ func (c *Checked) MulPattern(x, p Buffer, n, m int) (err error) {
 		return err
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return c.b.MulPattern(xb.raw, pb.raw, n, m) })
+	}
 	return c.b.MulPattern(xb.raw, pb.raw, n, m)
 }
 
@@ -329,5 +380,8 @@ func (c *Checked) GaussianFill(x Buffer, seed, offset uint64, scale float64) (er
 		return err
 	}
 	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error { return c.b.GaussianFill(xb.raw, seed, offset, scale) })
+	}
 	return c.b.GaussianFill(xb.raw, seed, offset, scale)
 }

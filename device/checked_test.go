@@ -331,8 +331,35 @@ func freedView(t *testing.T, d *Checked) Buffer {
 // TestGoodArguments: valid arguments, including the overlaps Ops allows, reach the backend,
 // once per call, with the backend's buffers of the right lengths.
 func TestGoodArguments(t *testing.T) {
-	must := buffers(t)
 	d, r := newRec(t, "rec")
+	for _, c := range goodCalls(t, d) {
+		before := len(r.calls)
+		if err := c.call(); err != nil {
+			t.Errorf("%s: %v", c.op, err)
+		}
+		if got := r.calls[before:]; !slices.Equal(got, []string{c.op}) {
+			t.Errorf("%s: the backend saw %v", c.op, got)
+		}
+	}
+	// Copy of a range onto itself does nothing.
+	must := buffers(t)
+	mid := must(View(must(d.Alloc(32)), 8, 16))
+	before := len(r.calls)
+	if err := d.Copy(mid, mid); err != nil || len(r.calls) != before {
+		t.Errorf("Copy onto itself: %v, backend calls %v", err, r.calls[before:])
+	}
+}
+
+// opCall is one call of an operation through a front, named as the front names it.
+type opCall struct {
+	op   string
+	call func() error
+}
+
+// goodCalls returns a call with good arguments of every operation of d, each calling the
+// backend once, two for Gemm and DeepSample (empty sizes among them).
+func goodCalls(t *testing.T, d *Checked) []opCall {
+	must := buffers(t)
 	a := must(d.Alloc(16))
 	b := must(d.Alloc(16))
 	big := must(d.Alloc(32))
@@ -345,10 +372,7 @@ func TestGoodArguments(t *testing.T) {
 	dBoth := must(d.Alloc(channel.DeepIn(3) + channel.DeepOut(3)))
 	sm := channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}
 	f64 := func(_ float64, err error) error { return err }
-	cases := []struct {
-		op   string
-		call func() error
-	}{
+	return []opCall{
 		{"Upload", func() error { return d.Upload(mid, make([]float64, 16)) }},
 		{"Download", func() error { return d.Download(make([]float64, 3), hi) }},
 		{"Copy", func() error { return d.Copy(hi, lo) }},
@@ -376,19 +400,45 @@ func TestGoodArguments(t *testing.T) {
 		}},
 		{"DeepSample", func() error { return ds.DeepSample(a, b, 0, 3, 2, 0, 0, 0, 0, 8) }}, // no tasks
 	}
-	for _, c := range cases {
+}
+
+// TestObserver: an observer sees every operation that reaches the backend once, under the
+// front's name for it, with the backend's call inside its run; its error is the operation's;
+// refused operations are not observed; Observe(nil) removes it.
+func TestObserver(t *testing.T) {
+	d, r := newRec(t, "rec")
+	var seen []string
+	var inside []string // the backend's calls during each run
+	d.Observe(func(op string, run func() error) error {
+		seen = append(seen, op)
 		before := len(r.calls)
+		err := run()
+		inside = append(inside, strings.Join(r.calls[before:], ","))
+		return err
+	})
+	for _, c := range goodCalls(t, d) {
+		seen, inside = nil, nil
 		if err := c.call(); err != nil {
 			t.Errorf("%s: %v", c.op, err)
 		}
-		if got := r.calls[before:]; !slices.Equal(got, []string{c.op}) {
-			t.Errorf("%s: the backend saw %v", c.op, got)
+		if !slices.Equal(seen, []string{c.op}) || !slices.Equal(inside, []string{c.op}) {
+			t.Errorf("%s: the observer saw %v, the backend ran %v inside it; want each once", c.op, seen, inside)
 		}
 	}
-	// Copy of a range onto itself does nothing.
-	before := len(r.calls)
-	if err := d.Copy(mid, mid); err != nil || len(r.calls) != before {
-		t.Errorf("Copy onto itself: %v, backend calls %v", err, r.calls[before:])
+	seen = nil
+	if err := d.Scal(foreign{}, 1); err == nil || len(seen) != 0 {
+		t.Errorf("refused Scal: error %v, observed %v; want an error and nothing observed", err, seen)
+	}
+	stop := errors.New("stop")
+	d.Observe(func(op string, run func() error) error { _ = run(); return stop })
+	x, _ := d.Alloc(4)
+	if _, err := d.Dot(x, x); err != stop {
+		t.Errorf("Dot under an observer that fails: %v, want its error", err)
+	}
+	d.Observe(nil)
+	seen = nil
+	if err := d.Scal(x, 1); err != nil || len(seen) != 0 {
+		t.Errorf("Scal after Observe(nil): %v, observed %v", err, seen)
 	}
 }
 

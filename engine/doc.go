@@ -104,7 +104,7 @@
 //	G_S        gS                dL/dS = (sum X^T Gamma X - Tr Gamma I)/sqrt(D)              AIM 4
 //	S-bar      sBar              the average of the final S over restarts (averaged GD)      AIM 4
 //
-// The engine's own terms, beside the papers' (README, Streamed tokens and Device groups):
+// The engine's own terms, beside the papers' (docs/guide/amp.md):
 //
 //	term       code              meaning
 //	chunk      Data.Chunk        samples whose tokens are regenerated and used at once (streamed)

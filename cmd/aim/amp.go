@@ -5,7 +5,7 @@ import (
 	"flag"
 	"io"
 
-	"github.com/aimtheory/aim/cmd/aim/internal/job"
+	"github.com/aimtheory/aim/cmd/aim/internal/job/aimjob"
 )
 
 const ampUsage = `Usage: aim amp [flags]
@@ -24,7 +24,7 @@ Flags:
 `
 
 // ampFlags registers the flags of `aim amp` into c.
-func ampFlags(fs *flag.FlagSet, c *job.AMPConfig, quiet *bool) {
+func ampFlags(fs *flag.FlagSet, c *aimjob.AMPConfig, quiet *bool) {
 	simFlags(fs, &c.Sim, quiet, true)
 	noiseFlag(fs, &c.Sim.Model)
 	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexity alpha = N/D^2: a list or range")
@@ -36,19 +36,26 @@ func ampFlags(fs *flag.FlagSet, c *job.AMPConfig, quiet *bool) {
 	fs.StringVar(&c.SE, "se", c.SE, "an 'aim se' CSV (same channel, T and beta, a curve at every --rho) whose lines to draw on the plot, instead of solving the SE on a dense grid")
 }
 
-// parseAMP fills the configuration of `aim amp` from its flags and validates it.
-func parseAMP(args []string, stderr io.Writer) (*job.AMPConfig, bool, error) {
-	c, quiet := job.NewAMPConfig(), false
+// newAMPFlags returns the flag set of `aim amp` (docs/cli/amp.md is made from it) and the
+// configuration and --quiet that parsing it fills.
+func newAMPFlags(stderr io.Writer) (*flag.FlagSet, *aimjob.AMPConfig, *bool) {
+	c, quiet := aimjob.NewAMPConfig(), new(bool)
 	fs := newFlags("aim amp", ampUsage, stderr)
-	ampFlags(fs, c, &quiet)
+	ampFlags(fs, c, quiet)
+	return fs, c, quiet
+}
+
+// parseAMP fills the configuration of `aim amp` from its flags and validates it.
+func parseAMP(args []string, stderr io.Writer) (*aimjob.AMPConfig, bool, error) {
+	fs, c, quiet := newAMPFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, false, err
 	}
 	c.AlphaGiven = given(fs, "alpha")
 	if err := c.Validate(); err != nil {
-		return c, quiet, err
+		return c, *quiet, err
 	}
-	return c, quiet, checkRhos(c.Rhos())
+	return c, *quiet, checkRhos(c.Rhos())
 }
 
 // runAMP runs `aim amp`; cancelling ctx stops it with the runs done written.
@@ -57,5 +64,5 @@ func runAMP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	return report(stdout)(job.ExecuteAMP(c, envContext(ctx, stderr, quiet)))
+	return report(stdout)(aimjob.ExecuteAMP(c, envContext(ctx, stderr, quiet)))
 }

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/job/aimjob"
+
 	"github.com/aimtheory/aim/channel"
-	"github.com/aimtheory/aim/cmd/aim/internal/job"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/engine/aim"
@@ -124,7 +125,7 @@ func TestAMPReproducibleCSV(t *testing.T) {
 		}
 	}
 	a, b := readCSV(t, filepath.Join(dir, "a.csv")), readCSV(t, filepath.Join(dir, "b.csv"))
-	if strings.Join(a[0], ",") != strings.Join(job.AMPSchema.Header(0), ",") || len(a) != 5 {
+	if strings.Join(a[0], ",") != strings.Join(aimjob.AMPSchema.Header(0), ",") || len(a) != 5 {
 		t.Fatalf("CSV header %v with %d rows", a[0], len(a))
 	}
 	col := map[string]int{}

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/aimtheory/aim/cmd/aim/internal/job"
+	"github.com/aimtheory/aim/cmd/aim/internal/job/benchjob"
 )
 
 const benchUsage = `Usage: aim bench [flags]
@@ -34,7 +34,7 @@ Flags:
 `
 
 // benchFlags registers the flags of `aim bench` into c.
-func benchFlags(fs *flag.FlagSet, c *job.BenchConfig, quiet *bool) {
+func benchFlags(fs *flag.FlagSet, c *benchjob.BenchConfig, quiet *bool) {
 	fs.StringVar(&c.Device, "device", c.Device, usage("device", "each device or group benchmarked in turn, e.g. cpu,cuda:0,cuda:0,1; all: the CPU, each GPU, and all GPUs as one group"))
 	fs.StringVar(&c.D, "D", c.D, "dimensions with stored tokens, a comma list, or none (default: the device's, see above)")
 	fs.StringVar(&c.StreamedD, "streamed-D", c.StreamedD, "dimensions with streamed tokens, a comma list, or none (default: the largest --D)")
@@ -51,14 +51,21 @@ func benchFlags(fs *flag.FlagSet, c *job.BenchConfig, quiet *bool) {
 	fs.BoolVar(&c.HostTimer, "host-timer", c.HostTimer, "time a GPU's operations with the host clock instead of its events")
 	fs.IntVar(&c.Chunk, "chunk", c.Chunk, "samples per chunk of streamed tokens (0: the largest that fits, at most 4096)")
 	fs.StringVar(&c.MaxMemory, "max-memory", c.MaxMemory, "cap on a row's device memory, e.g. 4GiB (default: the device's free memory)")
-	outputFlags(fs, &c.Out, &c.Plot, &c.Size, quiet)
+	outputFlags(fs, &c.Out, &c.Plot, &c.Figure, quiet)
+}
+
+// newBenchFlags returns the flag set of `aim bench` (docs/cli/bench.md is made from it) and
+// the configuration and --quiet that parsing it fills.
+func newBenchFlags(stderr io.Writer) (*flag.FlagSet, *benchjob.BenchConfig, *bool) {
+	c, quiet := benchjob.NewBenchConfig(), new(bool)
+	fs := newFlags("aim bench", benchUsage, stderr)
+	benchFlags(fs, c, quiet)
+	return fs, c, quiet
 }
 
 // parseBench fills the configuration of `aim bench` from its flags and validates it.
-func parseBench(args []string, stderr io.Writer) (*job.BenchConfig, bool, error) {
-	c, quiet := job.NewBenchConfig(), false
-	fs := newFlags("aim bench", benchUsage, stderr)
-	benchFlags(fs, c, &quiet)
+func parseBench(args []string, stderr io.Writer) (*benchjob.BenchConfig, bool, error) {
+	fs, c, quiet := newBenchFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, false, err
 	}
@@ -67,7 +74,7 @@ func parseBench(args []string, stderr io.Writer) (*job.BenchConfig, bool, error)
 		warnf(fs, "a space-separated --device list is deprecated: write --device %s (the same devices)", list)
 		c.Device = list
 	}
-	return c, quiet, c.Validate()
+	return c, *quiet, c.Validate()
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
@@ -75,5 +82,5 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return report(stdout)(job.ExecuteBench(c, env(stderr, quiet)))
+	return report(stdout)(benchjob.ExecuteBench(c, env(stderr, quiet)))
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/job/smijob"
+
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
 	"github.com/aimtheory/aim/cmd/aim/internal/sweep"
 )
@@ -53,20 +55,20 @@ func jobTable(t *testing.T, parse func([]string) (any, error), run func(any) ([]
 // job's rows for the configuration the same flags give, cell for cell (but the wall times).
 func TestCommandRowsAreJobRows(t *testing.T) {
 	sgdRows := func(cfg any) ([]string, [][]string, error, error) {
-		c := cfg.(*job.SMISGDConfig)
-		res, err := job.RunSMISGD(c, job.Env{})
+		c := cfg.(*smijob.SMISGDConfig)
+		res, err := smijob.RunSMISGD(c, job.Env{})
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		return job.SMISGDSchema.Header(c.L), job.SMISGDSchema.Rows(res.Rows), res.Err(), nil
+		return smijob.SMISGDSchema.Header(c.L), smijob.SMISGDSchema.Rows(res.Rows), res.Err(), nil
 	}
 	thresholdRows := func(cfg any) ([]string, [][]string, error, error) {
-		c := cfg.(*job.SMIThresholdsConfig)
-		res, err := job.RunSMIThresholds(c, job.Env{})
+		c := cfg.(*smijob.SMIThresholdsConfig)
+		res, err := smijob.RunSMIThresholds(c, job.Env{})
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		return job.SMIThresholdsSchema.Header(c.L), job.SMIThresholdsSchema.Rows(res.Rows), nil, nil
+		return smijob.SMIThresholdsSchema.Header(c.L), smijob.SMIThresholdsSchema.Rows(res.Rows), nil, nil
 	}
 	for _, tc := range []struct {
 		cmd   []string
@@ -160,7 +162,7 @@ func TestImports(t *testing.T) {
 			path, _ := strconv.Unquote(imp.Path.Value)
 			mine, ok := strings.CutPrefix(path, "github.com/aimtheory/aim/")
 			if ok && !strings.HasPrefix(mine, "cmd/aim/internal/") && mine != "backend" {
-				t.Errorf("%s imports %s: the command line reaches the engine and the devices through cmd/aim/internal/job", f, path)
+				t.Errorf("%s imports %s: the command line reaches the engine and the devices through the job packages under cmd/aim/internal/job", f, path)
 			}
 		}
 	}

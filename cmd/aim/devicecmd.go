@@ -19,8 +19,7 @@ Flags:
 `
 
 func runDevice(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("aim device", deviceUsage, stderr)
-	threads := deviceFlags(fs)
+	fs, threads := newDeviceFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -28,6 +27,13 @@ func runDevice(args []string, stdout, stderr io.Writer) error {
 		return usagef("--threads %d: need 0 (all cores) or more", *threads)
 	}
 	return backend.Describe(stdout, *threads)
+}
+
+// newDeviceFlags returns the flag set of `aim device` (docs/cli/device.md is made from it)
+// and its --threads.
+func newDeviceFlags(stderr io.Writer) (*flag.FlagSet, *int) {
+	fs := newFlags("aim device", deviceUsage, stderr)
+	return fs, deviceFlags(fs)
 }
 
 // deviceFlags registers the flags of `aim device` and returns --threads.

@@ -23,6 +23,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/job/aimjob"
+	"github.com/aimtheory/aim/cmd/aim/internal/job/smijob"
+
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
 )
@@ -83,6 +86,7 @@ var vocabulary = map[string]string{
 	"out":         "CSV output (the manifest goes beside it as .json)",
 	"plot":        "plot output, .png, .svg or .pdf; empty for none",
 	"size":        figure.SizeUsage + " (default 6x4.2in)",
+	"title":       `the figure's title ("" for none; default: the automatic title)`,
 	"quiet":       "no progress bar",
 	"gen-samples": "Monte Carlo samples of the generalisation error (0: none)",
 	"gen-inner":   "inner samples per Monte Carlo sample of the generalisation error",
@@ -468,18 +472,23 @@ func typeName(f *flag.Flag) string {
 	return "value"
 }
 
-// sizeFlag registers --size, the figure's size, on every command that draws one; a bad value
-// is bad input (status 2, nothing written).
-func sizeFlag(fs *flag.FlagSet, z *job.FigureSize) {
-	fs.Var(z, "size", usage("size", ""))
+// figureFlags registers --size and --title, the figure options (job.Figure), on every command
+// that draws a figure: --size the figure's size, a bad value bad input (status 2, nothing
+// written); --title its title, "" for none, absent the automatic title.
+func figureFlags(fs *flag.FlagSet, f *job.Figure) {
+	fs.Var(&f.Size, "size", usage("size", ""))
+	fs.Func("title", usage("title", ""), func(v string) error {
+		f.Title, f.TitleSet = v, true
+		return nil
+	})
 }
 
-// outputFlags registers --out, --plot, --size and --quiet, which every command that writes a
-// table shares.
-func outputFlags(fs *flag.FlagSet, out, plot *string, z *job.FigureSize, quiet *bool) {
+// outputFlags registers --out, --plot, --size, --title and --quiet, which every command that
+// writes a table shares.
+func outputFlags(fs *flag.FlagSet, out, plot *string, f *job.Figure, quiet *bool) {
 	fs.StringVar(out, "out", *out, usage("out", ""))
 	fs.StringVar(plot, "plot", *plot, usage("plot", ""))
-	sizeFlag(fs, z)
+	figureFlags(fs, f)
 	fs.BoolVar(quiet, "quiet", false, usage("quiet", ""))
 }
 
@@ -490,7 +499,7 @@ func dampingFlag(fs *flag.FlagSet, d *float64, more string) {
 
 // modelFlags registers the flags every AIM command (se, amp, gd) shares, into m; withHardmax
 // is false for gd, whose students are softmax only.
-func modelFlags(fs *flag.FlagSet, m *job.Model, quiet *bool, withHardmax bool) {
+func modelFlags(fs *flag.FlagSet, m *aimjob.Model, quiet *bool, withHardmax bool) {
 	if withHardmax {
 		fs.StringVar(&m.Channel, "channel", m.Channel, "output channel: softmax or hardmax")
 		fs.BoolVar(&m.PaperCompat, "paper-compat", m.PaperCompat, "hardmax: use the published channel formula (bivariate density in place of the CDF derivative) that the paper's curves come from")
@@ -502,7 +511,7 @@ func modelFlags(fs *flag.FlagSet, m *job.Model, quiet *bool, withHardmax bool) {
 	fs.Float64Var(&m.Beta, "beta", m.Beta, "softmax inverse temperature")
 	fs.Var((*listFlag)(&m.Rho), "rho", "rank ratio rho = R/D: a value, list or range; repeatable, each value once (default 0.5)")
 	repeatable(fs, "rho")
-	outputFlags(fs, &m.Out, &m.Plot, &m.Size, quiet)
+	outputFlags(fs, &m.Out, &m.Plot, &m.Figure, quiet)
 	fs.StringVar(&m.Axes, "axes", m.Axes, "plot axes: auto, lin, logx, logy or loglog (auto: lin for softmax, loglog for hardmax)")
 }
 
@@ -518,12 +527,12 @@ func checkRhos(rhos []float64) error {
 }
 
 // noiseFlag registers --noise, the softmax channel's label noise (aim se, aim amp), into m.
-func noiseFlag(fs *flag.FlagSet, m *job.Model) {
+func noiseFlag(fs *flag.FlagSet, m *aimjob.Model) {
 	fs.Float64Var(&m.Noise, "noise", m.Noise, "softmax label noise Delta >= 0: y = softmax(beta h) + sqrt(Delta) xi per output entry (2 <= T <= 6; CPU only for amp)")
 }
 
 // simFlags registers the flags the simulations (amp, gd) share beside modelFlags, into s.
-func simFlags(fs *flag.FlagSet, s *job.Sim, quiet *bool, withHardmax bool) {
+func simFlags(fs *flag.FlagSet, s *aimjob.Sim, quiet *bool, withHardmax bool) {
 	modelFlags(fs, &s.Model, quiet, withHardmax)
 	fs.IntVar(&s.D, "D", s.D, "token dimension")
 	fs.IntVar(&s.Seeds, "seeds", s.Seeds, usage("seeds", "every alpha shares its teachers"))
@@ -541,14 +550,14 @@ func simFlags(fs *flag.FlagSet, s *job.Sim, quiet *bool, withHardmax bool) {
 
 // smiFlags registers the flags every `aim smi` subcommand shares, into f; withC is false where
 // --c is a grid (thresholds).
-func smiFlags(fs *flag.FlagSet, f *job.SMI, withC bool, quiet *bool) {
+func smiFlags(fs *flag.FlagSet, f *smijob.SMI, withC bool, quiet *bool) {
 	fs.IntVar(&f.L, "L", f.L, "attention layers, each of rank 1 (se, thresholds and amp: L <= 4, with L = 4 sampled; sgd: any L)")
 	fs.IntVar(&f.M, "M", f.M, "tokens per sequence")
 	if withC {
 		fs.Float64Var(&f.C, "c", f.C, "skip (residual) strength c >= 0")
 	}
 	fs.Float64Var(&f.Beta, "beta", f.Beta, "softmax inverse temperature")
-	outputFlags(fs, &f.Out, &f.Plot, &f.Size, quiet)
+	outputFlags(fs, &f.Out, &f.Plot, &f.Figure, quiet)
 	fs.IntVar(&f.Workers, "workers", f.Workers, usage("workers", ""))
 }
 
@@ -563,7 +572,7 @@ func smiDampingNote(fs *flag.FlagSet, d float64) {
 }
 
 // smiSEFlags registers the flags of the SMI state evolution's Monte Carlo average, into o.
-func smiSEFlags(fs *flag.FlagSet, o *job.SMISEOptions) {
+func smiSEFlags(fs *flag.FlagSet, o *smijob.SMISEOptions) {
 	fs.IntVar(&o.Samples, "samples", o.Samples, "Monte Carlo (xi, eta) draws of the channel average per SE iteration")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, usage("seed", "of the SE's draws"))
 	fs.BoolVar(&o.MonteCarlo, "monte-carlo", o.MonteCarlo, "plain pseudo-random draws instead of randomised quasi-Monte Carlo (shifted Halton)")
@@ -572,20 +581,20 @@ func smiSEFlags(fs *flag.FlagSet, o *job.SMISEOptions) {
 	fs.IntVar(&o.MaxIter, "max-iter", o.MaxIter, usage("max-iter", "SE iterations"))
 	fs.Float64Var(&o.Tol, "tol", o.Tol, usage("tol", "stop when every layer's estimated distance to the fixed point, |G(Q) - Q|/(1 - slope), is below tol (sampled integrals, L >= 3: or, where the iterates jitter, when |G(Q) - Q| is at most half the standard error of G; manifest noise_limited)"))
 	quadMaxEvalFlag(fs, &o.QuadMaxEval)
-	integralFlags(fs, &o.SMIIntegrals, job.SMISEDefaultDraws)
+	integralFlags(fs, &o.SMIIntegrals, smijob.SMISEDefaultDraws)
 }
 
 // integralFlags registers --draws, --cubature and --device, the choice of the L = 3 channel
 // integrals, into o; def states the command's default number of draws.
-func integralFlags(fs *flag.FlagSet, o *job.SMIIntegrals, def string) {
+func integralFlags(fs *flag.FlagSet, o *smijob.SMIIntegrals, def string) {
 	fs.IntVar(&o.Draws, "draws", o.Draws, fmt.Sprintf("L >= 3: importance-sampling draws per channel integral, in two independent halves (0: the default, %s)", def))
-	fs.BoolVar(&o.Cubature, "cubature", o.Cubature, "L = 3: the budget-capped adaptive cubature instead of importance sampling (README; L = 4 has none)")
+	fs.BoolVar(&o.Cubature, "cubature", o.Cubature, "L = 3: the budget-capped adaptive cubature instead of importance sampling (docs/validation/smi-channel.md; L = 4 has none)")
 	fs.StringVar(&o.Device, "device", o.Device, usage("device", "one device, for the L >= 3 sampled channel integrals: cpu runs them in process (the same estimates to rounding)"))
 }
 
 // quadMaxEvalFlag registers --quad-max-eval, the SMI channel integral's budget, into n.
 func quadMaxEvalFlag(fs *flag.FlagSet, n *int) {
-	fs.IntVar(n, "quad-max-eval", *n, "evaluation budget of each sample's channel integral (0: the default, 20 000; L = 3 errors per budget: README)")
+	fs.IntVar(n, "quad-max-eval", *n, "evaluation budget of each sample's channel integral (0: the default, 20 000; L = 3 errors per budget: docs/validation/smi-channel.md)")
 }
 
 // env is what a job reports to: notes on stderr, a progress bar there on a terminal (unless

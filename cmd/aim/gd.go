@@ -5,7 +5,7 @@ import (
 	"flag"
 	"io"
 
-	"github.com/aimtheory/aim/cmd/aim/internal/job"
+	"github.com/aimtheory/aim/cmd/aim/internal/job/aimjob"
 )
 
 const gdUsage = `Usage: aim gd [flags]
@@ -25,7 +25,7 @@ Flags:
 `
 
 // gdFlags registers the flags of `aim gd` into c.
-func gdFlags(fs *flag.FlagSet, c *job.GDConfig, quiet *bool) {
+func gdFlags(fs *flag.FlagSet, c *aimjob.GDConfig, quiet *bool) {
 	simFlags(fs, &c.Sim, quiet, false)
 	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexity alpha = N/D^2: a list or range")
 	fs.IntVar(&c.Restarts, "restarts", c.Restarts, "students averaged per data set (1: GD single; the paper's averaged GD uses 32)")
@@ -40,11 +40,18 @@ func gdFlags(fs *flag.FlagSet, c *job.GDConfig, quiet *bool) {
 	fs.StringVar(&c.SE, "se", c.SE, "an 'aim se' CSV (same T and beta, a curve at every --rho) whose lines to draw on the plot, instead of solving the SE on a dense grid")
 }
 
-// parseGD fills the configuration of `aim gd` from its flags and validates it.
-func parseGD(args []string, stderr io.Writer) (*job.GDConfig, bool, error) {
-	c, quiet := job.NewGDConfig(), false
+// newGDFlags returns the flag set of `aim gd` (docs/cli/gd.md is made from it) and the
+// configuration and --quiet that parsing it fills.
+func newGDFlags(stderr io.Writer) (*flag.FlagSet, *aimjob.GDConfig, *bool) {
+	c, quiet := aimjob.NewGDConfig(), new(bool)
 	fs := newFlags("aim gd", gdUsage, stderr)
-	gdFlags(fs, c, &quiet)
+	gdFlags(fs, c, quiet)
+	return fs, c, quiet
+}
+
+// parseGD fills the configuration of `aim gd` from its flags and validates it.
+func parseGD(args []string, stderr io.Writer) (*aimjob.GDConfig, bool, error) {
+	fs, c, quiet := newGDFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, false, err
 	}
@@ -53,9 +60,9 @@ func parseGD(args []string, stderr io.Writer) (*job.GDConfig, bool, error) {
 	}
 	c.AlphaGiven = given(fs, "alpha")
 	if err := c.Validate(); err != nil {
-		return c, quiet, err
+		return c, *quiet, err
 	}
-	return c, quiet, checkRhos(c.Rhos())
+	return c, *quiet, checkRhos(c.Rhos())
 }
 
 // runGD runs `aim gd`; cancelling ctx stops it with the runs done written.
@@ -64,5 +71,5 @@ func runGD(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return report(stdout)(job.ExecuteGD(c, envContext(ctx, stderr, quiet)))
+	return report(stdout)(aimjob.ExecuteGD(c, envContext(ctx, stderr, quiet)))
 }

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/job/aimjob"
+
 	"github.com/aimtheory/aim/channel"
-	"github.com/aimtheory/aim/cmd/aim/internal/job"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/engine/aim"
@@ -55,7 +56,7 @@ func TestGDCSV(t *testing.T) {
 		t.Fatalf("status %d: %s", code, stderr)
 	}
 	rows := readCSV(t, out)
-	if strings.Join(rows[0], ",") != strings.Join(job.GDSchema.Header(0), ",") || len(rows) != 5 {
+	if strings.Join(rows[0], ",") != strings.Join(aimjob.GDSchema.Header(0), ",") || len(rows) != 5 {
 		t.Fatalf("CSV header %v with %d rows", rows[0], len(rows))
 	}
 	col := map[string]int{}

@@ -4,7 +4,8 @@
 // for the subcommands.
 //
 // The command is the command line only: it fills a job's configuration from the flags and
-// calls the job (package cmd/aim/internal/job), which reaches the engine and the devices.
+// calls the job (packages cmd/aim/internal/job/aimjob, smijob and benchjob on the shared core
+// cmd/aim/internal/job), which reaches the engine and the devices.
 package main
 
 import (

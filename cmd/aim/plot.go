@@ -25,14 +25,20 @@ header.
 Flags:
 `
 
-func runPlot(args []string, stdout, stderr io.Writer) error {
+// newPlotFlags returns the flag set of `aim plot` (docs/cli/plot.md is made from it) and the
+// configuration that parsing it fills (but the files).
+func newPlotFlags(stderr io.Writer) (*flag.FlagSet, *job.PlotConfig) {
 	fs := newFlags("aim plot", plotUsage, stderr)
 	var c job.PlotConfig
 	fs.StringVar(&c.Out, "out", "", "the figure, .png, .svg or .pdf (default: <first CSV>-plot.png beside the first CSV)")
 	fs.StringVar(&c.X, "x", "auto", "x axis for aim se/amp/gd CSVs: alpha (N/D^2), alpha-bar (alpha (T^2 + T - 2)) or alpha-rho (alpha/rho = N/(D R)); auto: the run command's")
 	fs.StringVar(&c.Axes, "axes", "auto", "axes: auto (the run command's), lin, logx, logy or loglog")
-	titleFlag(fs, &c.Title, &c.TitleSet)
-	sizeFlag(fs, &c.Size)
+	figureFlags(fs, &c.Figure)
+	return fs, &c
+}
+
+func runPlot(args []string, stdout, stderr io.Writer) error {
+	fs, c := newPlotFlags(stderr)
 	var err error
 	if c.Files, err = parseWithFiles(fs, args); err != nil {
 		return err
@@ -43,18 +49,10 @@ func runPlot(args []string, stdout, stderr io.Writer) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	summary, err := job.ExecutePlot(&c)
+	summary, err := job.ExecutePlot(c)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, summary)
 	return nil
-}
-
-// titleFlag registers --title: the figure's title, "" for none; absent, the automatic title.
-func titleFlag(fs *flag.FlagSet, title *string, set *bool) {
-	fs.Func("title", `the figure's title ("" for none; default: the automatic title)`, func(v string) error {
-		*title, *set = v, true
-		return nil
-	})
 }

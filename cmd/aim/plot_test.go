@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/job/aimjob"
+	"github.com/aimtheory/aim/cmd/aim/internal/job/smijob"
+
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
@@ -167,13 +170,13 @@ func TestPlotBadInput(t *testing.T) {
 		}
 		return path
 	}
-	header := strings.Join(job.SESchema.Header(0), ",")
+	header := strings.Join(aimjob.SESchema.Header(0), ",")
 	good := write("good.csv", header+"\nsoftmax,2,0.5,1,0,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\n")
 	unknown := write("unknown.csv", "a,b,c\n1,2,3\n")
 	malformed := write("bad.csv", header+"\nsoftmax,2,0.5,1,0,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\nsoftmax,2,0.5,1,0,0.2,0.8,0.4,zero,0,0.3,1.5,,,10,true,,false\n")
 	ragged := write("ragged.csv", header+"\nsoftmax,2,0.5\n")
 	empty := write("empty.csv", "")
-	smi := write("smi.csv", strings.Join(job.SMISESchema.Header(2), ",")+"\n2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0,uninformed,false,-1.6,0.04\n")
+	smi := write("smi.csv", strings.Join(smijob.SMISESchema.Header(2), ",")+"\n2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0,uninformed,false,-1.6,0.04\n")
 	badManifest := write("man.csv", header+"\n")
 	write("man.json", "{not json")
 	for _, tc := range []struct {
@@ -230,9 +233,9 @@ func TestPlotBadInput(t *testing.T) {
 func TestSEFlagBadInput(t *testing.T) {
 	src := t.TempDir()
 	se := filepath.Join(src, "se.csv")
-	os.WriteFile(se, []byte(strings.Join(job.SESchema.Header(0), ",")+"\nsoftmax,2,0.5,1,0,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\n"), 0o644)
+	os.WriteFile(se, []byte(strings.Join(aimjob.SESchema.Header(0), ",")+"\nsoftmax,2,0.5,1,0,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\n"), 0o644)
 	amp := filepath.Join(src, "amp.csv")
-	os.WriteFile(amp, []byte(strings.Join(job.AMPSchema.Header(0), ",")+"\n"), 0o644)
+	os.WriteFile(amp, []byte(strings.Join(aimjob.AMPSchema.Header(0), ",")+"\n"), 0o644)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -336,6 +339,27 @@ func TestPlotTitles(t *testing.T) {
 	}
 	if none := readFile(t, p("none.svg")); bytes.Contains(none, []byte("GAMP-RIE")) || len(none) >= len(auto) {
 		t.Errorf(`--title "": the figure keeps a title (%d bytes against %d)`, len(none), len(auto))
+	}
+}
+
+// TestFigureTitleFlag: the commands that draw a figure take --title as aim plot does: a title
+// of one's own in place of the automatic one, and "" for none.
+func TestFigureTitleFlag(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	runOK(t, "amp", "--quiet", "--device", "cpu", "--rho", "0.5", "--D", "30", "--alpha", "0.1,0.2", "--seeds", "2",
+		"--max-iter", "10", "--title", "Figure 4", "--out", p("amp.csv"), "--plot", p("amp.svg"))
+	if mine := readFile(t, p("amp.svg")); !bytes.Contains(mine, []byte("Figure 4")) || bytes.Contains(mine, []byte("GAMP-RIE")) {
+		t.Errorf("aim amp --title Figure 4: %q", titleOf(mine))
+	}
+	runOK(t, "thresholds", "--quiet", "--T", "2,3", "--out", p("auto.csv"), "--plot", p("auto.svg"))
+	runOK(t, "thresholds", "--quiet", "--T", "2,3", "--title", "", "--out", p("none.csv"), "--plot", p("none.svg"))
+	auto, none := readFile(t, p("auto.svg")), readFile(t, p("none.svg"))
+	if len(none) >= len(auto) {
+		t.Errorf(`aim thresholds --title "": the figure keeps a title (%d bytes against %d)`, len(none), len(auto))
+	}
+	if a, n := readFile(t, p("auto.csv")), readFile(t, p("none.csv")); !bytes.Equal(a, n) {
+		t.Error(`aim thresholds --title "" changed the CSV`)
 	}
 }
 

@@ -7,7 +7,8 @@ import (
 	"io"
 	"math"
 
-	"github.com/aimtheory/aim/cmd/aim/internal/job"
+	"github.com/aimtheory/aim/cmd/aim/internal/job/aimjob"
+
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 )
 
@@ -35,7 +36,7 @@ Flags:
 `
 
 // seFlags registers the flags of `aim se` into c.
-func seFlags(fs *flag.FlagSet, c *job.SEConfig, quiet *bool) {
+func seFlags(fs *flag.FlagSet, c *aimjob.SEConfig, quiet *bool) {
 	modelFlags(fs, &c.Model, quiet, true)
 	noiseFlag(fs, &c.Model)
 	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexity grid alpha = N/D^2 (alpha-bar_r = N/(D R) with --rescaled); default 0.001:0.25:128 for softmax, 0.01:10:128:log for hardmax, 0.1:20:128:log rescaled")
@@ -64,11 +65,18 @@ var seThresholdConflicts = [][3]string{
 	{"threshold", "gen-inner", "--threshold computes no generalisation error"},
 }
 
-// parseSE fills the configuration of `aim se` from its flags and validates it.
-func parseSE(args []string, stderr io.Writer) (*job.SEConfig, bool, error) {
-	c, quiet := job.NewSEConfig(), false
+// newSEFlags returns the flag set of `aim se` (docs/cli/se.md is made from it) and the
+// configuration and --quiet that parsing it fills.
+func newSEFlags(stderr io.Writer) (*flag.FlagSet, *aimjob.SEConfig, *bool) {
+	c, quiet := aimjob.NewSEConfig(), new(bool)
 	fs := newFlags("aim se", seUsage, stderr)
-	seFlags(fs, c, &quiet)
+	seFlags(fs, c, quiet)
+	return fs, c, quiet
+}
+
+// parseSE fills the configuration of `aim se` from its flags and validates it.
+func parseSE(args []string, stderr io.Writer) (*aimjob.SEConfig, bool, error) {
+	fs, c, quiet := newSEFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, false, err
 	}
@@ -76,14 +84,14 @@ func parseSE(args []string, stderr io.Writer) (*job.SEConfig, bool, error) {
 		return nil, false, err
 	}
 	if math.IsNaN(c.Damping) {
-		c.Damping = job.NewSEConfig().Damping
+		c.Damping = aimjob.NewSEConfig().Damping
 	}
 	c.AlphaGiven = given(fs, "alpha")
 	c.StartGiven = given(fs, "start")
 	if err := c.Validate(); err != nil {
-		return c, quiet, err
+		return c, *quiet, err
 	}
-	return c, quiet, checkRhos(c.Rhos())
+	return c, *quiet, checkRhos(c.Rhos())
 }
 
 // runSE runs `aim se`; cancelling ctx stops it with the points it solved written.
@@ -93,18 +101,18 @@ func runSE(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if c.Threshold {
-		th, err := job.SEThresholdsOf(c)
+		th, err := aimjob.SEThresholdsOf(c)
 		if err != nil {
 			return err
 		}
 		printThresholds(stdout, c, th)
 		return nil
 	}
-	return report(stdout)(job.ExecuteSE(c, envContext(ctx, stderr, quiet)))
+	return report(stdout)(aimjob.ExecuteSE(c, envContext(ctx, stderr, quiet)))
 }
 
 // printThresholds prints alpha-bar_c and, per rho, alpha_PR beside the counting formula.
-func printThresholds(stdout io.Writer, c *job.SEConfig, th job.SEThresholds) {
+func printThresholds(stdout io.Writer, c *aimjob.SEConfig, th aimjob.SEThresholds) {
 	mode := ""
 	if c.PaperCompat {
 		mode = " (paper-compat)"
@@ -129,7 +137,7 @@ func printThresholds(stdout io.Writer, c *job.SEConfig, th job.SEThresholds) {
 
 // printFirstOrder prints, per rho, the first-order transition found on the alpha grid, or
 // none, or why it was not searched.
-func printFirstOrder(stdout io.Writer, c *job.SEConfig, th job.SEThresholds) {
+func printFirstOrder(stdout io.Writer, c *aimjob.SEConfig, th aimjob.SEThresholds) {
 	as := c.Alphas()
 	if c.Rescaled || len(as) == 0 {
 		return

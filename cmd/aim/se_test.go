@@ -12,7 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aimtheory/aim/cmd/aim/internal/job"
+	"github.com/aimtheory/aim/cmd/aim/internal/job/aimjob"
+
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/aim/se"
 )
@@ -89,7 +90,7 @@ func TestSEWritesResults(t *testing.T) {
 		t.Fatalf("status %d: %s %s", code, stdout, stderr)
 	}
 	rows := readCSV(t, out)
-	if strings.Join(rows[0], ",") != strings.Join(job.SESchema.Header(0), ",") || len(rows) != 7 {
+	if strings.Join(rows[0], ",") != strings.Join(aimjob.SESchema.Header(0), ",") || len(rows) != 7 {
 		t.Fatalf("CSV header %v with %d rows", rows[0], len(rows))
 	}
 	col := map[string]int{}
@@ -350,7 +351,7 @@ func TestSENoiseCSV(t *testing.T) {
 	if len(rows) != 2 {
 		t.Fatalf("CSV %v", rows)
 	}
-	if strings.Join(rows[0], ",") != strings.Join(job.SESchema.Header(0), ",") || rows[0][4] != "noise" || rows[0][3] != "beta" {
+	if strings.Join(rows[0], ",") != strings.Join(aimjob.SESchema.Header(0), ",") || rows[0][4] != "noise" || rows[0][3] != "beta" {
 		t.Fatalf("CSV header %v", rows[0])
 	}
 	col := map[string]int{}

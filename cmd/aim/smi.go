@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/job/smijob"
+
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
 )
 
@@ -113,7 +115,7 @@ Flags:
 `
 
 // smiSECommandFlags registers the flags of `aim smi se` into c.
-func smiSECommandFlags(fs *flag.FlagSet, c *job.SMISEConfig, quiet *bool) {
+func smiSECommandFlags(fs *flag.FlagSet, c *smijob.SMISEConfig, quiet *bool) {
 	smiFlags(fs, &c.SMI, true, quiet)
 	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexity grid alpha = N/D: a list, a:b:n or a:b:n:log")
 	smiSEFlags(fs, &c.SMISEOptions)
@@ -127,11 +129,18 @@ func smiSECommandFlags(fs *flag.FlagSet, c *job.SMISEConfig, quiet *bool) {
 	fs.StringVar(&c.At, "at", c.At, "Q11,...,QLL: instead of solving, linearise the SE map there (1 + 2L evaluations) and report the fixed point one Newton step away with its error; the manifest's \"at\" has G(Q) - Q in standard errors")
 }
 
-// parseSMISE fills the configuration of `aim smi se` from its flags and validates it.
-func parseSMISE(args []string, stderr io.Writer) (*job.SMISEConfig, bool, error) {
-	c, quiet := job.NewSMISEConfig(), false
+// newSMISEFlags returns the flag set of `aim smi se` (docs/cli/smi-se.md is made from it) and
+// the configuration and --quiet that parsing it fills.
+func newSMISEFlags(stderr io.Writer) (*flag.FlagSet, *smijob.SMISEConfig, *bool) {
+	c, quiet := smijob.NewSMISEConfig(), new(bool)
 	fs := newFlags("aim smi se", smiSEUsage, stderr)
-	smiSECommandFlags(fs, c, &quiet)
+	smiSECommandFlags(fs, c, quiet)
+	return fs, c, quiet
+}
+
+// parseSMISE fills the configuration of `aim smi se` from its flags and validates it.
+func parseSMISE(args []string, stderr io.Writer) (*smijob.SMISEConfig, bool, error) {
+	fs, c, quiet := newSMISEFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, false, err
 	}
@@ -142,7 +151,7 @@ func parseSMISE(args []string, stderr io.Writer) (*job.SMISEConfig, bool, error)
 		return nil, false, err
 	}
 	smiDampingNote(fs, c.Damping)
-	return c, quiet, c.Validate()
+	return c, *quiet, c.Validate()
 }
 
 // runSMISE runs `aim smi se`; cancelling ctx stops it with the points done written.
@@ -151,7 +160,7 @@ func runSMISE(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	return report(stdout)(job.ExecuteSMISE(c, envContext(ctx, stderr, quiet)))
+	return report(stdout)(smijob.ExecuteSMISE(c, envContext(ctx, stderr, quiet)))
 }
 
 const smiThresholdsUsage = `Usage: aim smi thresholds [flags]
@@ -170,24 +179,31 @@ Flags:
 `
 
 // smiThresholdsFlags registers the flags of `aim smi thresholds` into c.
-func smiThresholdsFlags(fs *flag.FlagSet, c *job.SMIThresholdsConfig, quiet *bool) {
+func smiThresholdsFlags(fs *flag.FlagSet, c *smijob.SMIThresholdsConfig, quiet *bool) {
 	smiFlags(fs, &c.SMI, false, quiet)
 	fs.StringVar(&c.CGrid, "c", c.CGrid, "skip strengths c >= 0: a list, a:b:n or a:b:n:log")
 	smiSEFlags(fs, &c.SMISEOptions)
 	fs.Float64Var(&c.Hi, "hi", c.Hi, "upper end of the alpha search for the conditional thresholds")
 }
 
+// newSMIThresholdsFlags returns the flag set of `aim smi thresholds` (docs/cli/smi-thresholds.md
+// is made from it) and the configuration and --quiet that parsing it fills.
+func newSMIThresholdsFlags(stderr io.Writer) (*flag.FlagSet, *smijob.SMIThresholdsConfig, *bool) {
+	c, quiet := smijob.NewSMIThresholdsConfig(), new(bool)
+	fs := newFlags("aim smi thresholds", smiThresholdsUsage, stderr)
+	smiThresholdsFlags(fs, c, quiet)
+	return fs, c, quiet
+}
+
 // parseSMIThresholds fills the configuration of `aim smi thresholds` from its flags and
 // validates it.
-func parseSMIThresholds(args []string, stderr io.Writer) (*job.SMIThresholdsConfig, bool, error) {
-	c, quiet := job.NewSMIThresholdsConfig(), false
-	fs := newFlags("aim smi thresholds", smiThresholdsUsage, stderr)
-	smiThresholdsFlags(fs, c, &quiet)
+func parseSMIThresholds(args []string, stderr io.Writer) (*smijob.SMIThresholdsConfig, bool, error) {
+	fs, c, quiet := newSMIThresholdsFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, false, err
 	}
 	smiDampingNote(fs, c.Damping)
-	return c, quiet, c.Validate()
+	return c, *quiet, c.Validate()
 }
 
 func runSMIThresholds(args []string, stdout, stderr io.Writer) error {
@@ -195,7 +211,7 @@ func runSMIThresholds(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res, summary, err := job.ExecuteSMIThresholds(c, env(stderr, quiet))
+	res, summary, err := smijob.ExecuteSMIThresholds(c, env(stderr, quiet))
 	if res != nil {
 		for _, n := range res.Notes {
 			fmt.Fprintln(stderr, "note:", n)
@@ -206,7 +222,7 @@ func runSMIThresholds(args []string, stdout, stderr io.Writer) error {
 }
 
 // printSMIThresholds prints the thresholds as a table, one row per c.
-func printSMIThresholds(w io.Writer, c *job.SMIThresholdsConfig, rows []job.SMIThresholdsRow) {
+func printSMIThresholds(w io.Writer, c *smijob.SMIThresholdsConfig, rows []smijob.SMIThresholdsRow) {
 	fmt.Fprintf(w, "SMI thresholds: L = %d, M = %d, beta = %g (stability alpha_l = 1/F_l at Q = 0; conditional: the grand staircase)\n", c.L, c.M, c.Beta)
 	head := []string{"c"}
 	for l := 0; l < c.L; l++ {

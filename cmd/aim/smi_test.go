@@ -11,7 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aimtheory/aim/cmd/aim/internal/job"
+	"github.com/aimtheory/aim/cmd/aim/internal/job/smijob"
+
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/engine/smi"
 	smiamp "github.com/aimtheory/aim/engine/smi/amp"
@@ -71,7 +72,7 @@ func TestSMIBadInput(t *testing.T) {
 	os.WriteFile(blocker, nil, 0o644)
 	wrongSE := filepath.Join(dir, "se-L3.csv")
 	// An `aim smi se` CSV of L = 3 layers, for the L = 2 default of smi amp.
-	head := job.SMISESchema.Header(3)
+	head := smijob.SMISESchema.Header(3)
 	row := make([]string, len(head))
 	copy(row, []string{"3", "2", "1", "1", "0.5", "0", "0.1", "0.2"})
 	os.WriteFile(wrongSE, []byte(strings.Join(head, ",")+"\n"+strings.Join(row, ",")+"\n"), 0o644)
@@ -214,7 +215,7 @@ func TestSMISE(t *testing.T) {
 		t.Fatalf("status %d: %s %s", code, stdout, stderr)
 	}
 	rows := readCSV(t, out)
-	if strings.Join(rows[0], ",") != strings.Join(job.SMISESchema.Header(2), ",") || len(rows) != 3 {
+	if strings.Join(rows[0], ",") != strings.Join(smijob.SMISESchema.Header(2), ",") || len(rows) != 3 {
 		t.Fatalf("CSV header %v with %d rows", rows[0], len(rows))
 	}
 	want := "L,M,c,beta,alpha,Q11,Q22,Qerr11,Qerr22,qhat11,qhat22,gen_error,gen_error_stderr,gen_error_bo,gen_error_bo_stderr," +
@@ -462,7 +463,7 @@ func TestSMIThresholds(t *testing.T) {
 func TestSMIAMP(t *testing.T) {
 	dir := t.TempDir()
 	seCSV := filepath.Join(dir, "se.csv")
-	os.WriteFile(seCSV, []byte(strings.Join(job.SMISESchema.Header(2), ",")+"\n"+
+	os.WriteFile(seCSV, []byte(strings.Join(smijob.SMISESchema.Header(2), ",")+"\n"+
 		"2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0,uninformed,false,-1.6,0.04\n2,2,1,1,0.5,,,,,,,,,,,,,4000,200,false,0,uninformed,false,,\n"+
 		"2,2,1,1,0.3,0,0.1,,,,,,,,,,,4000,10,true,0,uninformed,false,-0.9,0.01\n"), 0o644)
 	out, trace := filepath.Join(dir, "amp.csv"), filepath.Join(dir, "trace.csv")

@@ -5,7 +5,7 @@ import (
 	"flag"
 	"io"
 
-	"github.com/aimtheory/aim/cmd/aim/internal/job"
+	"github.com/aimtheory/aim/cmd/aim/internal/job/smijob"
 )
 
 const smiAMPUsage = `Usage: aim smi amp [flags]
@@ -27,7 +27,7 @@ Flags:
 `
 
 // smiAMPFlags registers the flags of `aim smi amp` into c.
-func smiAMPFlags(fs *flag.FlagSet, c *job.SMIAMPConfig, quiet *bool) {
+func smiAMPFlags(fs *flag.FlagSet, c *smijob.SMIAMPConfig, quiet *bool) {
 	smiFlags(fs, &c.SMI, true, quiet)
 	fs.IntVar(&c.D, "D", c.D, "token dimension")
 	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexities alpha = N/D: a list or range")
@@ -44,16 +44,23 @@ func smiAMPFlags(fs *flag.FlagSet, c *job.SMIAMPConfig, quiet *bool) {
 	fs.IntVar(&c.TestSamples, "gen-samples", c.TestSamples, usage("gen-samples", "fresh samples at each iteration"))
 	deprecate(fs, "test-samples", "gen-samples", "")
 	quadMaxEvalFlag(fs, &c.QuadMaxEval)
-	integralFlags(fs, &c.SMIIntegrals, job.SMIAMPDefaultDraws)
+	integralFlags(fs, &c.SMIIntegrals, smijob.SMIAMPDefaultDraws)
 	fs.StringVar(&c.Trace, "trace", c.Trace, "CSV of every iteration of every run (its plot goes beside it as .png); empty for none")
 	fs.StringVar(&c.SE, "se", c.SE, "a CSV written by aim smi se (same L, M, c, beta) whose Q_ll to draw as lines on the plot")
 }
 
-// parseSMIAMP fills the configuration of `aim smi amp` from its flags and validates it.
-func parseSMIAMP(args []string, stderr io.Writer) (*job.SMIAMPConfig, bool, error) {
-	c, quiet := job.NewSMIAMPConfig(), false
+// newSMIAMPFlags returns the flag set of `aim smi amp` (docs/cli/smi-amp.md is made from it)
+// and the configuration and --quiet that parsing it fills.
+func newSMIAMPFlags(stderr io.Writer) (*flag.FlagSet, *smijob.SMIAMPConfig, *bool) {
+	c, quiet := smijob.NewSMIAMPConfig(), new(bool)
 	fs := newFlags("aim smi amp", smiAMPUsage, stderr)
-	smiAMPFlags(fs, c, &quiet)
+	smiAMPFlags(fs, c, quiet)
+	return fs, c, quiet
+}
+
+// parseSMIAMP fills the configuration of `aim smi amp` from its flags and validates it.
+func parseSMIAMP(args []string, stderr io.Writer) (*smijob.SMIAMPConfig, bool, error) {
+	fs, c, quiet := newSMIAMPFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, false, err
 	}
@@ -61,7 +68,7 @@ func parseSMIAMP(args []string, stderr io.Writer) (*job.SMIAMPConfig, bool, erro
 		return nil, false, usagef("--init-scale and --init zero conflict: the zero start has no scale")
 	}
 	smiDampingNote(fs, c.Damping)
-	return c, quiet, c.Validate()
+	return c, *quiet, c.Validate()
 }
 
 // runSMIAMP runs `aim smi amp`; cancelling ctx stops it with the runs done written.
@@ -70,7 +77,7 @@ func runSMIAMP(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	return report(stdout)(job.ExecuteSMIAMP(c, envContext(ctx, stderr, quiet)))
+	return report(stdout)(smijob.ExecuteSMIAMP(c, envContext(ctx, stderr, quiet)))
 }
 
 const smiSGDUsage = `Usage: aim smi sgd [flags]
@@ -90,7 +97,7 @@ Flags:
 `
 
 // smiSGDFlags registers the flags of `aim smi sgd` into c.
-func smiSGDFlags(fs *flag.FlagSet, c *job.SMISGDConfig, quiet *bool) {
+func smiSGDFlags(fs *flag.FlagSet, c *smijob.SMISGDConfig, quiet *bool) {
 	smiFlags(fs, &c.SMI, true, quiet)
 	fs.IntVar(&c.D, "D", c.D, "token dimension")
 	fs.Float64Var(&c.Alpha, "alpha", c.Alpha, "sample complexity alpha = N/D")
@@ -109,15 +116,22 @@ func smiSGDFlags(fs *flag.FlagSet, c *job.SMISGDConfig, quiet *bool) {
 	fs.BoolVar(&c.Shuffle, "shuffle", c.Shuffle, "reshuffle the samples each epoch (default: the notebook's fixed order)")
 }
 
-// parseSMISGD fills the configuration of `aim smi sgd` from its flags and validates it.
-func parseSMISGD(args []string, stderr io.Writer) (*job.SMISGDConfig, bool, error) {
-	c, quiet := job.NewSMISGDConfig(), false
+// newSMISGDFlags returns the flag set of `aim smi sgd` (docs/cli/smi-sgd.md is made from it)
+// and the configuration and --quiet that parsing it fills.
+func newSMISGDFlags(stderr io.Writer) (*flag.FlagSet, *smijob.SMISGDConfig, *bool) {
+	c, quiet := smijob.NewSMISGDConfig(), new(bool)
 	fs := newFlags("aim smi sgd", smiSGDUsage, stderr)
-	smiSGDFlags(fs, c, &quiet)
+	smiSGDFlags(fs, c, quiet)
+	return fs, c, quiet
+}
+
+// parseSMISGD fills the configuration of `aim smi sgd` from its flags and validates it.
+func parseSMISGD(args []string, stderr io.Writer) (*smijob.SMISGDConfig, bool, error) {
+	fs, c, quiet := newSMISGDFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, false, err
 	}
-	return c, quiet, c.Validate()
+	return c, *quiet, c.Validate()
 }
 
 func runSMISGD(args []string, stdout, stderr io.Writer) error {
@@ -125,5 +139,5 @@ func runSMISGD(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return report(stdout)(job.ExecuteSMISGD(c, env(stderr, quiet)))
+	return report(stdout)(smijob.ExecuteSMISGD(c, env(stderr, quiet)))
 }

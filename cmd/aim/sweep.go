@@ -7,6 +7,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/job/aimjob"
+	"github.com/aimtheory/aim/cmd/aim/internal/job/smijob"
+
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
 	"github.com/aimtheory/aim/cmd/aim/internal/sweep"
 )
@@ -68,71 +71,71 @@ var sweepJobs = map[string]*sweepJob{
 	"se": {command: []string{"se"}, fixed: []string{"--workers=1"}, owned: []string{"threshold", "rescaled", "axes"},
 		parse: func(a []string) (any, error) { return parsed(parseSE(a, io.Discard)) },
 		run: func(cfg any) ([]string, [][]string, error, error) {
-			res, err := job.RunSE(cfg.(*job.SEConfig), job.Env{})
+			res, err := aimjob.RunSE(cfg.(*aimjob.SEConfig), job.Env{})
 			if err != nil {
 				return nil, nil, nil, err
 			}
-			return job.SESchema.Header(0), job.SESchema.Rows(res.Rows), res.Err(), nil
+			return aimjob.SESchema.Header(0), aimjob.SESchema.Rows(res.Rows), res.Err(), nil
 		}},
 	"amp": {command: []string{"amp"}, simulation: true, device: true, owned: []string{"seeds", "device", "trace", "axes", "se"},
 		parse:  func(a []string) (any, error) { return parsed(parseAMP(a, io.Discard)) },
-		memory: func(cfg any, dev *job.Device) error { return cfg.(*job.AMPConfig).CheckMemory(dev) },
+		memory: func(cfg any, dev *job.Device) error { return cfg.(*aimjob.AMPConfig).CheckMemory(dev) },
 		run: func(cfg any) ([]string, [][]string, error, error) {
-			res, err := job.RunAMP(cfg.(*job.AMPConfig), job.Env{})
+			res, err := aimjob.RunAMP(cfg.(*aimjob.AMPConfig), job.Env{})
 			if err != nil {
 				return nil, nil, nil, err
 			}
-			return job.AMPSchema.Header(0), job.AMPSchema.Rows(res.Rows), res.Err(), nil
+			return aimjob.AMPSchema.Header(0), aimjob.AMPSchema.Rows(res.Rows), res.Err(), nil
 		}},
 	"gd": {command: []string{"gd"}, simulation: true, device: true, owned: []string{"seeds", "device", "trace", "trace-every", "amp", "axes"},
 		parse:  func(a []string) (any, error) { return parsed(parseGD(a, io.Discard)) },
-		memory: func(cfg any, dev *job.Device) error { return cfg.(*job.GDConfig).CheckMemory(dev) },
+		memory: func(cfg any, dev *job.Device) error { return cfg.(*aimjob.GDConfig).CheckMemory(dev) },
 		run: func(cfg any) ([]string, [][]string, error, error) {
-			res, err := job.RunGD(cfg.(*job.GDConfig), job.Env{})
+			res, err := aimjob.RunGD(cfg.(*aimjob.GDConfig), job.Env{})
 			if err != nil {
 				return nil, nil, nil, err
 			}
-			return job.GDSchema.Header(0), job.GDSchema.Rows(res.Rows), res.Err(), nil
+			return aimjob.GDSchema.Header(0), aimjob.GDSchema.Rows(res.Rows), res.Err(), nil
 		}},
 	"smi-se": {command: []string{"smi", "se"},
 		parse: func(a []string) (any, error) { return parsed(parseSMISE(a, io.Discard)) },
 		run: func(cfg any) ([]string, [][]string, error, error) {
-			c := cfg.(*job.SMISEConfig)
-			res, err := job.RunSMISE(c, job.Env{})
+			c := cfg.(*smijob.SMISEConfig)
+			res, err := smijob.RunSMISE(c, job.Env{})
 			if err != nil {
 				return nil, nil, nil, smiError("se", err)
 			}
-			return job.SMISESchema.Header(c.L), job.SMISESchema.Rows(res.Rows), smiError("se", res.Err()), nil
+			return smijob.SMISESchema.Header(c.L), smijob.SMISESchema.Rows(res.Rows), smiError("se", res.Err()), nil
 		}},
 	"smi-amp": {command: []string{"smi", "amp"}, simulation: true, fixed: []string{"--trace="}, owned: []string{"seeds", "trace", "se"},
 		parse:  func(a []string) (any, error) { return parsed(parseSMIAMP(a, io.Discard)) },
-		memory: func(cfg any, _ *job.Device) error { return cfg.(*job.SMIAMPConfig).CheckMemory() },
+		memory: func(cfg any, _ *job.Device) error { return cfg.(*smijob.SMIAMPConfig).CheckMemory() },
 		run: func(cfg any) ([]string, [][]string, error, error) {
-			c := cfg.(*job.SMIAMPConfig)
-			res, err := job.RunSMIAMP(c, job.Env{})
+			c := cfg.(*smijob.SMIAMPConfig)
+			res, err := smijob.RunSMIAMP(c, job.Env{})
 			if err != nil {
 				return nil, nil, nil, smiError("amp", err)
 			}
-			return job.SMIAMPSchema.Header(c.L), job.SMIAMPSchema.Rows(res.Rows), smiError("amp", res.Err()), nil
+			return smijob.SMIAMPSchema.Header(c.L), smijob.SMIAMPSchema.Rows(res.Rows), smiError("amp", res.Err()), nil
 		}},
 	// A run of smi-sgd is one seed; its row is the run's last record (the command writes
 	// every record).
 	"smi-sgd": {command: []string{"smi", "sgd"}, simulation: true, owned: []string{"seeds"},
 		parse:  func(a []string) (any, error) { return parsed(parseSMISGD(a, io.Discard)) },
-		memory: func(cfg any, _ *job.Device) error { return cfg.(*job.SMISGDConfig).CheckMemory() },
+		memory: func(cfg any, _ *job.Device) error { return cfg.(*smijob.SMISGDConfig).CheckMemory() },
 		run: func(cfg any) ([]string, [][]string, error, error) {
-			c := cfg.(*job.SMISGDConfig)
-			res, err := job.RunSMISGD(c, job.Env{})
+			c := cfg.(*smijob.SMISGDConfig)
+			res, err := smijob.RunSMISGD(c, job.Env{})
 			if err != nil {
 				return nil, nil, nil, smiError("sgd", err)
 			}
 			var rows [][]string
 			for _, i := range res.Last {
 				if i >= 0 {
-					rows = append(rows, job.SMISGDSchema.Row(&res.Rows[i]))
+					rows = append(rows, smijob.SMISGDSchema.Row(&res.Rows[i]))
 				}
 			}
-			return job.SMISGDSchema.Header(c.L), rows, smiError("sgd", res.Err()), nil
+			return smijob.SMISGDSchema.Header(c.L), rows, smiError("sgd", res.Err()), nil
 		}},
 }
 
@@ -177,8 +180,23 @@ func sweepFlags(fs *flag.FlagSet, args []string) (string, error) {
 	return files[0], nil
 }
 
+// newSweepFlags returns the flag set of `aim sweep check` or `aim sweep merge`, which take no
+// flags but -h (docs/cli/sweep-check.md and sweep-merge.md are made from it).
+func newSweepFlags(sub string, stderr io.Writer) *flag.FlagSet {
+	return newFlags("aim sweep "+sub, sweepUsage, stderr)
+}
+
+// newSweepRunFlags returns the flag set of `aim sweep run` (docs/cli/sweep-run.md is made from
+// it), its --shard and its --quiet.
+func newSweepRunFlags(stderr io.Writer) (fs *flag.FlagSet, shard *string, quiet *bool) {
+	fs = newFlags("aim sweep run", sweepUsage, stderr)
+	shard = fs.String("shard", "", "run only shard i of n (i/n, 0 <= i < n): the runs whose index is i mod n")
+	quiet = fs.Bool("quiet", false, "no line per finished run")
+	return fs, shard, quiet
+}
+
 func runSweepCheck(args []string, stdout, stderr io.Writer) error {
-	path, err := sweepFlags(newFlags("aim sweep check", sweepUsage, stderr), args)
+	path, err := sweepFlags(newSweepFlags("check", stderr), args)
 	if err != nil {
 		return err
 	}
@@ -193,9 +211,7 @@ func runSweepCheck(args []string, stdout, stderr io.Writer) error {
 }
 
 func runSweepRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("aim sweep run", sweepUsage, stderr)
-	shardSpec := fs.String("shard", "", "run only shard i of n (i/n, 0 <= i < n): the runs whose index is i mod n")
-	quiet := fs.Bool("quiet", false, "no line per finished run")
+	fs, shardSpec, quiet := newSweepRunFlags(stderr)
 	path, err := sweepFlags(fs, args)
 	if err != nil {
 		return err
@@ -214,7 +230,7 @@ func runSweepRun(args []string, stdout, stderr io.Writer) error {
 }
 
 func runSweepMerge(args []string, stdout, stderr io.Writer) error {
-	path, err := sweepFlags(newFlags("aim sweep merge", sweepUsage, stderr), args)
+	path, err := sweepFlags(newSweepFlags("merge", stderr), args)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/aimtheory/aim/cmd/aim/internal/job"
+	"github.com/aimtheory/aim/cmd/aim/internal/job/aimjob"
 )
 
 const thresholdsUsage = `Usage: aim thresholds [flags]
@@ -22,21 +22,28 @@ Flags:
 `
 
 // thresholdsFlags registers the flags of `aim thresholds` into c.
-func thresholdsFlags(fs *flag.FlagSet, c *job.ThresholdsConfig, quiet *bool) {
+func thresholdsFlags(fs *flag.FlagSet, c *aimjob.ThresholdsConfig, quiet *bool) {
 	fs.StringVar(&c.Channel, "channel", c.Channel, "output channel: hardmax or softmax")
 	fs.StringVar(&c.TGrid, "T", c.TGrid, "tokens per sequence, integers: a list (2,3,4) or a range lo:hi:n (2:6:5 is 2 to 6)")
 	fs.Float64Var(&c.Beta, "beta", c.Beta, "softmax inverse temperature")
-	outputFlags(fs, &c.Out, &c.Plot, &c.Size, quiet)
+	outputFlags(fs, &c.Out, &c.Plot, &c.Figure, quiet)
 }
 
-func parseThresholds(args []string, stderr io.Writer) (*job.ThresholdsConfig, bool, error) {
-	c, quiet := job.NewThresholdsConfig(), false
+// newThresholdsFlags returns the flag set of `aim thresholds` (docs/cli/thresholds.md is made
+// from it) and the configuration and --quiet that parsing it fills.
+func newThresholdsFlags(stderr io.Writer) (*flag.FlagSet, *aimjob.ThresholdsConfig, *bool) {
+	c, quiet := aimjob.NewThresholdsConfig(), new(bool)
 	fs := newFlags("aim thresholds", thresholdsUsage, stderr)
-	thresholdsFlags(fs, c, &quiet)
+	thresholdsFlags(fs, c, quiet)
+	return fs, c, quiet
+}
+
+func parseThresholds(args []string, stderr io.Writer) (*aimjob.ThresholdsConfig, bool, error) {
+	fs, c, quiet := newThresholdsFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, false, err
 	}
-	return c, quiet, c.Validate()
+	return c, *quiet, c.Validate()
 }
 
 func runThresholds(args []string, stdout, stderr io.Writer) error {
@@ -44,7 +51,7 @@ func runThresholds(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rows, summary, err := job.ExecuteThresholds(c, env(stderr, quiet))
+	rows, summary, err := aimjob.ExecuteThresholds(c, env(stderr, quiet))
 	for _, r := range rows {
 		if r.Err > 0 {
 			fmt.Fprintf(stdout, "%s T = %d: alpha-bar_c = %.6g +- %.2g   (softmax 1/K = %.4g)\n", r.Channel, r.T, r.AlphaBarC, r.Err, r.Softmax)

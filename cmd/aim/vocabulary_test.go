@@ -14,7 +14,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aimtheory/aim/cmd/aim/internal/job"
+	"github.com/aimtheory/aim/cmd/aim/internal/job/aimjob"
+	"github.com/aimtheory/aim/cmd/aim/internal/job/benchjob"
+	"github.com/aimtheory/aim/cmd/aim/internal/job/smijob"
+
 	smiamp "github.com/aimtheory/aim/engine/smi/amp"
 )
 
@@ -28,15 +31,15 @@ func commandFlags() map[string]*flag.FlagSet {
 		register(fs)
 		sets[name] = fs
 	}
-	add("se", func(fs *flag.FlagSet) { seFlags(fs, job.NewSEConfig(), &q) })
-	add("thresholds", func(fs *flag.FlagSet) { thresholdsFlags(fs, job.NewThresholdsConfig(), &q) })
-	add("amp", func(fs *flag.FlagSet) { ampFlags(fs, job.NewAMPConfig(), &q) })
-	add("gd", func(fs *flag.FlagSet) { gdFlags(fs, job.NewGDConfig(), &q) })
-	add("smi se", func(fs *flag.FlagSet) { smiSECommandFlags(fs, job.NewSMISEConfig(), &q) })
-	add("smi thresholds", func(fs *flag.FlagSet) { smiThresholdsFlags(fs, job.NewSMIThresholdsConfig(), &q) })
-	add("smi amp", func(fs *flag.FlagSet) { smiAMPFlags(fs, job.NewSMIAMPConfig(), &q) })
-	add("smi sgd", func(fs *flag.FlagSet) { smiSGDFlags(fs, job.NewSMISGDConfig(), &q) })
-	add("bench", func(fs *flag.FlagSet) { benchFlags(fs, job.NewBenchConfig(), &q) })
+	add("se", func(fs *flag.FlagSet) { seFlags(fs, aimjob.NewSEConfig(), &q) })
+	add("thresholds", func(fs *flag.FlagSet) { thresholdsFlags(fs, aimjob.NewThresholdsConfig(), &q) })
+	add("amp", func(fs *flag.FlagSet) { ampFlags(fs, aimjob.NewAMPConfig(), &q) })
+	add("gd", func(fs *flag.FlagSet) { gdFlags(fs, aimjob.NewGDConfig(), &q) })
+	add("smi se", func(fs *flag.FlagSet) { smiSECommandFlags(fs, smijob.NewSMISEConfig(), &q) })
+	add("smi thresholds", func(fs *flag.FlagSet) { smiThresholdsFlags(fs, smijob.NewSMIThresholdsConfig(), &q) })
+	add("smi amp", func(fs *flag.FlagSet) { smiAMPFlags(fs, smijob.NewSMIAMPConfig(), &q) })
+	add("smi sgd", func(fs *flag.FlagSet) { smiSGDFlags(fs, smijob.NewSMISGDConfig(), &q) })
+	add("bench", func(fs *flag.FlagSet) { benchFlags(fs, benchjob.NewBenchConfig(), &q) })
 	add("device", func(fs *flag.FlagSet) { deviceFlags(fs) })
 	return sets
 }
@@ -53,6 +56,7 @@ func TestSharedFlags(t *testing.T) {
 		"out":     func(d string) bool { return strings.HasPrefix(d, "results/") && strings.HasSuffix(d, ".csv") },
 		"plot":    func(d string) bool { return strings.HasPrefix(d, "results/") && strings.HasSuffix(d, ".png") },
 		"size":    func(d string) bool { return d == "6x4.2in" },
+		"title":   func(d string) bool { return d == "" },
 		"damping": func(d string) bool {
 			v, err := strconv.ParseFloat(d, 64)
 			return d == "auto" || err == nil && v >= 0 && v < 1
@@ -79,10 +83,17 @@ func TestSharedFlags(t *testing.T) {
 		if cmd == "device" {
 			continue
 		}
-		for _, name := range []string{"out", "plot", "size", "quiet"} {
+		for _, name := range []string{"out", "plot", "size", "title", "quiet"} {
 			if fs.Lookup(name) == nil {
 				t.Errorf("aim %s has no --%s", cmd, name)
 			}
+		}
+	}
+	// aim plot takes the figure options with the same words.
+	plotFlags, _ := newPlotFlags(io.Discard)
+	for _, name := range []string{"size", "title"} {
+		if f := plotFlags.Lookup(name); f == nil || !strings.HasPrefix(f.Usage, vocabulary[name]) {
+			t.Errorf("aim plot --%s: %v, want the vocabulary's %q", name, f, vocabulary[name])
 		}
 	}
 }
@@ -147,6 +158,9 @@ func TestVocabularyTable(t *testing.T) {
 				want = common
 			}
 			want = strings.ReplaceAll(want, "<command>", strings.ReplaceAll(cmd, " ", "-"))
+			if want == `""` { // the table writes an empty default as ""
+				want = ""
+			}
 			if fl.DefValue != want {
 				t.Errorf("aim %s --%s: default %q, the table says %q", cmd, name, fl.DefValue, want)
 			}
@@ -367,7 +381,7 @@ func TestDeprecatedAliases(t *testing.T) {
 		"cuda:all":           {"cuda:all"},
 		" cpu , cuda ":       {"cpu", "cuda"},
 	} {
-		if got := job.SplitDevices(in); !slices.Equal(got, want) {
+		if got := benchjob.SplitDevices(in); !slices.Equal(got, want) {
 			t.Errorf("SplitDevices(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -378,11 +392,11 @@ func commandRegister(cmd string) func(fs *flag.FlagSet) {
 	var q bool
 	switch cmd {
 	case "gd":
-		return func(fs *flag.FlagSet) { gdFlags(fs, job.NewGDConfig(), &q) }
+		return func(fs *flag.FlagSet) { gdFlags(fs, aimjob.NewGDConfig(), &q) }
 	case "smi amp":
-		return func(fs *flag.FlagSet) { smiAMPFlags(fs, job.NewSMIAMPConfig(), &q) }
+		return func(fs *flag.FlagSet) { smiAMPFlags(fs, smijob.NewSMIAMPConfig(), &q) }
 	case "smi sgd":
-		return func(fs *flag.FlagSet) { smiSGDFlags(fs, job.NewSMISGDConfig(), &q) }
+		return func(fs *flag.FlagSet) { smiSGDFlags(fs, smijob.NewSMISGDConfig(), &q) }
 	}
 	panic(cmd)
 }

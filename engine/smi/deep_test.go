@@ -190,7 +190,7 @@ func TestDeepForward(t *testing.T) {
 // with tau_0 = sigma(beta (P + Y)/2), tau_1 = sigma(beta (P - Y)/2), P = 2 (v^-)^2 and
 // Y = 2 v^+ v^- (v^+- = v . e_+-), so that det A = (1 + c)(tau_0 + tau_1 - 1 + c) >= c (1 + c):
 // every product of attentions is upper triangular in that basis and 1/|det B| is bounded for
-// c > 0 (README, "Faster integrators").
+// c > 0 (docs/validation/smi-channel.md).
 func TestDeepTriangular(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 5))
 	sigma := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }

@@ -15,7 +15,7 @@ import (
 // there is no cubature. The state evolution and GAMP run it in batches through SampleBatch (on
 // a device, or its CPU twin); this type is one integral at a time.
 //
-// Measured (README, "What is computed"): against the cubature at ten times its budget, every
+// Measured (docs/validation/smi-channel.md): against the cubature at ten times its budget, every
 // mean within 4.5 standard errors plus that cubature's own error, broad and sharp, diagonal
 // and correlated V (TestSampleAgainstCubature, L = 2 and 3); at L = 4 against the prior alone
 // at 2^20 draws (TestSampleL4); over SE samples at a sharp last layer the product of two

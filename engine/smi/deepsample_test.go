@@ -74,7 +74,7 @@ func seDraw(d *Deep, Q []float64, r *rand.Rand, s *DeepScratch) (u, om, V []floa
 // TestSampleAgainstCubature compares the sampler (2^15 draws) with the cubature at ten times
 // its default budget on broad and sharp inputs and a correlated V, at L = 2 (where the
 // cubature is exact to about 1e-4) and L = 3: every posterior mean within 4.5 of the sampler's
-// standard errors plus the cubature's own error at that budget (README: at most 0.009 of the
+// standard errors plus the cubature's own error at that budget (docs/validation/smi-channel.md: at most 0.009 of the
 // prior scale), log Z_out within 0.02 and an effective sample size of at least 1% of the
 // draws.
 func TestSampleAgainstCubature(t *testing.T) {
@@ -244,7 +244,7 @@ func TestSampleL4(t *testing.T) {
 			}
 		}
 		// At L = 4 a sharp last layer behind three broad ones leaves 0.6% of the draws
-		// effective (README): the bound is 0.3%.
+		// effective (docs/validation/smi-channel.md): the bound is 0.3%.
 		if !(ms.ESS > 0.003*float64(len(g)/SampleNormals(4))) {
 			t.Errorf("%s: effective sample size %.0f of %d draws", c.name, ms.ESS, len(g)/SampleNormals(4))
 		}

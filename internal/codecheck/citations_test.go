@@ -1,7 +1,6 @@
 package codecheck
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,35 +17,17 @@ var citation = regexp.MustCompile(`\b((?:docs/[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.md)
 var outside = regexp.MustCompile(`\.\./shared/`)
 
 // citingFiles returns the files whose text may cite the docs: Go sources and tests, Markdown,
-// the Makefile, shell scripts, TOML examples and the CI script, relative to root.
+// the Makefile, shell scripts, TOML examples, CUDA sources and the CI script, relative to root.
 func citingFiles(root string) ([]string, error) {
-	var files []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if path != root && (name == "vendor" || name == "results" || (strings.HasPrefix(name, ".") && name != ".ci")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	return Files(root, func(name string) bool {
+		return name == "vendor" || name == "results" || (strings.HasPrefix(name, ".") && name != ".ci")
+	}, func(name string) bool {
 		switch filepath.Ext(name) {
 		case ".go", ".md", ".sh", ".toml", ".cu", ".cuh":
-		default:
-			if name != "Makefile" && name != "run" {
-				return nil
-			}
+			return true
 		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		files = append(files, filepath.ToSlash(rel))
-		return nil
+		return name == "Makefile" || name == "run"
 	})
-	return files, err
 }
 
 // headings returns the section numbers of a Markdown file's headings: "## 2. Bayes-optimal

@@ -42,7 +42,10 @@ var Table = []Layer{
 	// never imports a backend, and no backend imports it.
 	{"on device", []string{"cpu/...", "device/cuda/...", "engine/..."}, "the CPU and CUDA backends, and the theory and algorithms on package device"},
 	{"backend", []string{"backend/..."}, "selection of a backend by --device name, the one package that imports both"},
-	{"jobs", []string{"cmd/aim/internal/..."}, "the job library and the command line's tables, figures and sweeps"},
+	{"jobs", []string{"cmd/aim/internal/..."}, "the jobs' shared core (package job: configuration, outputs, manifests, devices) and the command line's tables, figures and sweeps"},
+	// The jobs of each model are a unit of their own on the shared core: neither imports the other.
+	{"model jobs", []string{"cmd/aim/internal/job/aimjob/...", "cmd/aim/internal/job/smijob/..."}, "the AIM jobs (se, amp, gd, thresholds) and the SMI jobs (smi se, thresholds, amp, sgd)"},
+	{"bench job", []string{"cmd/aim/internal/job/benchjob/..."}, "aim bench, on the AIM jobs' memory model and token plans"},
 	{"commands", []string{"cmd/...", "bench/..."}, "the aim command and the benchmarks"},
 }
 
@@ -101,6 +104,17 @@ func ModuleRoot(dir string) (root, module string, err error) {
 // GoFiles returns the module's non-test .go files, relative to root and sorted, leaving out
 // testdata, vendor, folders whose names start with "." or "_", and nested modules.
 func GoFiles(root string) ([]string, error) {
+	return Files(root, func(name string) bool {
+		return name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
+	}, func(name string) bool {
+		return strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go")
+	})
+}
+
+// Files returns the regular files below root whose names keep accepts, relative to root
+// (slash-separated) and sorted, leaving out the folders whose names skip accepts and nested
+// modules.
+func Files(root string, skip, keep func(name string) bool) ([]string, error) {
 	var files []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -111,7 +125,7 @@ func GoFiles(root string) ([]string, error) {
 			if path == root {
 				return nil
 			}
-			if name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+			if skip(name) {
 				return filepath.SkipDir
 			}
 			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
@@ -119,7 +133,7 @@ func GoFiles(root string) ([]string, error) {
 			}
 			return nil
 		}
-		if strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") && d.Type().IsRegular() {
+		if keep(name) && d.Type().IsRegular() {
 			rel, err := filepath.Rel(root, path)
 			if err != nil {
 				return err

@@ -32,6 +32,8 @@ func TestCheck(t *testing.T) {
 		im("device", "channel"), im("channel", "internal/par"), im("backend", "cpu"), im("backend", "device/cuda"),
 		im("engine/smi/amp", "engine/smi"), im("engine/smi", "device"), im("cmd/aim/internal/job", "engine/smi/amp"),
 		im("cmd/aim/internal/job", "backend"), im("cmd/aim", "cmd/aim/internal/job"), im("bench", "engine/aim"),
+		im("cmd/aim/internal/job/aimjob", "cmd/aim/internal/job"), im("cmd/aim/internal/job/smijob", "cmd/aim/internal/job"),
+		im("cmd/aim/internal/job/benchjob", "cmd/aim/internal/job/aimjob"), im("cmd/aim", "cmd/aim/internal/job/smijob"),
 	}
 	if bad := Check(allowed); len(bad) > 0 {
 		t.Errorf("allowed imports reported:\n%s", strings.Join(bad, "\n"))
@@ -47,6 +49,9 @@ func TestCheck(t *testing.T) {
 		{[]Import{im("device/cuda", "engine/aim")}, "another unit of the same layer on device"},
 		{[]Import{im("cpu", "device/cuda")}, "cpu (cpu/...) imports device/cuda (device/cuda/...), another unit of the same layer on device"},
 		{[]Import{im("tools", "device")}, "tools/x.go: package tools is in no layer"},
+		{[]Import{im("cmd/aim/internal/job", "cmd/aim/internal/job/aimjob")}, "imports cmd/aim/internal/job/aimjob of the higher layer model jobs"},
+		{[]Import{im("cmd/aim/internal/job/smijob", "cmd/aim/internal/job/aimjob")}, "another unit of the same layer model jobs"},
+		{[]Import{im("cmd/aim/internal/job/aimjob", "cmd/aim/internal/job/benchjob")}, "of the higher layer bench job"},
 		{[]Import{im("cpu", "tools")}, "cpu/x.go:3: imports tools, which is in no layer"},
 		{[]Import{im("device/cuda/x", "cpu"), im("cpu", "device")},
 			"device/cuda/x/x.go:3: device/cuda/x imports cpu, which imports device, the package of a folder above it (cpu -> device)"},
@@ -66,6 +71,9 @@ func TestLookup(t *testing.T) {
 		rel, layer, unit string
 	}{
 		{"cmd/aim/internal/job", "jobs", "cmd/aim/internal/..."},
+		{"cmd/aim/internal/job/aimjob", "model jobs", "cmd/aim/internal/job/aimjob/..."},
+		{"cmd/aim/internal/job/smijob", "model jobs", "cmd/aim/internal/job/smijob/..."},
+		{"cmd/aim/internal/job/benchjob", "bench job", "cmd/aim/internal/job/benchjob/..."},
 		{"cmd/aim", "commands", "cmd/..."},
 		{"device", "device", "device"},
 		{"device/cuda", "on device", "device/cuda/..."},

@@ -55,8 +55,8 @@ func seMMSE(t *testing.T, ch aim.Channel, rho, alpha float64) float64 {
 
 // TestAMPFollowsSE checks that GAMP-RIE at finite D reaches the state evolution's error. At
 // D = 100 the finite-size spread of one run is about 0.03 (measured), so the mean of three
-// seeds must be within 0.04 of the SE; the D = 200 figures (8 seeds, within 0.03) are in the
-// README.
+// seeds must be within 0.04 of the SE; the D = 200 figures (8 seeds, within 0.03) are in
+// docs/validation/gamp-rie.md.
 func TestAMPFollowsSE(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 20 s")

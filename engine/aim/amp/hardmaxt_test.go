@@ -62,7 +62,7 @@ func TestAMPHardmaxT3(t *testing.T) {
 // does at T = 2: at D = 60, alpha = 0.2, rho = 0.5 within 0.04 (the T = 2 test's tolerance at
 // this D; measured 0.255 against 0.2385). With AIM_LONG_TESTS=1 it runs the check, D = 150
 // at alpha = 0.05, 0.1, 0.2 and two seeds each, the mean within 0.03 (about 15 minutes on two
-// cores; the measured values are in the README). The channel's rule is 64 fixed points per
+// cores; the measured values are in docs/validation/hardmax-gamp.md). The channel's rule is 64 fixed points per
 // shift (about 0.3 ms a sample).
 func TestAMPHardmaxT3FollowsSE(t *testing.T) {
 	if testing.Short() {

@@ -16,7 +16,7 @@ import (
 // and 0.2 (where noisy and noiseless SE differ by 0.15 and 0.23), within 0.05 (the finite-size
 // spread of one run at D = 150 is about 0.025, measured); with AIM_LONG_TESTS=1 the issue's
 // check, three seeds at alpha = 0.05, 0.1, 0.2, the mean within 0.04 (5 to 10 minutes on two
-// cores; the measured values are in the README).
+// cores; the measured values are in docs/validation/noisy-softmax.md).
 func TestAMPNoisyFollowsSE(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about a minute")
@@ -50,7 +50,7 @@ func TestAMPNoisyFollowsSE(t *testing.T) {
 // (channel.NoisySoftmaxT, 64 points per shift as `aim amp` uses) at D = 100, rho = 0.5,
 // Delta = 0.01, alpha = 0.12, seed 1, reaches the Monte Carlo SE (aim.NoisySoftmaxT at 1024 x 32,
 // mmse_err about 0.003) within 0.02: measured 0.1565 against 0.1515 at the SE's defaults (the
-// README has D = 100 and 150 at three alphas).
+// docs/validation/noisy-softmax.md has D = 100 and 150 at three alphas).
 func TestAMPNoisyT3FollowsSE(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 20 s")

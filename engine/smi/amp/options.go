@@ -102,7 +102,7 @@ func DefaultOptions(L int) Options {
 // the state evolution: at alpha = 2, D = 4000 and 8000, it ends at cos^2 = (0.57, 0.34, 0,
 // 0.9942), layer 4 twenty SE errors below the SE's (0.682, 0.563, 0.215, 0.99546); with 4000
 // and 8000 draws layers 1, 2 and 4 move onto the SE's (0.669, 0.556, 0.021, 0.99534 at 8000;
-// README). A layer near its threshold needs more: layer 3 there is held only at 16 000 draws
+// docs/validation/smi-amp.md). A layer near its threshold needs more: layer 3 there is held only at 16 000 draws
 // (0.29 at D = 2000). At L = 3, 4000 draws land where 1000 do.
 func DefaultDraws(L int) int {
 	if L >= 4 {

@@ -280,7 +280,7 @@ func TestInvariantSMIStatedError(t *testing.T) {
 // as Q_ll = 0 only where its slope there is below 1 by StabilityMargin standard errors; else it
 // is listed in Undetermined with QErr = +Inf. At alpha = 1.5 and 800 samples the solve from the
 // uninformed start ends with layers 1 and 2 at the floor, but the reference at 20 000 samples
-// (README) has them at 0.66 and 0.57: those layers must be flagged. At alpha = 0.3 (below every
+// (docs/validation/smi-se.md) has them at 0.66 and 0.57: those layers must be flagged. At alpha = 0.3 (below every
 // conditional threshold) the same draws settle the trivial point: slope and error are
 // consistent with 0 being stable, and nothing is flagged. The slope is checked against its
 // definition, G_l(floor)/floor from the map at the point (Fisher).

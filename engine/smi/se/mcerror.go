@@ -153,7 +153,7 @@ type Linearisation struct {
 // It is the cheap way to a fixed point at many samples, or to test a point from elsewhere (a
 // GAMP run's overlaps): 1 + 2 P evaluations of the map, where Solve iterates it tens to
 // hundreds of times. At L = 3, alpha = 1.5 and 32 000 samples an affine fit of 7 evaluations
-// left residuals of 1e-4 (README), so one step from a point 0.05 away lands within the
+// left residuals of 1e-4 (docs/validation/smi-se.md), so one step from a point 0.05 away lands within the
 // fixed point's own error; from farther, apply it again from Q. It needs Replicates >= 2
 // (the errors are their spread).
 func Linearise(ch *smi.Deep, alpha float64, Q0 []float64, o Options) (Linearisation, error) {

@@ -153,7 +153,7 @@ func TestSMIStabilityLinearResponse(t *testing.T) {
 // the file's Monte Carlo noise (0.02) and e_gen within 0.005. Where both layers are learned
 // (alpha = 1.4) Q_22 agrees, and Q_11 lies above the file's: the authors integrate z_1 over the
 // box [-3, 3]^2 only, and their Q_11 levels off near 0.92 where the Bayes-optimal overlap keeps
-// rising towards 1 (README, "SMI state evolution").
+// rising towards 1 (docs/validation/smi-se.md).
 func TestSMIReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SMI state evolution against BO_2w.csv: skipped in -short mode")
@@ -468,7 +468,7 @@ func TestSMISampledFloor(t *testing.T) {
 
 // TestSMISampledSolve solves the L = 3 SE with the sampled map at alpha = 0.5, below the first
 // two layers' threshold: they end at the floor and are reported as exactly 0, and Q_33 agrees
-// with the cubature SE's 0.640 (README, 1000 samples) within 3 of its standard errors plus 0.01.
+// with the cubature SE's 0.640 (at 1000 samples: docs/validation/smi-se.md) within 3 of its standard errors plus 0.01.
 func TestSMISampledSolve(t *testing.T) {
 	if testing.Short() {
 		t.Skip("an L = 3 SE solve")

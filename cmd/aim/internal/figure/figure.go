@@ -317,13 +317,10 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 			}
 		}
 		if sr.Points {
-			sc, err := plotter.NewScatter(xys)
+			sc, err := markers(xys, sr.Group, 2.4*s)
 			if err != nil {
-				return nil, nil, fmt.Errorf("figure: %w", err)
+				return nil, nil, err
 			}
-			sc.GlyphStyle.Color = c
-			sc.GlyphStyle.Shape = shape(sr.Group)
-			sc.GlyphStyle.Radius = 2.4 * s
 			p.Add(tracked{sc})
 			if errs != nil {
 				eb, err := plotter.NewYErrorBars(struct {
@@ -352,13 +349,10 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 		p.Add(tracked{l})
 		entries.add(sr.Label, "line", sr.Group, l)
 		if len(xys) <= fewPoints { // a curve of a few points shows where they are
-			sc, err := plotter.NewScatter(xys)
+			sc, err := markers(xys, sr.Group, 2*s)
 			if err != nil {
-				return nil, nil, fmt.Errorf("figure: %w", err)
+				return nil, nil, err
 			}
-			sc.GlyphStyle.Color = c
-			sc.GlyphStyle.Shape = shape(sr.Group)
-			sc.GlyphStyle.Radius = 2 * s
 			p.Add(tracked{sc})
 			entries.add(sr.Label, "points", sr.Group, sc)
 		}
@@ -413,6 +407,18 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 		}
 	}
 	return p, lp, nil
+}
+
+// markers returns the markers of a group's points: its colour and shape, of the given radius.
+func markers(xys plotter.XYs, group int, radius vg.Length) (*plotter.Scatter, error) {
+	sc, err := plotter.NewScatter(xys)
+	if err != nil {
+		return nil, fmt.Errorf("figure: %w", err)
+	}
+	sc.GlyphStyle.Color = colour(group)
+	sc.GlyphStyle.Shape = shape(group)
+	sc.GlyphStyle.Radius = radius
+	return sc, nil
 }
 
 // fewPoints is the most points of a curve that are marked as well as joined.

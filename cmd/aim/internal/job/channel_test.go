@@ -31,8 +31,8 @@ func TestCheckChannel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := &Device{g: g}
-		err = d.checkChannel(noisy)
+		d := &Device{Group: g}
+		err = d.CheckChannel(noisy)
 		var in InputError
 		switch {
 		case !c.refused && err != nil:
@@ -40,7 +40,7 @@ func TestCheckChannel(t *testing.T) {
 		case c.refused && (!errors.As(err, &in) || !strings.Contains(err.Error(), "--noise 0.01") || !strings.Contains(err.Error(), "use --device cpu")):
 			t.Errorf("%s: error %v, want bad input naming --noise and --device cpu", d.Name(), err)
 		}
-		if err := d.checkChannel(channel.Spec{Kind: channel.KindHardmax, T: 2}); err != nil {
+		if err := d.CheckChannel(channel.Spec{Kind: channel.KindHardmax, T: 2}); err != nil {
 			t.Errorf("%s: hardmax: %v", d.Name(), err)
 		}
 		d.Close()

@@ -2,7 +2,6 @@ package job
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/aimtheory/aim/backend"
 	"github.com/aimtheory/aim/channel"
@@ -13,8 +12,8 @@ import (
 // Device is a compute device or device group opened for jobs, with the sentence that says
 // which and why.
 type Device struct {
-	g    *device.Group
-	Note string // which device, and why (auto's choice, a group's members and sums)
+	Group *device.Group
+	Note  string // which device, and why (auto's choice, a group's members and sums)
 }
 
 // OpenDevice opens the device or device group called name (auto, cpu, cpu:K, cuda, cuda:I,
@@ -25,36 +24,36 @@ func OpenDevice(name string, workers, threads int) (*Device, error) {
 	if err != nil {
 		return nil, InputError{err}
 	}
-	return &Device{g: g, Note: note}, nil
+	return &Device{Group: g, Note: note}, nil
 }
 
 // Name is the device's name, as the CSVs' device column writes it ("cpu", "cuda", "cuda x2").
-func (d *Device) Name() string { return d.g.Name() }
+func (d *Device) Name() string { return d.Group.Name() }
 
 // Close releases the device; a nil Device (none opened) is left alone.
 func (d *Device) Close() {
 	if d != nil {
-		d.g.Close()
+		d.Group.Close()
 	}
 }
 
-// freeBytes is the memory free on the group's fullest member: what each member may allocate.
-func (d *Device) freeBytes() uint64 {
-	free := d.g.Lead().Info().FreeBytes
-	for _, m := range d.g.Members {
+// FreeBytes is the memory free on the group's fullest member: what each member may allocate.
+func (d *Device) FreeBytes() uint64 {
+	free := d.Group.Lead().Info().FreeBytes
+	for _, m := range d.Group.Members {
 		free = min(free, m.Info().FreeBytes)
 	}
 	return free
 }
 
-// shardSamples is the number of samples of a run of p on the group's most loaded member.
-func (d *Device) shardSamples(p aim.Params) int {
-	return (p.N() + d.g.Len() - 1) / d.g.Len()
+// ShardSamples is the number of samples of a run of p on the group's most loaded member.
+func (d *Device) ShardSamples(p aim.Params) int {
+	return (p.N() + d.Group.Len() - 1) / d.Group.Len()
 }
 
-// checkHostMemory refuses, before anything is allocated, a run that needs more memory than
+// CheckHostMemory refuses, before anything is allocated, a run that needs more memory than
 // the host has available (skipped where the available memory cannot be read).
-func checkHostMemory(what string, need uint64) error {
+func CheckHostMemory(what string, need uint64) error {
 	total, free := backend.HostMemory()
 	if total > 0 && need > free {
 		return Inputf("%s needs %s of memory, and %s is available", what, device.Bytes(need), device.Bytes(free))
@@ -62,14 +61,12 @@ func checkHostMemory(what string, need uint64) error {
 	return nil
 }
 
-func itoa(n int) string { return strconv.Itoa(n) }
+// Where names a run in messages.
+func Where(D int, alpha float64) string { return fmt.Sprintf("a run at D = %d, alpha = %g", D, alpha) }
 
-// where names a run in messages.
-func where(D int, alpha float64) string { return fmt.Sprintf("a run at D = %d, alpha = %g", D, alpha) }
-
-// hasTrainer reports whether every member has the training operations (device.Caps.Trainer).
-func (d *Device) hasTrainer() bool {
-	for _, m := range d.g.Members {
+// HasTrainer reports whether every member has the training operations (device.Caps.Trainer).
+func (d *Device) HasTrainer() bool {
+	for _, m := range d.Group.Members {
 		if m.Capabilities().Trainer == nil {
 			return false
 		}
@@ -77,21 +74,21 @@ func (d *Device) hasTrainer() bool {
 	return true
 }
 
-// checkChannel refuses, before anything is allocated, a channel that a member of the group
+// CheckChannel refuses, before anything is allocated, a channel that a member of the group
 // does not compute (device.Device.Channels: the CUDA backend has no kernel of the softmax with
 // label noise), worded for the command line.
-func (d *Device) checkChannel(ch channel.Spec) error {
-	for _, m := range d.g.Members {
+func (d *Device) CheckChannel(ch channel.Spec) error {
+	for _, m := range d.Group.Members {
 		if err := m.Channels().Check(ch); err != nil {
-			return channelRefused(ch, d.Name(), err)
+			return ChannelRefused(ch, d.Name(), err)
 		}
 	}
 	return nil
 }
 
-// channelRefused words a device's refusal of a channel (channel.ErrUnsupported) on the
+// ChannelRefused words a device's refusal of a channel (channel.ErrUnsupported) on the
 // command line: the CPU computes every channel.
-func channelRefused(ch channel.Spec, on string, err error) error {
+func ChannelRefused(ch channel.Spec, on string, err error) error {
 	if ch.Noise > 0 {
 		return Inputf("--noise %g on %s: the softmax channel with label noise has no CUDA kernel; use --device cpu", ch.Noise, on)
 	}

@@ -19,29 +19,29 @@ var ErrInterrupted = errors.New("interrupted")
 // seed, ...), as the manifest lists it under "missing".
 type Missing map[string]any
 
-// interrupted returns the error of a job stopped after done of total units (what: "points",
+// Interrupted returns the error of a job stopped after done of total units (what: "points",
 // "runs").
-func interrupted(done, total int, what string) error {
+func Interrupted(done, total int, what string) error {
 	return fmt.Errorf("%w: wrote the %d of %d %s that finished; the manifest lists the %d missing",
 		ErrInterrupted, done, total, what, total-done)
 }
 
-// context returns the job's context: Env.Context, or one never cancelled.
-func (e Env) context() context.Context {
+// Ctx returns the job's Ctx: Env.Context, or one never cancelled.
+func (e Env) Ctx() context.Context {
 	if e.Context == nil {
 		return context.Background()
 	}
 	return e.Context
 }
 
-// forPoints computes solve(i) for every point i in [0, n) on up to workers goroutines
+// ForPoints computes solve(i) for every point i in [0, n) on up to workers goroutines
 // (par.For) and returns the results in point order, with done[i] true for each point computed;
 // bar counts the points as they finish. When ctx is cancelled no point starts any more and
-// forPoints returns at once with the points finished so far: those in flight are abandoned
+// ForPoints returns at once with the points finished so far: those in flight are abandoned
 // (their goroutines run on to the end of their point and their results are dropped). err is
 // solve's panic, recovered; an interruption is not an error, the caller reads it from done.
 // A point's result depends only on i, never on the worker count or on when ctx is cancelled.
-func forPoints[R any](ctx context.Context, workers, n int, bar Progress, solve func(i int) R) (res []R, done []bool, err error) {
+func ForPoints[R any](ctx context.Context, workers, n int, bar Progress, solve func(i int) R) (res []R, done []bool, err error) {
 	res, done = make([]R, n), make([]bool, n)
 	var (
 		mu      sync.Mutex

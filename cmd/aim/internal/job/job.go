@@ -1,14 +1,19 @@
-// Package job is the library of aim's jobs: aim se, amp and gd, aim smi se, thresholds, amp
-// and sgd, aim bench, and aim plot. Each job is a typed configuration with its validation (Validate), a
-// function that runs it and returns typed rows (Run...), and one definition of its row (a
-// table.Schema) from which its CSV columns and cells, the kind `aim plot` reads back, and its
-// figure all come. Execute... is the job as its command runs it: Run..., with the outputs opened
-// once nothing can refuse the job any more, then the CSV, the figure and the JSON manifest.
-// The command line (package main) fills a configuration from its flags and calls Execute...;
-// the sweep runner fills the same configuration from a grid point, through the same flags,
-// and calls the same Run... for the row.
+// Package job is the shared core of aim's jobs, under the packages that hold the jobs of each
+// model (aimjob: aim se, amp, gd and thresholds; smijob: aim smi se, thresholds, amp and sgd;
+// benchjob: aim bench): bad input (Inputf), the Env a job reports to, the outputs opened once
+// nothing can refuse the job any more and written with the JSON manifest, interruptions, the
+// devices, the kinds of CSV every job package registers, the figure options, and aim plot.
 //
-// The jobs reach the engine and the devices through this package only; the command line
+// Each job is a typed configuration with its validation (Validate), a function that runs it and
+// returns typed rows (Run...), and one definition of its row (a table.Schema) from which its CSV
+// columns and cells, the kind `aim plot` reads back, and its figure all come. Execute... is the
+// job as its command runs it: Run..., with the outputs opened once nothing can refuse the job
+// any more, then the CSV, the figure and the JSON manifest. The command line (package main)
+// fills a configuration from its flags and calls Execute...; the sweep runner fills the same
+// configuration from a grid point, through the same flags, and calls the same Run... for the
+// row.
+//
+// The jobs reach the engine and the devices through these packages only; the command line
 // imports none of them.
 package job
 
@@ -20,6 +25,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
@@ -45,8 +51,8 @@ func IsInput(err error) bool {
 	return errors.As(err, &e)
 }
 
-// input marks err as bad input (nil stays nil).
-func input(err error) error {
+// MarkInput marks err as bad MarkInput (nil stays nil).
+func MarkInput(err error) error {
 	if err == nil || IsInput(err) {
 		return err
 	}
@@ -73,18 +79,18 @@ type Env struct {
 	ready func() error // Execute's: opens the outputs once nothing can refuse the job any more
 }
 
-// begin is called by a job's Run once it has checked everything that can refuse it (device,
+// Begin is called by a job's Run once it has checked everything that can refuse it (device,
 // memory) and before it computes: Execute opens the outputs there, so that bad input writes
 // nothing and an unwritable output fails before any work.
-func (e Env) begin() error {
+func (e Env) Begin() error {
 	if e.ready == nil {
 		return nil
 	}
 	return e.ready()
 }
 
-// notef writes a note line.
-func (e Env) notef(format string, args ...any) {
+// Notef writes a note line.
+func (e Env) Notef(format string, args ...any) {
 	if e.Log != nil {
 		fmt.Fprintf(e.Log, format+"\n", args...)
 	}
@@ -98,7 +104,7 @@ func (noProgress) Add(int) {}
 // Finish does nothing.
 func (noProgress) Finish() {}
 
-func (e Env) progress(total int, what string) Progress {
+func (e Env) Meter(total int, what string) Progress {
 	if e.Progress == nil {
 		return noProgress{}
 	}
@@ -108,8 +114,8 @@ func (e Env) progress(total int, what string) Progress {
 	return noProgress{}
 }
 
-// manifest holds what every manifest records.
-func (e Env) manifest(command, deviceNote string, params map[string]any, start time.Time) map[string]any {
+// Manifest holds what every Manifest records.
+func (e Env) Manifest(command, deviceNote string, params map[string]any, start time.Time) map[string]any {
 	host, _ := os.Hostname()
 	return map[string]any{
 		"program":      "aim",
@@ -125,10 +131,10 @@ func (e Env) manifest(command, deviceNote string, params map[string]any, start t
 	}
 }
 
-// runSeed is the data seed of run s of a simulation's grid point: seed + s, the same at every
+// RunSeed is the data seed of run s of a simulation's grid point: seed + s, the same at every
 // point, so that every alpha (and rho) of a seed shares its teacher. The CLI derives it; the
 // engine's stream registry (engine/stream) holds only the offsets within a seed's stream.
-func runSeed(seed uint64, s int) uint64 { return seed + uint64(s) }
+func RunSeed(seed uint64, s int) uint64 { return seed + uint64(s) }
 
 // Failures is the error of a job whose failed rows (unconverged or diverged) were written
 // without values: the command exits with status 1. what says what failed ("points did not
@@ -141,34 +147,61 @@ func Failures(failed []string, rows int, what string) error {
 		len(failed), rows, what, strings.Join(failed, "\n  "))
 }
 
-// Kinds are the kinds of CSV the jobs write, in the order a reader tries them.
-func Kinds() []table.Def {
-	return []table.Def{SESchema.Def(), AMPSchema.Def(), GDSchema.Def(), AMPTraceSchema.Def(), GDTraceSchema.Def(),
-		SMISESchema.Def(), SMIAMPSchema.Def(), SMIAMPTraceSchema.Def(), SMISGDSchema.Def(), SMIThresholdsSchema.Def(), ThresholdsSchema.Def(), BenchSchema.Def()}
+// kindOrder is the order in which a reader tries the kinds of CSV.
+var kindOrder = []table.Kind{table.SE, table.AMP, table.GD, table.AMPTrace, table.GDTrace, table.SMISE, table.SMIAMP,
+	table.SMIAMPTrace, table.SMISGD, table.SMIThresholds, table.AIMThresholds, table.Bench}
+
+var (
+	kindsMu sync.Mutex
+	kinds   = map[table.Kind]table.Def{}
+)
+
+// RegisterKinds adds the kinds of CSV a job package writes to those ReadTable reads; each
+// package registers its own when it is initialised, so that a program reads every kind of the
+// job packages it links.
+func RegisterKinds(defs ...table.Def) {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	for _, d := range defs {
+		kinds[d.Kind] = d
+	}
 }
 
-// ReadTable reads a CSV of any job's kind (and the manifest beside it).
+// Kinds are the kinds of CSV registered (RegisterKinds), in the order a reader tries them.
+func Kinds() []table.Def {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	var out []table.Def
+	for _, k := range kindOrder {
+		if d, ok := kinds[k]; ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// ReadTable reads a CSV of any registered kind (and the manifest beside it).
 func ReadTable(path string) (*table.Table, error) { return table.ReadFile(path, Kinds()) }
 
-// drawFigure lays tables out on one figure; a combination that cannot share one is bad input.
-func drawFigure(tables []*table.Table, o plot.Options) (*figure.Figure, error) {
+// DrawFigure lays tables out on one figure; a combination that cannot share one is bad input.
+func DrawFigure(tables []*table.Table, o plot.Options) (*figure.Figure, error) {
 	f, err := plot.Build(tables, o)
-	return f, input(err)
+	return f, MarkInput(err)
 }
 
-// checkCSV checks that the results file's path ends in .csv; a bad one is bad input.
-func checkCSV(path string) error {
+// CheckCSV checks that the results file's path ends in .csv; a bad one is bad input.
+func CheckCSV(path string) error {
 	if !strings.HasSuffix(strings.ToLower(path), ".csv") {
 		return Inputf("--out %q: the results file must end in .csv", path)
 	}
 	return nil
 }
 
-// checkPlot checks the format of a figure's path ("" for none); a bad one is bad input.
-func checkPlot(path string) error {
+// CheckPlot checks the format of a figure's path ("" for none); a bad one is bad input.
+func CheckPlot(path string) error {
 	if path == "" {
 		return nil
 	}
 	_, err := figure.Format(path)
-	return input(err)
+	return MarkInput(err)
 }

@@ -3,6 +3,7 @@ package job
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -80,19 +81,19 @@ func (r *results) summary(rows int, wall time.Duration) string {
 	return s + fmt.Sprintf(", %s in %.2f s", r.manifest.Path(), wall.Seconds())
 }
 
-// outputs are a command's results and, when it writes one, its trace.
-type outputs struct {
+// Outputs are a command's results and, when it writes one, its trace.
+type Outputs struct {
 	res, trace *results
 }
 
-// openOutputs opens the results and the trace (none when tracePath is empty, its plot none
+// OpenOutputs opens the results and the trace (none when tracePath is empty, its plot none
 // when tracePlot is empty).
-func openOutputs(csvPath, plotPath, tracePath, tracePlot string) (*outputs, error) {
+func OpenOutputs(csvPath, plotPath, tracePath, tracePlot string) (*Outputs, error) {
 	res, err := openResults(csvPath, plotPath)
 	if err != nil {
 		return nil, err
 	}
-	o := &outputs{res: res}
+	o := &Outputs{res: res}
 	if tracePath != "" {
 		if o.trace, err = openResults(tracePath, tracePlot); err != nil {
 			res.files.Abort()
@@ -102,8 +103,14 @@ func openOutputs(csvPath, plotPath, tracePath, tracePlot string) (*outputs, erro
 	return o, nil
 }
 
-// abort removes every pending file and returns err.
-func (o *outputs) abort(err error) error {
+// CSV is the results file, open for the job's rows.
+func (o *Outputs) CSV() *os.File { return o.res.csv.File() }
+
+// HasTrace reports whether the job writes a trace.
+func (o *Outputs) HasTrace() bool { return o.trace != nil }
+
+// Abort removes every pending file and returns err.
+func (o *Outputs) Abort(err error) error {
 	o.res.files.Abort()
 	if o.trace != nil {
 		o.trace.files.Abort()
@@ -111,17 +118,17 @@ func (o *outputs) abort(err error) error {
 	return err
 }
 
-// writeTrace writes the trace CSV, its figure when the trace has a plot (drawn from the rows
-// as aim plot draws the file, with the manifest's parameters, at the given size), and its
-// manifest. After an interruption (stop, the job's ErrInterrupted) the manifest lists the
+// WriteTrace writes the trace CSV, its figure when the trace has a plot (drawn from the rows
+// as aim plot draws the file, with the manifest's parameters, at the size and with the title
+// of look), and its manifest. After an interruption (stop, the job's ErrInterrupted) the manifest lists the
 // missing runs, and an empty trace gets no figure.
-func writeTrace[R any](o *outputs, s *table.Schema[R], L int, rows []R, size FigureSize, params, manifest map[string]any, stop error, missing []Missing) error {
+func WriteTrace[R any](o *Outputs, s *table.Schema[R], L int, rows []R, look Figure, params, manifest map[string]any, stop error, missing []Missing) error {
 	r := o.trace
 	if err := s.Write(r.csv.File(), L, rows); err != nil {
 		return err
 	}
 	if stop != nil {
-		markIncomplete(manifest, missing)
+		MarkIncomplete(manifest, missing)
 	}
 	var fig *figure.Figure
 	if r.plot != nil && (stop == nil || len(rows) > 0) {
@@ -130,18 +137,18 @@ func writeTrace[R any](o *outputs, s *table.Schema[R], L int, rows []R, size Fig
 			return err
 		}
 		t.Params = params
-		if fig, err = drawFigure([]*table.Table{t}, plot.Options{Size: size}); err != nil {
+		if fig, err = DrawFigure([]*table.Table{t}, look.Options(plot.Options{})); err != nil {
 			return err
 		}
 	}
 	return r.finish(fig, manifest)
 }
 
-// execute runs a job's Run with the outputs opened (by open) when the job is ready to compute,
+// Execute runs a job's Run with the outputs opened (by open) when the job is ready to compute,
 // and returns its result, the outputs and the time the computation started; on an error the
 // outputs are removed, except on ErrInterrupted (see stopped).
-func execute[R any](env Env, open func() (*outputs, error), run func(Env) (R, error)) (R, *outputs, time.Time, error) {
-	var out *outputs
+func Execute[R any](env Env, open func() (*Outputs, error), run func(Env) (R, error)) (R, *Outputs, time.Time, error) {
+	var out *Outputs
 	var start time.Time
 	env.ready = func() error {
 		var err error
@@ -151,26 +158,26 @@ func execute[R any](env Env, open func() (*outputs, error), run func(Env) (R, er
 	}
 	res, err := run(env)
 	if err != nil && out != nil && !errors.Is(err, ErrInterrupted) {
-		out.abort(err)
+		out.Abort(err)
 	}
 	return res, out, start, err
 }
 
-// stopped reports whether a job's Run ended with an interruption after its outputs were
+// Stopped reports whether a job's Run ended with an interruption after its outputs were
 // opened (execute keeps them then): the job writes what it finished and returns err after.
-func stopped(err error, out *outputs) bool { return out != nil && errors.Is(err, ErrInterrupted) }
+func Stopped(err error, out *Outputs) bool { return out != nil && errors.Is(err, ErrInterrupted) }
 
-// markIncomplete records in a manifest that the job was interrupted, with the grid points it
+// MarkIncomplete records in a manifest that the job was interrupted, with the grid points it
 // did not finish.
-func markIncomplete(manifest map[string]any, missing []Missing) {
+func MarkIncomplete(manifest map[string]any, missing []Missing) {
 	manifest["complete"] = false
 	manifest["missing"] = append([]Missing{}, missing...)
 }
 
-// complete writes the plot and the manifest and commits the outputs; it returns the line to
+// Complete writes the plot and the manifest and commits the outputs; it returns the line to
 // print and failed, the error of rows that failed (already written without values), which
 // makes the command exit with status 1.
-func (o *outputs) complete(f *figure.Figure, manifest map[string]any, rows int, start time.Time, failed error) (string, error) {
+func (o *Outputs) Complete(f *figure.Figure, manifest map[string]any, rows int, start time.Time, failed error) (string, error) {
 	if err := o.res.finish(f, manifest); err != nil {
 		return "", err
 	}

@@ -12,15 +12,30 @@ import (
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 )
 
-// FigureSize is the size of a job's figure (--size): figure.Size, named here so that each
-// job's configuration holds it beside its Plot path.
+// FigureSize is the size of a job's figure (--size): figure.Size, named here for Figure.
 type FigureSize = figure.Size
+
+// Figure is the figure options every command that draws a figure takes: --size and --title.
+type Figure struct {
+	Size  FigureSize // the figure's size (--size); zero: the default
+	Title string     // the figure's title (--title); "" for the automatic one unless TitleSet
+	// TitleSet makes Title the figure's title even when it is empty (--title "": no title).
+	TitleSet bool
+}
+
+// Options returns o with the figure's size and title.
+func (f Figure) Options(o plot.Options) plot.Options {
+	o.Size, o.Title, o.TitleSet = f.Size, f.Title, f.TitleSet
+	return o
+}
 
 // PlotConfig is the configuration of `aim plot`: a figure from saved CSVs.
 type PlotConfig struct {
 	Files []string // the CSVs, at least one
 	Out   string   // the figure, .png, .svg or .pdf; "": <first CSV>-plot.png beside the first CSV
-	plot.Options
+	X     string   // the x axis of aim se/amp/gd CSVs: auto, alpha, alpha-bar or alpha-rho
+	Axes  string   // auto, lin, logx, logy or loglog
+	Figure
 }
 
 // Validate checks the configuration and sets the default output; every problem is bad input.
@@ -41,7 +56,7 @@ func (c *PlotConfig) Validate() error {
 	if c.Out == "" {
 		c.Out = strings.TrimSuffix(c.Files[0], filepath.Ext(c.Files[0])) + "-plot.png"
 	}
-	return checkPlot(c.Out)
+	return CheckPlot(c.Out)
 }
 
 // ExecutePlot reads the CSVs (with the manifests beside them), lays them out on one figure as
@@ -67,7 +82,7 @@ func ExecutePlot(c *PlotConfig) (string, error) {
 			return "", Inputf("--out %s would overwrite an input", c.Out)
 		}
 	}
-	f, err := drawFigure(tables, c.Options)
+	f, err := DrawFigure(tables, c.Figure.Options(plot.Options{X: c.X, Axes: c.Axes}))
 	if err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package job
+package job_test
 
 import (
 	"bytes"
@@ -7,12 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/job"
+	"github.com/aimtheory/aim/cmd/aim/internal/job/aimjob"
+	"github.com/aimtheory/aim/cmd/aim/internal/job/smijob"
+
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 )
 
 func readTable(r *strings.Reader, name string) (*table.Table, error) {
-	return table.Read(r, name, Kinds())
+	return table.Read(r, name, job.Kinds())
 }
 
 // TestReadTable checks kind detection (with the number of layers of the SMI kinds) and the
@@ -23,17 +27,17 @@ func TestReadTable(t *testing.T) {
 		kind   table.Kind
 		L      int
 	}{
-		{SESchema.Header(0), table.SE, 0}, {AMPSchema.Header(0), table.AMP, 0}, {GDSchema.Header(0), table.GD, 0},
-		{AMPTraceSchema.Header(0), table.AMPTrace, 0}, {GDTraceSchema.Header(0), table.GDTrace, 0},
-		{SMISESchema.Header(3), table.SMISE, 3}, {SMIAMPSchema.Header(1), table.SMIAMP, 1}, {SMIAMPTraceSchema.Header(2), table.SMIAMPTrace, 2},
-		{SMISGDSchema.Header(4), table.SMISGD, 4}, {SMIThresholdsSchema.Header(3), table.SMIThresholds, 3}, {SMIThresholdsSchema.Header(1), table.SMIThresholds, 1},
+		{aimjob.SESchema.Header(0), table.SE, 0}, {aimjob.AMPSchema.Header(0), table.AMP, 0}, {aimjob.GDSchema.Header(0), table.GD, 0},
+		{aimjob.AMPTraceSchema.Header(0), table.AMPTrace, 0}, {aimjob.GDTraceSchema.Header(0), table.GDTrace, 0},
+		{smijob.SMISESchema.Header(3), table.SMISE, 3}, {smijob.SMIAMPSchema.Header(1), table.SMIAMP, 1}, {smijob.SMIAMPTraceSchema.Header(2), table.SMIAMPTrace, 2},
+		{smijob.SMISGDSchema.Header(4), table.SMISGD, 4}, {smijob.SMIThresholdsSchema.Header(3), table.SMIThresholds, 3}, {smijob.SMIThresholdsSchema.Header(1), table.SMIThresholds, 1},
 	} {
 		tab, err := readTable(strings.NewReader(strings.Join(tc.header, ",")+"\n"), "x.csv")
 		if err != nil || tab.Kind != tc.kind || tab.L != tc.L || tab.Rows() != 0 {
 			t.Errorf("header %v: %+v, %v; want %s with L = %d", tc.header, tab, err, tc.kind, tc.L)
 		}
 	}
-	text := strings.Join(SMIThresholdsSchema.Header(2), ",") + "\n2,2,1,0.5,+Inf,0.25,\n"
+	text := strings.Join(smijob.SMIThresholdsSchema.Header(2), ",") + "\n2,2,1,0.5,+Inf,0.25,\n"
 	tab, err := readTable(strings.NewReader(text), "th.csv")
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +45,7 @@ func TestReadTable(t *testing.T) {
 	if !math.IsInf(tab.V(0, "alpha_stability_1"), 1) || tab.V(0, "alpha_stability_2") != 0.25 || !math.IsNaN(tab.V(0, "alpha_conditional_1")) || tab.V(0, "c") != 0.5 {
 		t.Errorf("values %v", tab.Values(0))
 	}
-	tab, err = readTable(strings.NewReader(strings.Join(SESchema.Header(0), ",")+"\nhardmax-paper,2,0.5,,0,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\n"), "se.csv")
+	tab, err = readTable(strings.NewReader(strings.Join(aimjob.SESchema.Header(0), ",")+"\nhardmax-paper,2,0.5,,0,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\n"), "se.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +78,11 @@ func TestReadTable(t *testing.T) {
 // FuzzReadTable checks that the reader never panics and either fails or returns a table whose
 // every numeric cell is the number written (NaN for an empty cell), of a recognised kind.
 func FuzzReadTable(f *testing.F) {
-	f.Add([]byte(strings.Join(SESchema.Header(0), ",") + "\nsoftmax,2,0.5,1,0,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true\n"))
-	f.Add([]byte(strings.Join(SMIAMPSchema.Header(2), ",") + "\n2,2,1,1,60,60,1,5,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,3,false,0.1\n"))
+	f.Add([]byte(strings.Join(aimjob.SESchema.Header(0), ",") + "\nsoftmax,2,0.5,1,0,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true\n"))
+	f.Add([]byte(strings.Join(smijob.SMIAMPSchema.Header(2), ",") + "\n2,2,1,1,60,60,1,5,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,3,false,0.1\n"))
 	f.Add([]byte("a,b\n1,2\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tab, err := table.Read(bytes.NewReader(data), "fuzz.csv", Kinds())
+		tab, err := table.Read(bytes.NewReader(data), "fuzz.csv", job.Kinds())
 		if err != nil {
 			if tab != nil {
 				t.Fatal("a table with an error")
@@ -123,7 +127,7 @@ func FuzzReadTable(f *testing.F) {
 func TestWordColumns(t *testing.T) {
 	want := map[string]bool{"channel": true, "converged": true, "device": true, "optimizer": true, "finished": true,
 		"algorithm": true, "tokens": true, "coexist": true, "start": true}
-	for _, d := range Kinds() {
+	for _, d := range job.Kinds() {
 		h := d.Header(2)
 		tab, err := table.Read(strings.NewReader(strings.Join(h, ",")+"\n"), "x.csv", []table.Def{d})
 		if err != nil {

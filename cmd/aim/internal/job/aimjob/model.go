@@ -1,0 +1,243 @@
+// Package aimjob holds the jobs of the attention-indexed model (AIM): aim se (state evolution
+// and its thresholds), aim amp (GAMP-RIE), aim gd (gradient descent) and aim thresholds, with
+// the shared Model and Sim configurations and the token plans (stored or streamed) that bound a
+// simulation's memory. It stands on the shared core, package job.
+package aimjob
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/aimtheory/aim/channel"
+	"github.com/aimtheory/aim/cmd/aim/internal/grid"
+	"github.com/aimtheory/aim/cmd/aim/internal/job"
+	"github.com/aimtheory/aim/cmd/aim/internal/table"
+	"github.com/aimtheory/aim/engine/aim"
+)
+
+// init registers the kinds of CSV the package's jobs write, for job.ReadTable.
+func init() {
+	job.RegisterKinds(SESchema.Def(), AMPSchema.Def(), GDSchema.Def(), AMPTraceSchema.Def(), GDTraceSchema.Def(), ThresholdsSchema.Def())
+}
+
+// Model is the configuration every AIM job (se, amp, gd) shares: the channel, T, beta, the rho
+// and alpha grids, and the outputs. Validate parses the grids.
+type Model struct {
+	Channel     string   // softmax or hardmax
+	PaperCompat bool     // hardmax: the published channel formula
+	T           int      // tokens per sequence
+	Beta        float64  // softmax inverse temperature
+	Noise       float64  // softmax label noise Delta >= 0 (se, amp; T <= channel.NoisyTMax): y = softmax(beta h) + sqrt(Delta) xi
+	Rho         []string // rank ratios, each a value, list or range; none: the job's default
+	Alpha       string   // the sample-complexity grid; "": the job's default (unless AlphaGiven)
+	AlphaGiven  bool     // Alpha was given explicitly: an empty one is an error, not the default
+	Out, Plot   string   // the CSV (its manifest goes beside it) and the figure ("" for none)
+	Axes        string   // plot axes: auto, lin, logx, logy or loglog
+
+	job.Figure // the figure's size and title (--size, --title)
+
+	rhos, alphas []float64
+	// hardmaxAnyT admits hardmax with 2 < T <= 6: `aim amp` (GAMP-RIE) and `aim se` (the
+	// curves where aim ships the channel's table, the threshold at every T).
+	hardmaxAnyT bool
+}
+
+// defaultModel is the Model of the flags' defaults, with its outputs under results/.
+func defaultModel(command string) Model {
+	return Model{Channel: "softmax", T: 2, Beta: 1, Out: "results/" + command + ".csv", Plot: "results/" + command + ".png", Axes: "auto"}
+}
+
+// Rhos returns the rho grid (after Validate).
+func (m *Model) Rhos() []float64 { return m.rhos }
+
+// Alphas returns the alpha grid (after Validate).
+func (m *Model) Alphas() []float64 { return m.alphas }
+
+// validate checks the shared fields: defaultRho is used when Rho is empty, and defaultAlpha
+// when Alpha is empty and was not given (an explicitly empty Alpha is an error).
+func (m *Model) validate(defaultRho []string, defaultAlpha string) error {
+	m.rhos, m.alphas = nil, nil
+	switch m.Channel {
+	case "softmax":
+		if m.PaperCompat {
+			return job.Inputf("--paper-compat applies to the hardmax channel only")
+		}
+	case "hardmax":
+		switch {
+		case m.T == 2:
+		case m.hardmaxAnyT && m.T > 2 && m.T <= channel.HardmaxTMax && !m.PaperCompat:
+		case m.hardmaxAnyT && m.PaperCompat:
+			return job.Inputf("hardmax --paper-compat is the published formula for T = 2 only (got --T %d)", m.T)
+		case m.hardmaxAnyT && m.T > channel.HardmaxTMax:
+			return job.Inputf("hardmax: --T %d, the largest supported is %d", m.T, channel.HardmaxTMax)
+		default:
+			return job.Inputf("hardmax is implemented for T = 2 only here (got --T %d); aim se and aim amp compute 3 <= T <= %d", m.T, channel.HardmaxTMax)
+		}
+	default:
+		return job.Inputf("unknown channel %q (want softmax or hardmax)", m.Channel)
+	}
+	if m.T < 2 {
+		return job.Inputf("--T %d: need T >= 2", m.T)
+	}
+	if !(m.Beta > 0) || math.IsInf(m.Beta, 0) {
+		return job.Inputf("--beta %g: need 0 < beta < inf", m.Beta)
+	}
+	switch {
+	case !(m.Noise >= 0) || math.IsInf(m.Noise, 0):
+		return job.Inputf("--noise %g: the label noise variance Delta must be finite and >= 0", m.Noise)
+	case m.Noise > 0 && m.Channel != "softmax":
+		return job.Inputf("--noise %g: label noise is implemented for the softmax channel only", m.Noise)
+	case m.Noise > 0 && m.T > channel.NoisyTMax:
+		return job.Inputf("--noise %g with --T %d: the noisy softmax is implemented for 2 <= T <= %d", m.Noise, m.T, channel.NoisyTMax)
+	}
+	specs := m.Rho
+	if len(specs) == 0 {
+		specs = defaultRho
+	}
+	for _, spec := range specs {
+		v, err := grid.Parse(spec)
+		if err != nil {
+			return job.Inputf("--rho: %v", err)
+		}
+		m.rhos = append(m.rhos, v...)
+	}
+	for _, r := range m.rhos {
+		if !(r > 0) {
+			return job.Inputf("--rho %g: need rho > 0", r)
+		}
+	}
+	alpha := m.Alpha
+	if m.AlphaGiven && strings.TrimSpace(alpha) == "" {
+		return job.Inputf("--alpha: empty grid")
+	}
+	if alpha == "" {
+		alpha = defaultAlpha
+	}
+	alphas, err := grid.Parse(alpha)
+	if err != nil {
+		return job.Inputf("--alpha: %v", err)
+	}
+	for _, a := range alphas {
+		if !(a > 0) {
+			return job.Inputf("--alpha %s: every alpha must be > 0, got %g", alpha, a)
+		}
+	}
+	m.Alpha, m.alphas = alpha, alphas
+	switch m.Axes {
+	case "auto", "lin", "logx", "logy", "loglog":
+	default:
+		return job.Inputf("--axes %q: want auto, lin, logx, logy or loglog", m.Axes)
+	}
+	if err := job.CheckPlot(m.Plot); err != nil {
+		return err
+	}
+	if err := job.CheckCSV(m.Out); err != nil {
+		return err
+	}
+	return nil
+}
+
+// logAxes returns which axes of the plot are logarithmic.
+func (m *Model) logAxes() (logx, logy bool) {
+	axes := m.Axes
+	if axes == "auto" {
+		axes = "lin"
+		if m.Channel == "hardmax" {
+			axes = "loglog"
+		}
+	}
+	return axes == "logx" || axes == "loglog", axes == "logy" || axes == "loglog"
+}
+
+// hasSE reports whether the state evolution of the model exists (every model but hardmax at a
+// T > 2 without a shipped table): without it the simulations' SE column is empty and their
+// figures have no SE line.
+func (m *Model) hasSE() bool {
+	return !(m.Channel == "hardmax" && m.T > 2 && !aim.HardmaxTTabulated(m.T))
+}
+
+// theoryChannel returns the channel for state evolution: aim.NewChannel of channelSpec.
+func (m *Model) theoryChannel() (aim.Channel, error) {
+	ch, err := aim.NewChannel(m.channelSpec())
+	if err != nil && m.Channel == "hardmax" && m.T > 2 {
+		return nil, fmt.Errorf("%w; `aim se --threshold` computes alpha-bar_c at 2 <= T <= %d", err, channel.HardmaxTMax)
+	}
+	return ch, err
+}
+
+// channelSpec returns the channel of the model, for the device operations and the theory.
+func (m *Model) channelSpec() channel.Spec {
+	kind := channel.KindSoftmax
+	if m.Channel == "hardmax" {
+		kind = channel.KindHardmax
+	}
+	return channel.Spec{Kind: kind, T: m.T, Beta: m.Beta, PaperCompat: m.PaperCompat, Noise: m.Noise}
+}
+
+// csvChannel is the channel column of the CSVs.
+func (m *Model) csvChannel() string {
+	if m.PaperCompat {
+		return m.Channel + "-paper"
+	}
+	return m.Channel
+}
+
+// csvBeta is the beta column: the value for softmax, none (NaN, an empty cell) for hardmax.
+func (m *Model) csvBeta() float64 {
+	if m.Channel == "softmax" {
+		return m.Beta
+	}
+	return math.NaN()
+}
+
+// directions is K = T^2 + T - 2, the factor of alpha-bar = alpha K.
+func (m *Model) directions() float64 { return float64(m.T*m.T + m.T - 2) }
+
+// params returns the shared fields for a manifest.
+func (m *Model) params() map[string]any {
+	p := map[string]any{"channel": m.Channel, "paper_compat": m.PaperCompat, "T": m.T, "rho": m.rhos, "alpha": m.Alpha}
+	if m.Channel == "softmax" {
+		p["beta"] = m.Beta
+		p["noise"] = m.Noise
+	}
+	return p
+}
+
+// csvNoise is the noise column: Delta (0 when noiseless).
+func (m *Model) csvNoise() float64 { return m.Noise }
+
+// readSETable reads the `aim se` CSV of a simulation's --se: it must have the job's channel, T,
+// beta and noise (a CSV without the noise column is noiseless), and a curve at each of its rho.
+func (m *Model) readSETable(path string) (*table.Table, error) {
+	t, err := job.ReadTable(path)
+	if err != nil {
+		return nil, job.Inputf("--se: %v", err)
+	}
+	if t.Kind != table.SE {
+		return nil, job.Inputf("--se %s: an %s CSV, want one written by aim se", path, t.Kind)
+	}
+	beta := table.FormatFloat(m.csvBeta())
+	have := map[string]bool{}
+	for i := 0; i < t.Rows(); i++ {
+		if t.S(i, "channel") != m.csvChannel() || t.S(i, "T") != strconv.Itoa(m.T) || t.S(i, "beta") != beta {
+			return nil, job.Inputf("--se %s line %d: channel %s, T = %s, beta = %s; the command has %s, %d, %s",
+				path, i+2, t.S(i, "channel"), t.S(i, "T"), t.S(i, "beta"), m.csvChannel(), m.T, beta)
+		}
+		noise := t.S(i, "noise")
+		if noise == "" {
+			noise = table.FormatFloat(0)
+		}
+		if noise != table.FormatFloat(m.csvNoise()) {
+			return nil, job.Inputf("--se %s line %d: noise %s; the command has --noise %g", path, i+2, noise, m.Noise)
+		}
+		have[t.S(i, "rho")] = true
+	}
+	for _, r := range m.rhos {
+		if !have[table.FormatFloat(r)] {
+			return nil, job.Inputf("--se %s: no curve at rho = %g", path, r)
+		}
+	}
+	return t, nil
+}
