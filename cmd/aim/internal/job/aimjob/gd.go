@@ -321,7 +321,7 @@ func ExecuteGD(c *GDConfig, env job.Env) (string, error) {
 
 // figure draws the figure of `aim gd` from the rows of its CSV, as `aim plot` draws it from the
 // file beside the CSVs of --se and --amp: per rho, the SE line (from --se, or solved on a dense
-// grid), GD single, GD averaged and the AMP points against alpha-bar = alpha (T^2 + T - 2).
+// grid), GD single, GD averaged and the AMP points against alpha.
 func (c *GDConfig) figure(rows []GDRow) (*figure.Figure, error) {
 	t, err := GDSchema.Table(c.Out, 0, rows)
 	if err != nil {
