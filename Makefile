@@ -5,16 +5,32 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/aim
 
-.PHONY: build test demo figures bench lint clean kernels gpu-check-bin docs
+.PHONY: build test test-python demo figures bench lint clean kernels gpu-check-bin docs
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/aim
 
 # Every test, then the engine, device, backend, cpu and internal packages again under the race detector (-short skips
-# the long accuracy sweeps there).
+# the long accuracy sweeps there), then the Python package's (test-python).
 test:
 	$(GO) test ./...
 	$(GO) test -race -short ./engine/... ./device/... ./backend/... ./cpu/... ./internal/...
+	$(MAKE) test-python
+
+# The Python package's tests (python/tests, pytest) against bin/aim, run by the first of $(PYTHON),
+# python3 and /usr/bin/python3 that has pandas and pytest. Without one they are skipped, saying
+# so (Debian: apt-get install python3-pandas python3-pytest); AIM_REQUIRE_PYTHON=1 (CI) makes
+# that an error.
+PYTHON ?= python3
+test-python: build
+	@py=""; for p in $(PYTHON) python3 /usr/bin/python3; do \
+		if command -v $$p >/dev/null 2>&1 && $$p -c 'import pandas, pytest' 2>/dev/null; then py=$$p; break; fi; \
+	done; \
+	if [ -z "$$py" ]; then \
+		echo "python tests skipped: no python3 with pandas and pytest (Debian: apt-get install python3-pandas python3-pytest)"; \
+		[ -z "$$AIM_REQUIRE_PYTHON" ] || exit 1; exit 0; \
+	fi; \
+	echo "$$py -m pytest python/tests"; AIM_BIN=$(CURDIR)/$(BIN) $$py -m pytest -q python/tests
 
 # On the CPU: the softmax T = 2 state evolution for five rho (results/demo/se_softmax.*), and
 # GAMP-RIE at D = 100 beside the SE for three of them (results/demo/amp_softmax.*; its SE lines
@@ -53,9 +69,10 @@ figures: build
 		--plot $(FIG)/thresholds.png
 	rm -rf $(FIG)/data
 
-# docs/cli/<command>.md, the reference of every command and its flags, and docs/cli/README.md,
-# their index, from the commands' flag sets (cmd/aim/clidocs_test.go). `make test` fails when
-# they are stale (TestCLIDocs); this rewrites them.
+# docs/cli/<command>.md, the reference of every command and its flags, docs/cli/README.md, their
+# index, and python/aimtheory/_jobs.py, the Python package's job functions, from the commands'
+# flag sets (cmd/aim/reference.go). `make test` fails when they are stale (TestCLIDocs); this
+# rewrites them.
 docs:
 	$(GO) test ./cmd/aim -run '^TestCLIDocs$$' -count=1 -update
 

@@ -24,10 +24,10 @@ Flags:
 `
 
 // ampFlags registers the flags of `aim amp` into c.
-func ampFlags(fs *flag.FlagSet, c *aimjob.AMPConfig, quiet *bool) {
-	simFlags(fs, &c.Sim, quiet, true)
+func ampFlags(fs *flag.FlagSet, c *aimjob.AMPConfig, pm *progressMode) {
+	simFlags(fs, &c.Sim, pm, true)
 	noiseFlag(fs, &c.Sim.Model)
-	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexity alpha = N/D^2: a list or range")
+	gridVar(fs, &c.Alpha, "alpha", "sample complexity alpha = N/D^2: a list or range")
 	fs.StringVar(&c.Trace, "trace", c.Trace, "also write every iteration of every run to this CSV")
 	fs.IntVar(&c.MaxIter, "max-iter", c.MaxIter, usage("max-iter", "GAMP-RIE iterations (0: 100 for softmax, 500 for hardmax, as in the paper)"))
 	dampingFlag(fs, &c.Damping, "of omega and V; auto: 0.5 for softmax, as in the paper, 0 for hardmax, which converges several times faster undamped; hardmax raises it halfway to 1, at most to 0.75, when the iteration cycles")
@@ -38,31 +38,31 @@ func ampFlags(fs *flag.FlagSet, c *aimjob.AMPConfig, quiet *bool) {
 
 // newAMPFlags returns the flag set of `aim amp` (docs/cli/amp.md is made from it) and the
 // configuration and --quiet that parsing it fills.
-func newAMPFlags(stderr io.Writer) (*flag.FlagSet, *aimjob.AMPConfig, *bool) {
-	c, quiet := aimjob.NewAMPConfig(), new(bool)
+func newAMPFlags(stderr io.Writer) (*flag.FlagSet, *aimjob.AMPConfig, *progressMode) {
+	c, pm := aimjob.NewAMPConfig(), new(progressMode)
 	fs := newFlags("aim amp", ampUsage, stderr)
-	ampFlags(fs, c, quiet)
-	return fs, c, quiet
+	ampFlags(fs, c, pm)
+	return fs, c, pm
 }
 
 // parseAMP fills the configuration of `aim amp` from its flags and validates it.
-func parseAMP(args []string, stderr io.Writer) (*aimjob.AMPConfig, bool, error) {
-	fs, c, quiet := newAMPFlags(stderr)
+func parseAMP(args []string, stderr io.Writer) (*aimjob.AMPConfig, progressMode, error) {
+	fs, c, pm := newAMPFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	c.AlphaGiven = given(fs, "alpha")
 	if err := c.Validate(); err != nil {
-		return c, *quiet, err
+		return c, *pm, err
 	}
-	return c, *quiet, checkRhos(c.Rhos())
+	return c, *pm, checkRhos(c.Rhos())
 }
 
 // runAMP runs `aim amp`; cancelling ctx stops it with the runs done written.
 func runAMP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, quiet, err := parseAMP(args, stderr)
+	c, pm, err := parseAMP(args, stderr)
 	if err != nil {
 		return err
 	}
-	return report(stdout)(aimjob.ExecuteAMP(c, envContext(ctx, stderr, quiet)))
+	return report(stdout)(aimjob.ExecuteAMP(c, envContext(ctx, stderr, pm)))
 }

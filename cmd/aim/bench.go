@@ -34,10 +34,10 @@ Flags:
 `
 
 // benchFlags registers the flags of `aim bench` into c.
-func benchFlags(fs *flag.FlagSet, c *benchjob.BenchConfig, quiet *bool) {
-	fs.StringVar(&c.Device, "device", c.Device, usage("device", "each device or group benchmarked in turn, e.g. cpu,cuda:0,cuda:0,1; all: the CPU, each GPU, and all GPUs as one group"))
-	fs.StringVar(&c.D, "D", c.D, "dimensions with stored tokens, a comma list, or none (default: the device's, see above)")
-	fs.StringVar(&c.StreamedD, "streamed-D", c.StreamedD, "dimensions with streamed tokens, a comma list, or none (default: the largest --D)")
+func benchFlags(fs *flag.FlagSet, c *benchjob.BenchConfig, pm *progressMode) {
+	gridVar(fs, &c.Device, "device", usage("device", "each device or group benchmarked in turn, e.g. cpu,cuda:0,cuda:0,1; all: the CPU, each GPU, and all GPUs as one group"))
+	gridVar(fs, &c.D, "D", "dimensions with stored tokens, a comma list, or none (default: the device's, see above)")
+	gridVar(fs, &c.StreamedD, "streamed-D", "dimensions with streamed tokens, a comma list, or none (default: the largest --D)")
 	fs.StringVar(&c.Algorithms, "algorithms", c.Algorithms, "amp (a GAMP-RIE iteration), gd (an Adam step), or both")
 	fs.Float64Var(&c.Alpha, "alpha", c.Alpha, "sample complexity alpha = N/D^2")
 	fs.Float64Var(&c.Rho, "rho", c.Rho, "rank ratio rho = R/D")
@@ -51,36 +51,36 @@ func benchFlags(fs *flag.FlagSet, c *benchjob.BenchConfig, quiet *bool) {
 	fs.BoolVar(&c.HostTimer, "host-timer", c.HostTimer, "time a GPU's operations with the host clock instead of its events")
 	fs.IntVar(&c.Chunk, "chunk", c.Chunk, "samples per chunk of streamed tokens (0: the largest that fits, at most 4096)")
 	fs.StringVar(&c.MaxMemory, "max-memory", c.MaxMemory, "cap on a row's device memory, e.g. 4GiB (default: the device's free memory)")
-	outputFlags(fs, &c.Out, &c.Plot, &c.Figure, quiet)
+	outputFlags(fs, &c.Out, &c.Plot, &c.Figure, pm)
 }
 
 // newBenchFlags returns the flag set of `aim bench` (docs/cli/bench.md is made from it) and
 // the configuration and --quiet that parsing it fills.
-func newBenchFlags(stderr io.Writer) (*flag.FlagSet, *benchjob.BenchConfig, *bool) {
-	c, quiet := benchjob.NewBenchConfig(), new(bool)
+func newBenchFlags(stderr io.Writer) (*flag.FlagSet, *benchjob.BenchConfig, *progressMode) {
+	c, pm := benchjob.NewBenchConfig(), new(progressMode)
 	fs := newFlags("aim bench", benchUsage, stderr)
-	benchFlags(fs, c, quiet)
-	return fs, c, quiet
+	benchFlags(fs, c, pm)
+	return fs, c, pm
 }
 
 // parseBench fills the configuration of `aim bench` from its flags and validates it.
-func parseBench(args []string, stderr io.Writer) (*benchjob.BenchConfig, bool, error) {
-	fs, c, quiet := newBenchFlags(stderr)
+func parseBench(args []string, stderr io.Writer) (*benchjob.BenchConfig, progressMode, error) {
+	fs, c, pm := newBenchFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	if f := strings.Fields(c.Device); len(f) > 1 {
 		list := strings.Join(f, ",")
 		warnf(fs, "a space-separated --device list is deprecated: write --device %s (the same devices)", list)
 		c.Device = list
 	}
-	return c, *quiet, c.Validate()
+	return c, *pm, c.Validate()
 }
 
 func runBench(args []string, stdout, stderr io.Writer) error {
-	c, quiet, err := parseBench(args, stderr)
+	c, pm, err := parseBench(args, stderr)
 	if err != nil {
 		return err
 	}
-	return report(stdout)(benchjob.ExecuteBench(c, env(stderr, quiet)))
+	return report(stdout)(benchjob.ExecuteBench(c, env(stderr, pm)))
 }

@@ -47,6 +47,24 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 // typeName is the placeholder of the value in the help.
 func (l *listFlag) typeName() string { return "list" }
 
+// gridValue is a string flag that holds a comma list or a range ("a:b:n", "a:b:n:log"): a
+// grid. -h and the reference (aim help --json) call its type list.
+type gridValue struct{ p *string }
+
+func (g gridValue) String() string {
+	if g.p == nil {
+		return ""
+	}
+	return *g.p
+}
+
+func (g gridValue) Set(s string) error { *g.p = s; return nil }
+
+func (g gridValue) typeName() string { return "list" }
+
+// gridVar registers the grid flag name into p, its default *p.
+func gridVar(fs *flag.FlagSet, p *string, name, usage string) { fs.Var(gridValue{p}, name, usage) }
+
 // autoFloat is a float flag whose value may be auto (NaN): the command's own choice.
 type autoFloat struct{ p *float64 }
 
@@ -87,7 +105,8 @@ var vocabulary = map[string]string{
 	"plot":        "plot output, .png, .svg or .pdf; empty for none",
 	"size":        figure.SizeUsage + " (default 6x4.2in)",
 	"title":       `the figure's title ("" for none; default: the automatic title)`,
-	"quiet":       "no progress bar",
+	"progress":    "progress on stderr: auto (a bar when stderr is a terminal), json (one JSON line per unit of work done: {\"event\":\"progress\",\"what\":...,\"done\":k,\"total\":n,\"seconds\":t}) or none",
+	"quiet":       "the same as --progress none",
 	"gen-samples": "Monte Carlo samples of the generalisation error (0: none)",
 	"gen-inner":   "inner samples per Monte Carlo sample of the generalisation error",
 }
@@ -220,6 +239,9 @@ func parse(fs *flag.FlagSet, args []string, interleaved bool) ([]string, error) 
 		rest = fs.Args()[1:]
 	}
 	if err := checkRepeats(fs, args, interleaved); err != nil {
+		return nil, err
+	}
+	if err := conflicts(fs, [3]string{"progress", "quiet", "--quiet is --progress none"}); err != nil {
 		return nil, err
 	}
 	i := infoOf(fs)
@@ -465,11 +487,9 @@ func typeName(f *flag.Flag) string {
 			return "uint"
 		case float64:
 			return "float"
-		case string:
-			return "string"
 		}
 	}
-	return "value"
+	return "string" // a string, or text parsed by a flag.Func (--title, --size)
 }
 
 // figureFlags registers --size and --title, the figure options (job.Figure), on every command
@@ -483,13 +503,13 @@ func figureFlags(fs *flag.FlagSet, f *job.Figure) {
 	})
 }
 
-// outputFlags registers --out, --plot, --size, --title and --quiet, which every command that
-// writes a table shares.
-func outputFlags(fs *flag.FlagSet, out, plot *string, f *job.Figure, quiet *bool) {
+// outputFlags registers --out, --plot, --size, --title, --progress and --quiet, which every
+// command that writes a table shares.
+func outputFlags(fs *flag.FlagSet, out, plot *string, f *job.Figure, pm *progressMode) {
 	fs.StringVar(out, "out", *out, usage("out", ""))
 	fs.StringVar(plot, "plot", *plot, usage("plot", ""))
 	figureFlags(fs, f)
-	fs.BoolVar(quiet, "quiet", false, usage("quiet", ""))
+	progressFlags(fs, pm, "")
 }
 
 // dampingFlag registers --damping into d (NaN: auto, the command's choice, said by more).
@@ -499,7 +519,7 @@ func dampingFlag(fs *flag.FlagSet, d *float64, more string) {
 
 // modelFlags registers the flags every AIM command (se, amp, gd) shares, into m; withHardmax
 // is false for gd, whose students are softmax only.
-func modelFlags(fs *flag.FlagSet, m *aimjob.Model, quiet *bool, withHardmax bool) {
+func modelFlags(fs *flag.FlagSet, m *aimjob.Model, pm *progressMode, withHardmax bool) {
 	if withHardmax {
 		fs.StringVar(&m.Channel, "channel", m.Channel, "output channel: softmax or hardmax")
 		fs.BoolVar(&m.PaperCompat, "paper-compat", m.PaperCompat, "hardmax: use the published channel formula (bivariate density in place of the CDF derivative) that the paper's curves come from")
@@ -511,7 +531,7 @@ func modelFlags(fs *flag.FlagSet, m *aimjob.Model, quiet *bool, withHardmax bool
 	fs.Float64Var(&m.Beta, "beta", m.Beta, "softmax inverse temperature")
 	fs.Var((*listFlag)(&m.Rho), "rho", "rank ratio rho = R/D: a value, list or range; repeatable, each value once (default 0.5)")
 	repeatable(fs, "rho")
-	outputFlags(fs, &m.Out, &m.Plot, &m.Figure, quiet)
+	outputFlags(fs, &m.Out, &m.Plot, &m.Figure, pm)
 	fs.StringVar(&m.Axes, "axes", m.Axes, "plot axes: auto, lin, logx, logy or loglog (auto: lin for softmax, loglog for hardmax)")
 }
 
@@ -532,12 +552,12 @@ func noiseFlag(fs *flag.FlagSet, m *aimjob.Model) {
 }
 
 // simFlags registers the flags the simulations (amp, gd) share beside modelFlags, into s.
-func simFlags(fs *flag.FlagSet, s *aimjob.Sim, quiet *bool, withHardmax bool) {
-	modelFlags(fs, &s.Model, quiet, withHardmax)
+func simFlags(fs *flag.FlagSet, s *aimjob.Sim, pm *progressMode, withHardmax bool) {
+	modelFlags(fs, &s.Model, pm, withHardmax)
 	fs.IntVar(&s.D, "D", s.D, "token dimension")
 	fs.IntVar(&s.Seeds, "seeds", s.Seeds, usage("seeds", "every alpha shares its teachers"))
 	fs.Uint64Var(&s.Seed, "seed", s.Seed, usage("seed", "run s uses seed + s for its teacher, data and start"))
-	fs.StringVar(&s.Device, "device", s.Device, usage("device", "one device or one group (the samples sharded over its GPUs; cpu:K, a check that groups change nothing)"))
+	gridVar(fs, &s.Device, "device", usage("device", "one device or one group (the samples sharded over its GPUs; cpu:K, a check that groups change nothing)"))
 	fs.IntVar(&s.Workers, "workers", s.Workers, usage("workers", ""))
 	fs.IntVar(&s.Threads, "threads", s.Threads, usage("threads", ""))
 	fs.StringVar(&s.Mode, "tokens", s.Mode, "tokens X stored on the device, or streamed: regenerated chunk by chunk from the seed at every use, never stored (same values); auto stores when the largest run fits")
@@ -550,14 +570,14 @@ func simFlags(fs *flag.FlagSet, s *aimjob.Sim, quiet *bool, withHardmax bool) {
 
 // smiFlags registers the flags every `aim smi` subcommand shares, into f; withC is false where
 // --c is a grid (thresholds).
-func smiFlags(fs *flag.FlagSet, f *smijob.SMI, withC bool, quiet *bool) {
+func smiFlags(fs *flag.FlagSet, f *smijob.SMI, withC bool, pm *progressMode) {
 	fs.IntVar(&f.L, "L", f.L, "attention layers, each of rank 1 (se, thresholds and amp: L <= 4, with L = 4 sampled; sgd: any L)")
 	fs.IntVar(&f.M, "M", f.M, "tokens per sequence")
 	if withC {
 		fs.Float64Var(&f.C, "c", f.C, "skip (residual) strength c >= 0")
 	}
 	fs.Float64Var(&f.Beta, "beta", f.Beta, "softmax inverse temperature")
-	outputFlags(fs, &f.Out, &f.Plot, &f.Figure, quiet)
+	outputFlags(fs, &f.Out, &f.Plot, &f.Figure, pm)
 	fs.IntVar(&f.Workers, "workers", f.Workers, usage("workers", ""))
 }
 
@@ -589,7 +609,7 @@ func smiSEFlags(fs *flag.FlagSet, o *smijob.SMISEOptions) {
 func integralFlags(fs *flag.FlagSet, o *smijob.SMIIntegrals, def string) {
 	fs.IntVar(&o.Draws, "draws", o.Draws, fmt.Sprintf("L >= 3: importance-sampling draws per channel integral, in two independent halves (0: the default, %s)", def))
 	fs.BoolVar(&o.Cubature, "cubature", o.Cubature, "L = 3: the budget-capped adaptive cubature instead of importance sampling (docs/validation/smi-channel.md; L = 4 has none)")
-	fs.StringVar(&o.Device, "device", o.Device, usage("device", "one device, for the L >= 3 sampled channel integrals: cpu runs them in process (the same estimates to rounding)"))
+	gridVar(fs, &o.Device, "device", usage("device", "one device, for the L >= 3 sampled channel integrals: cpu runs them in process (the same estimates to rounding)"))
 }
 
 // quadMaxEvalFlag registers --quad-max-eval, the SMI channel integral's budget, into n.
@@ -597,16 +617,16 @@ func quadMaxEvalFlag(fs *flag.FlagSet, n *int) {
 	fs.IntVar(n, "quad-max-eval", *n, "evaluation budget of each sample's channel integral (0: the default, 20 000; L = 3 errors per budget: docs/validation/smi-channel.md)")
 }
 
-// env is what a job reports to: notes on stderr, a progress bar there on a terminal (unless
-// quiet), and the program's version and command line for its manifest.
-func env(stderr io.Writer, quiet bool) job.Env {
+// env is what a job reports to: notes on stderr, its progress there as pm says (--progress),
+// and the program's version and command line for its manifest.
+func env(stderr io.Writer, pm progressMode) job.Env {
 	return job.Env{Log: stderr, Version: programVersion(), Args: os.Args[1:],
-		Progress: func(total int, what string) job.Progress { return newProgress(total, what, stderr, quiet) }}
+		Progress: func(total int, what string) job.Progress { return newProgress(total, what, stderr, pm) }}
 }
 
 // envContext is env with the context that stops the job when cancelled.
-func envContext(ctx context.Context, stderr io.Writer, quiet bool) job.Env {
-	e := env(stderr, quiet)
+func envContext(ctx context.Context, stderr io.Writer, pm progressMode) job.Env {
+	e := env(stderr, pm)
 	e.Context = ctx
 	return e
 }

@@ -25,9 +25,9 @@ Flags:
 `
 
 // gdFlags registers the flags of `aim gd` into c.
-func gdFlags(fs *flag.FlagSet, c *aimjob.GDConfig, quiet *bool) {
-	simFlags(fs, &c.Sim, quiet, false)
-	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexity alpha = N/D^2: a list or range")
+func gdFlags(fs *flag.FlagSet, c *aimjob.GDConfig, pm *progressMode) {
+	simFlags(fs, &c.Sim, pm, false)
+	gridVar(fs, &c.Alpha, "alpha", "sample complexity alpha = N/D^2: a list or range")
 	fs.IntVar(&c.Restarts, "restarts", c.Restarts, "students averaged per data set (1: GD single; the paper's averaged GD uses 32)")
 	fs.IntVar(&c.Steps, "max-iter", c.Steps, usage("max-iter", "full-batch steps per student, every one taken (GD has no stopping rule)"))
 	deprecate(fs, "steps", "max-iter", "")
@@ -42,34 +42,34 @@ func gdFlags(fs *flag.FlagSet, c *aimjob.GDConfig, quiet *bool) {
 
 // newGDFlags returns the flag set of `aim gd` (docs/cli/gd.md is made from it) and the
 // configuration and --quiet that parsing it fills.
-func newGDFlags(stderr io.Writer) (*flag.FlagSet, *aimjob.GDConfig, *bool) {
-	c, quiet := aimjob.NewGDConfig(), new(bool)
+func newGDFlags(stderr io.Writer) (*flag.FlagSet, *aimjob.GDConfig, *progressMode) {
+	c, pm := aimjob.NewGDConfig(), new(progressMode)
 	fs := newFlags("aim gd", gdUsage, stderr)
-	gdFlags(fs, c, quiet)
-	return fs, c, quiet
+	gdFlags(fs, c, pm)
+	return fs, c, pm
 }
 
 // parseGD fills the configuration of `aim gd` from its flags and validates it.
-func parseGD(args []string, stderr io.Writer) (*aimjob.GDConfig, bool, error) {
-	fs, c, quiet := newGDFlags(stderr)
+func parseGD(args []string, stderr io.Writer) (*aimjob.GDConfig, progressMode, error) {
+	fs, c, pm := newGDFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	if given(fs, "trace-every") && !given(fs, "trace") {
-		return nil, false, usagef("--trace-every needs --trace (without a trace file it is ignored)")
+		return nil, "", usagef("--trace-every needs --trace (without a trace file it is ignored)")
 	}
 	c.AlphaGiven = given(fs, "alpha")
 	if err := c.Validate(); err != nil {
-		return c, *quiet, err
+		return c, *pm, err
 	}
-	return c, *quiet, checkRhos(c.Rhos())
+	return c, *pm, checkRhos(c.Rhos())
 }
 
 // runGD runs `aim gd`; cancelling ctx stops it with the runs done written.
 func runGD(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, quiet, err := parseGD(args, stderr)
+	c, pm, err := parseGD(args, stderr)
 	if err != nil {
 		return err
 	}
-	return report(stdout)(aimjob.ExecuteGD(c, envContext(ctx, stderr, quiet)))
+	return report(stdout)(aimjob.ExecuteGD(c, envContext(ctx, stderr, pm)))
 }

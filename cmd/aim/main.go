@@ -79,7 +79,7 @@ Usage:
                        every device, per-operation times, GFLOP/s against the device's Dgemm
   aim device           the CPU and CUDA devices aim sees, and which one --device auto picks
   aim version          the release, the commit and the Go version (also aim --version)
-  aim help             this text
+  aim help [--json]    this text; with --json every command and its flags, as JSON
 
 Run 'aim se -h' for the flags of a subcommand; docs/cli/vocabulary.md lists the flags the
 commands share.
@@ -91,6 +91,18 @@ func main() {
 
 // commands are aim's subcommands, for nearestCommand.
 var commands = []string{"se", "thresholds", "amp", "gd", "smi", "sweep", "plot", "bench", "device", "version", "help"}
+
+// commandName is the command args run, as its messages name it: "se", "smi thresholds".
+func commandName(args []string) string {
+	if len(args) > 1 {
+		for _, c := range cliCommands() {
+			if c.name == args[0]+" "+args[1] {
+				return c.name
+			}
+		}
+	}
+	return args[0]
+}
 
 // nearestCommand returns "; did you mean X?" for the command nearest to name, or "".
 func nearestCommand(name string) string {
@@ -150,8 +162,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stdout, versionLine())
 		return 0
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, mainUsage)
-		return 0
+		return runHelp(args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "aim: unknown command %q%s\nUsage: aim <command> [flags]\nRun 'aim help' for the commands.\n", args[0], nearestCommand(args[0]))
 		return 2
@@ -162,7 +173,7 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if errors.Is(err, errHelp) {
 		return 0
 	}
-	fmt.Fprintf(stderr, "aim %s: %s\n", args[0], strings.TrimSpace(err.Error()))
+	fmt.Fprintf(stderr, "aim %s: %s\n", commandName(args), strings.TrimSpace(err.Error()))
 	if errors.Is(err, job.ErrInterrupted) {
 		return exitInterrupted
 	}

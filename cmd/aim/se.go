@@ -36,10 +36,10 @@ Flags:
 `
 
 // seFlags registers the flags of `aim se` into c.
-func seFlags(fs *flag.FlagSet, c *aimjob.SEConfig, quiet *bool) {
-	modelFlags(fs, &c.Model, quiet, true)
+func seFlags(fs *flag.FlagSet, c *aimjob.SEConfig, pm *progressMode) {
+	modelFlags(fs, &c.Model, pm, true)
 	noiseFlag(fs, &c.Model)
-	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexity grid alpha = N/D^2 (alpha-bar_r = N/(D R) with --rescaled); default 0.001:0.25:128 for softmax, 0.01:10:128:log for hardmax, 0.1:20:128:log rescaled")
+	gridVar(fs, &c.Alpha, "alpha", "sample complexity grid alpha = N/D^2 (alpha-bar_r = N/(D R) with --rescaled); default 0.001:0.25:128 for softmax, 0.01:10:128:log for hardmax, 0.1:20:128:log rescaled")
 	fs.BoolVar(&c.Rescaled, "rescaled", c.Rescaled, "add the rho -> 0 limit and put every curve against alpha-bar_r = alpha/rho (no default rho)")
 	fs.BoolVar(&c.Threshold, "threshold", c.Threshold, "print alpha_PR per rho and alpha-bar_c, write no file")
 	fs.IntVar(&c.GenSamples, "gen-samples", c.GenSamples, usage("gen-samples", "per point"))
@@ -67,21 +67,21 @@ var seThresholdConflicts = [][3]string{
 
 // newSEFlags returns the flag set of `aim se` (docs/cli/se.md is made from it) and the
 // configuration and --quiet that parsing it fills.
-func newSEFlags(stderr io.Writer) (*flag.FlagSet, *aimjob.SEConfig, *bool) {
-	c, quiet := aimjob.NewSEConfig(), new(bool)
+func newSEFlags(stderr io.Writer) (*flag.FlagSet, *aimjob.SEConfig, *progressMode) {
+	c, pm := aimjob.NewSEConfig(), new(progressMode)
 	fs := newFlags("aim se", seUsage, stderr)
-	seFlags(fs, c, quiet)
-	return fs, c, quiet
+	seFlags(fs, c, pm)
+	return fs, c, pm
 }
 
 // parseSE fills the configuration of `aim se` from its flags and validates it.
-func parseSE(args []string, stderr io.Writer) (*aimjob.SEConfig, bool, error) {
-	fs, c, quiet := newSEFlags(stderr)
+func parseSE(args []string, stderr io.Writer) (*aimjob.SEConfig, progressMode, error) {
+	fs, c, pm := newSEFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	if err := conflicts(fs, seThresholdConflicts...); err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	if math.IsNaN(c.Damping) {
 		c.Damping = aimjob.NewSEConfig().Damping
@@ -89,14 +89,14 @@ func parseSE(args []string, stderr io.Writer) (*aimjob.SEConfig, bool, error) {
 	c.AlphaGiven = given(fs, "alpha")
 	c.StartGiven = given(fs, "start")
 	if err := c.Validate(); err != nil {
-		return c, *quiet, err
+		return c, *pm, err
 	}
-	return c, *quiet, checkRhos(c.Rhos())
+	return c, *pm, checkRhos(c.Rhos())
 }
 
 // runSE runs `aim se`; cancelling ctx stops it with the points it solved written.
 func runSE(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, quiet, err := parseSE(args, stderr)
+	c, pm, err := parseSE(args, stderr)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func runSE(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		printThresholds(stdout, c, th)
 		return nil
 	}
-	return report(stdout)(aimjob.ExecuteSE(c, envContext(ctx, stderr, quiet)))
+	return report(stdout)(aimjob.ExecuteSE(c, envContext(ctx, stderr, pm)))
 }
 
 // printThresholds prints alpha-bar_c and, per rho, alpha_PR beside the counting formula.

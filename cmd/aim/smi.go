@@ -57,10 +57,11 @@ func runSMI(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprint(stderr, smiUsage)
 		return usagef("unknown subcommand %q (want se, thresholds, amp or sgd)", sub)
 	}
-	return smiError(args[0], err)
+	return err
 }
 
-// smiError prefixes the error of subcommand sub with its name, keeping bad input bad input.
+// smiError prefixes the error of subcommand sub with its name, keeping bad input bad input:
+// the error of an SMI run of a sweep.
 func smiError(sub string, err error) error {
 	if err == nil || errors.Is(err, errHelp) {
 		return err
@@ -115,9 +116,9 @@ Flags:
 `
 
 // smiSECommandFlags registers the flags of `aim smi se` into c.
-func smiSECommandFlags(fs *flag.FlagSet, c *smijob.SMISEConfig, quiet *bool) {
-	smiFlags(fs, &c.SMI, true, quiet)
-	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexity grid alpha = N/D: a list, a:b:n or a:b:n:log")
+func smiSECommandFlags(fs *flag.FlagSet, c *smijob.SMISEConfig, pm *progressMode) {
+	smiFlags(fs, &c.SMI, true, pm)
+	gridVar(fs, &c.Alpha, "alpha", "sample complexity grid alpha = N/D: a list, a:b:n or a:b:n:log")
 	smiSEFlags(fs, &c.SMISEOptions)
 	fs.IntVar(&c.Replicates, "replicates", c.Replicates, "independent randomisations of the SE's draws (Halton shifts, or batches with --monte-carlo); their spread gives Qerr; 1: a single shift, Qerr unknown")
 	fs.Float64Var(&c.MCError, "mc-error", c.MCError, "target standard error of every Q_ll: the draws grow from --samples until it is met, up to --max-samples; 0: --samples fixed")
@@ -126,41 +127,41 @@ func smiSECommandFlags(fs *flag.FlagSet, c *smijob.SMISEConfig, quiet *bool) {
 	fs.IntVar(&c.GenSamples, "gen-samples", c.GenSamples, usage("gen-samples", "e_gen and e_BO per point, the same draws at every point"))
 	fs.IntVar(&c.GenInner, "gen-inner", c.GenInner, usage("gen-inner", "draws of Z given omega per sample of the Bayes-optimal e_BO"))
 	fs.StringVar(&c.Start, "start", c.Start, "SE start: uninformed (Q = 0.05 I, the authors'), informed (Q = (1 - 1e-4) I) or both (twice the cost: report the fixed point of larger free entropy, flag where two coexist)")
-	fs.StringVar(&c.At, "at", c.At, "Q11,...,QLL: instead of solving, linearise the SE map there (1 + 2L evaluations) and report the fixed point one Newton step away with its error; the manifest's \"at\" has G(Q) - Q in standard errors")
+	gridVar(fs, &c.At, "at", "Q11,...,QLL: instead of solving, linearise the SE map there (1 + 2L evaluations) and report the fixed point one Newton step away with its error; the manifest's \"at\" has G(Q) - Q in standard errors")
 }
 
 // newSMISEFlags returns the flag set of `aim smi se` (docs/cli/smi-se.md is made from it) and
 // the configuration and --quiet that parsing it fills.
-func newSMISEFlags(stderr io.Writer) (*flag.FlagSet, *smijob.SMISEConfig, *bool) {
-	c, quiet := smijob.NewSMISEConfig(), new(bool)
+func newSMISEFlags(stderr io.Writer) (*flag.FlagSet, *smijob.SMISEConfig, *progressMode) {
+	c, pm := smijob.NewSMISEConfig(), new(progressMode)
 	fs := newFlags("aim smi se", smiSEUsage, stderr)
-	smiSECommandFlags(fs, c, quiet)
-	return fs, c, quiet
+	smiSECommandFlags(fs, c, pm)
+	return fs, c, pm
 }
 
 // parseSMISE fills the configuration of `aim smi se` from its flags and validates it.
-func parseSMISE(args []string, stderr io.Writer) (*smijob.SMISEConfig, bool, error) {
-	fs, c, quiet := newSMISEFlags(stderr)
+func parseSMISE(args []string, stderr io.Writer) (*smijob.SMISEConfig, progressMode, error) {
+	fs, c, pm := newSMISEFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	if given(fs, "max-samples") && !given(fs, "mc-error") {
-		return nil, false, usagef("--max-samples needs --mc-error (without it the draws stay at --samples)")
+		return nil, "", usagef("--max-samples needs --mc-error (without it the draws stay at --samples)")
 	}
 	if err := conflicts(fs, [3]string{"at", "start", "--at linearises the map at the given Q and starts no iteration"}); err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	smiDampingNote(fs, c.Damping)
-	return c, *quiet, c.Validate()
+	return c, *pm, c.Validate()
 }
 
 // runSMISE runs `aim smi se`; cancelling ctx stops it with the points done written.
 func runSMISE(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, quiet, err := parseSMISE(args, stderr)
+	c, pm, err := parseSMISE(args, stderr)
 	if err != nil {
 		return err
 	}
-	return report(stdout)(smijob.ExecuteSMISE(c, envContext(ctx, stderr, quiet)))
+	return report(stdout)(smijob.ExecuteSMISE(c, envContext(ctx, stderr, pm)))
 }
 
 const smiThresholdsUsage = `Usage: aim smi thresholds [flags]
@@ -179,39 +180,39 @@ Flags:
 `
 
 // smiThresholdsFlags registers the flags of `aim smi thresholds` into c.
-func smiThresholdsFlags(fs *flag.FlagSet, c *smijob.SMIThresholdsConfig, quiet *bool) {
-	smiFlags(fs, &c.SMI, false, quiet)
-	fs.StringVar(&c.CGrid, "c", c.CGrid, "skip strengths c >= 0: a list, a:b:n or a:b:n:log")
+func smiThresholdsFlags(fs *flag.FlagSet, c *smijob.SMIThresholdsConfig, pm *progressMode) {
+	smiFlags(fs, &c.SMI, false, pm)
+	gridVar(fs, &c.CGrid, "c", "skip strengths c >= 0: a list, a:b:n or a:b:n:log")
 	smiSEFlags(fs, &c.SMISEOptions)
 	fs.Float64Var(&c.Hi, "hi", c.Hi, "upper end of the alpha search for the conditional thresholds")
 }
 
 // newSMIThresholdsFlags returns the flag set of `aim smi thresholds` (docs/cli/smi-thresholds.md
 // is made from it) and the configuration and --quiet that parsing it fills.
-func newSMIThresholdsFlags(stderr io.Writer) (*flag.FlagSet, *smijob.SMIThresholdsConfig, *bool) {
-	c, quiet := smijob.NewSMIThresholdsConfig(), new(bool)
+func newSMIThresholdsFlags(stderr io.Writer) (*flag.FlagSet, *smijob.SMIThresholdsConfig, *progressMode) {
+	c, pm := smijob.NewSMIThresholdsConfig(), new(progressMode)
 	fs := newFlags("aim smi thresholds", smiThresholdsUsage, stderr)
-	smiThresholdsFlags(fs, c, quiet)
-	return fs, c, quiet
+	smiThresholdsFlags(fs, c, pm)
+	return fs, c, pm
 }
 
 // parseSMIThresholds fills the configuration of `aim smi thresholds` from its flags and
 // validates it.
-func parseSMIThresholds(args []string, stderr io.Writer) (*smijob.SMIThresholdsConfig, bool, error) {
-	fs, c, quiet := newSMIThresholdsFlags(stderr)
+func parseSMIThresholds(args []string, stderr io.Writer) (*smijob.SMIThresholdsConfig, progressMode, error) {
+	fs, c, pm := newSMIThresholdsFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	smiDampingNote(fs, c.Damping)
-	return c, *quiet, c.Validate()
+	return c, *pm, c.Validate()
 }
 
 func runSMIThresholds(args []string, stdout, stderr io.Writer) error {
-	c, quiet, err := parseSMIThresholds(args, stderr)
+	c, pm, err := parseSMIThresholds(args, stderr)
 	if err != nil {
 		return err
 	}
-	res, summary, err := smijob.ExecuteSMIThresholds(c, env(stderr, quiet))
+	res, summary, err := smijob.ExecuteSMIThresholds(c, env(stderr, pm))
 	if res != nil {
 		for _, n := range res.Notes {
 			fmt.Fprintln(stderr, "note:", n)

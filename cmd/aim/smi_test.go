@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -523,6 +524,59 @@ func TestSMIAMP(t *testing.T) {
 	checkPNG(t, filepath.Join(dir, "trace.png"))
 	if _, err := os.Stat(filepath.Join(dir, "amp.json")); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestSMIThresholdsUnconverged checks a conditional threshold whose restricted SE does not
+// converge: every row is written, that threshold empty, the manifest lists it, and the command
+// exits with status 1 naming it.
+func TestSMIThresholdsUnconverged(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "th.csv")
+	code, _, stderr := runArgs(t, "smi", "thresholds", "--quiet", "--c", "1", "--samples", "50", "--max-iter", "30", "--hi", "2",
+		"--out", out, "--plot", "")
+	if code != 1 || !strings.Contains(stderr, "aim smi thresholds: 1 conditional thresholds did not converge") ||
+		!strings.Contains(stderr, "c = 1: SMI conditional threshold of layer 1") {
+		t.Fatalf("status %d, stderr %q; want 1 and the threshold named", code, stderr)
+	}
+	rows := readCSV(t, out)
+	if len(rows) != 2 || rows[1][csvColumns(rows[0])["alpha_conditional_1"]] != "" || rows[1][csvColumns(rows[0])["alpha_stability_1"]] == "" {
+		t.Errorf("rows %v: want c = 1 with its stability thresholds and no conditional one", rows)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "th.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var man struct{ Failed []string }
+	if err := json.Unmarshal(b, &man); err != nil || len(man.Failed) != 1 {
+		t.Errorf("manifest failed %v, %v; want one entry", man.Failed, err)
+	}
+}
+
+// TestSMIAMPTraceAuto checks the trace's default: beside --out, named after it, and listed
+// with its manifest among the outputs of the run's manifest.
+func TestSMIAMPTraceAuto(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "x.csv")
+	code, _, stderr := runArgs(t, "smi", "amp", "--quiet", "--D", "30", "--alpha", "1.5", "--seeds", "1", "--max-iter", "2",
+		"--gen-samples", "100", "--out", out, "--plot", "")
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	if rows := readCSV(t, filepath.Join(dir, "x-trace.csv")); len(rows) != 3 {
+		t.Errorf("trace: %d lines, want the header and 2 iterations", len(rows))
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "x.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var man struct{ Outputs []string }
+	if err := json.Unmarshal(b, &man); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{out, filepath.Join(dir, "x.json"), filepath.Join(dir, "x-trace.csv"), filepath.Join(dir, "x-trace.json")}
+	if !slices.Equal(man.Outputs, want) {
+		t.Errorf("outputs %v, want %v", man.Outputs, want)
 	}
 }
 

@@ -27,10 +27,10 @@ Flags:
 `
 
 // smiAMPFlags registers the flags of `aim smi amp` into c.
-func smiAMPFlags(fs *flag.FlagSet, c *smijob.SMIAMPConfig, quiet *bool) {
-	smiFlags(fs, &c.SMI, true, quiet)
+func smiAMPFlags(fs *flag.FlagSet, c *smijob.SMIAMPConfig, pm *progressMode) {
+	smiFlags(fs, &c.SMI, true, pm)
 	fs.IntVar(&c.D, "D", c.D, "token dimension")
-	fs.StringVar(&c.Alpha, "alpha", c.Alpha, "sample complexities alpha = N/D: a list or range")
+	gridVar(fs, &c.Alpha, "alpha", "sample complexities alpha = N/D: a list or range")
 	fs.IntVar(&c.Seeds, "seeds", c.Seeds, usage("seeds", "every alpha shares its teachers"))
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, usage("seed", "run s uses seed + s for its teacher, data, start and test set"))
 	fs.IntVar(&c.Iters, "max-iter", c.Iters, usage("max-iter", "GAMP iterations"))
@@ -45,39 +45,39 @@ func smiAMPFlags(fs *flag.FlagSet, c *smijob.SMIAMPConfig, quiet *bool) {
 	deprecate(fs, "test-samples", "gen-samples", "")
 	quadMaxEvalFlag(fs, &c.QuadMaxEval)
 	integralFlags(fs, &c.SMIIntegrals, smijob.SMIAMPDefaultDraws)
-	fs.StringVar(&c.Trace, "trace", c.Trace, "CSV of every iteration of every run (its plot goes beside it as .png); empty for none")
+	fs.StringVar(&c.Trace, "trace", c.Trace, "CSV of every iteration of every run (its plot goes beside it as .png); auto: beside --out, its name with -trace before .csv; empty for none")
 	fs.StringVar(&c.SE, "se", c.SE, "a CSV written by aim smi se (same L, M, c, beta) whose Q_ll to draw as lines on the plot")
 }
 
 // newSMIAMPFlags returns the flag set of `aim smi amp` (docs/cli/smi-amp.md is made from it)
 // and the configuration and --quiet that parsing it fills.
-func newSMIAMPFlags(stderr io.Writer) (*flag.FlagSet, *smijob.SMIAMPConfig, *bool) {
-	c, quiet := smijob.NewSMIAMPConfig(), new(bool)
+func newSMIAMPFlags(stderr io.Writer) (*flag.FlagSet, *smijob.SMIAMPConfig, *progressMode) {
+	c, pm := smijob.NewSMIAMPConfig(), new(progressMode)
 	fs := newFlags("aim smi amp", smiAMPUsage, stderr)
-	smiAMPFlags(fs, c, quiet)
-	return fs, c, quiet
+	smiAMPFlags(fs, c, pm)
+	return fs, c, pm
 }
 
 // parseSMIAMP fills the configuration of `aim smi amp` from its flags and validates it.
-func parseSMIAMP(args []string, stderr io.Writer) (*smijob.SMIAMPConfig, bool, error) {
-	fs, c, quiet := newSMIAMPFlags(stderr)
+func parseSMIAMP(args []string, stderr io.Writer) (*smijob.SMIAMPConfig, progressMode, error) {
+	fs, c, pm := newSMIAMPFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	if given(fs, "init-scale") && c.Init == "zero" {
-		return nil, false, usagef("--init-scale and --init zero conflict: the zero start has no scale")
+		return nil, "", usagef("--init-scale and --init zero conflict: the zero start has no scale")
 	}
 	smiDampingNote(fs, c.Damping)
-	return c, *quiet, c.Validate()
+	return c, *pm, c.Validate()
 }
 
 // runSMIAMP runs `aim smi amp`; cancelling ctx stops it with the runs done written.
 func runSMIAMP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, quiet, err := parseSMIAMP(args, stderr)
+	c, pm, err := parseSMIAMP(args, stderr)
 	if err != nil {
 		return err
 	}
-	return report(stdout)(smijob.ExecuteSMIAMP(c, envContext(ctx, stderr, quiet)))
+	return report(stdout)(smijob.ExecuteSMIAMP(c, envContext(ctx, stderr, pm)))
 }
 
 const smiSGDUsage = `Usage: aim smi sgd [flags]
@@ -97,8 +97,8 @@ Flags:
 `
 
 // smiSGDFlags registers the flags of `aim smi sgd` into c.
-func smiSGDFlags(fs *flag.FlagSet, c *smijob.SMISGDConfig, quiet *bool) {
-	smiFlags(fs, &c.SMI, true, quiet)
+func smiSGDFlags(fs *flag.FlagSet, c *smijob.SMISGDConfig, pm *progressMode) {
+	smiFlags(fs, &c.SMI, true, pm)
 	fs.IntVar(&c.D, "D", c.D, "token dimension")
 	fs.Float64Var(&c.Alpha, "alpha", c.Alpha, "sample complexity alpha = N/D")
 	fs.IntVar(&c.Seeds, "seeds", c.Seeds, usage("seeds", ""))
@@ -118,26 +118,26 @@ func smiSGDFlags(fs *flag.FlagSet, c *smijob.SMISGDConfig, quiet *bool) {
 
 // newSMISGDFlags returns the flag set of `aim smi sgd` (docs/cli/smi-sgd.md is made from it)
 // and the configuration and --quiet that parsing it fills.
-func newSMISGDFlags(stderr io.Writer) (*flag.FlagSet, *smijob.SMISGDConfig, *bool) {
-	c, quiet := smijob.NewSMISGDConfig(), new(bool)
+func newSMISGDFlags(stderr io.Writer) (*flag.FlagSet, *smijob.SMISGDConfig, *progressMode) {
+	c, pm := smijob.NewSMISGDConfig(), new(progressMode)
 	fs := newFlags("aim smi sgd", smiSGDUsage, stderr)
-	smiSGDFlags(fs, c, quiet)
-	return fs, c, quiet
+	smiSGDFlags(fs, c, pm)
+	return fs, c, pm
 }
 
 // parseSMISGD fills the configuration of `aim smi sgd` from its flags and validates it.
-func parseSMISGD(args []string, stderr io.Writer) (*smijob.SMISGDConfig, bool, error) {
-	fs, c, quiet := newSMISGDFlags(stderr)
+func parseSMISGD(args []string, stderr io.Writer) (*smijob.SMISGDConfig, progressMode, error) {
+	fs, c, pm := newSMISGDFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
-	return c, *quiet, c.Validate()
+	return c, *pm, c.Validate()
 }
 
 func runSMISGD(args []string, stdout, stderr io.Writer) error {
-	c, quiet, err := parseSMISGD(args, stderr)
+	c, pm, err := parseSMISGD(args, stderr)
 	if err != nil {
 		return err
 	}
-	return report(stdout)(smijob.ExecuteSMISGD(c, env(stderr, quiet)))
+	return report(stdout)(smijob.ExecuteSMISGD(c, env(stderr, pm)))
 }

@@ -61,10 +61,10 @@ type sweepJob struct {
 	run func(cfg any) (columns []string, rows [][]string, failed, err error)
 }
 
-var sweepOwned = []string{"out", "plot", "size", "quiet", "seed", "workers", "threads"}
+var sweepOwned = []string{"out", "plot", "size", "progress", "quiet", "seed", "workers", "threads"}
 
-// parsed drops the quiet flag of a parse function.
-func parsed[C any](c C, _ bool, err error) (any, error) { return c, err }
+// parsed drops the progress mode of a parse function.
+func parsed[C any](c C, _ progressMode, err error) (any, error) { return c, err }
 
 // sweepJobs are the jobs of sweep files, by name.
 var sweepJobs = map[string]*sweepJob{
@@ -187,12 +187,13 @@ func newSweepFlags(sub string, stderr io.Writer) *flag.FlagSet {
 }
 
 // newSweepRunFlags returns the flag set of `aim sweep run` (docs/cli/sweep-run.md is made from
-// it), its --shard and its --quiet.
-func newSweepRunFlags(stderr io.Writer) (fs *flag.FlagSet, shard *string, quiet *bool) {
+// it), its --shard and its --progress.
+func newSweepRunFlags(stderr io.Writer) (fs *flag.FlagSet, shard *string, pm *progressMode) {
 	fs = newFlags("aim sweep run", sweepUsage, stderr)
 	shard = fs.String("shard", "", "run only shard i of n (i/n, 0 <= i < n): the runs whose index is i mod n")
-	quiet = fs.Bool("quiet", false, "no line per finished run")
-	return fs, shard, quiet
+	pm = new(progressMode)
+	progressFlags(fs, pm, "auto: a line per finished run")
+	return fs, shard, pm
 }
 
 func runSweepCheck(args []string, stdout, stderr io.Writer) error {
@@ -211,7 +212,7 @@ func runSweepCheck(args []string, stdout, stderr io.Writer) error {
 }
 
 func runSweepRun(args []string, stdout, stderr io.Writer) error {
-	fs, shardSpec, quiet := newSweepRunFlags(stderr)
+	fs, shardSpec, pm := newSweepRunFlags(stderr)
 	path, err := sweepFlags(fs, args)
 	if err != nil {
 		return err
@@ -226,7 +227,7 @@ func runSweepRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return plan.Execute(sh, append([]string{"sweep", "run"}, args...), *quiet, stdout, stderr)
+	return plan.Execute(sh, append([]string{"sweep", "run"}, args...), *pm, stdout, stderr)
 }
 
 func runSweepMerge(args []string, stdout, stderr io.Writer) error {

@@ -22,36 +22,36 @@ Flags:
 `
 
 // thresholdsFlags registers the flags of `aim thresholds` into c.
-func thresholdsFlags(fs *flag.FlagSet, c *aimjob.ThresholdsConfig, quiet *bool) {
+func thresholdsFlags(fs *flag.FlagSet, c *aimjob.ThresholdsConfig, pm *progressMode) {
 	fs.StringVar(&c.Channel, "channel", c.Channel, "output channel: hardmax or softmax")
-	fs.StringVar(&c.TGrid, "T", c.TGrid, "tokens per sequence, integers: a list (2,3,4) or a range lo:hi:n (2:6:5 is 2 to 6)")
+	gridVar(fs, &c.TGrid, "T", "tokens per sequence, integers: a list (2,3,4) or a range lo:hi:n (2:6:5 is 2 to 6)")
 	fs.Float64Var(&c.Beta, "beta", c.Beta, "softmax inverse temperature")
-	outputFlags(fs, &c.Out, &c.Plot, &c.Figure, quiet)
+	outputFlags(fs, &c.Out, &c.Plot, &c.Figure, pm)
 }
 
 // newThresholdsFlags returns the flag set of `aim thresholds` (docs/cli/thresholds.md is made
 // from it) and the configuration and --quiet that parsing it fills.
-func newThresholdsFlags(stderr io.Writer) (*flag.FlagSet, *aimjob.ThresholdsConfig, *bool) {
-	c, quiet := aimjob.NewThresholdsConfig(), new(bool)
+func newThresholdsFlags(stderr io.Writer) (*flag.FlagSet, *aimjob.ThresholdsConfig, *progressMode) {
+	c, pm := aimjob.NewThresholdsConfig(), new(progressMode)
 	fs := newFlags("aim thresholds", thresholdsUsage, stderr)
-	thresholdsFlags(fs, c, quiet)
-	return fs, c, quiet
+	thresholdsFlags(fs, c, pm)
+	return fs, c, pm
 }
 
-func parseThresholds(args []string, stderr io.Writer) (*aimjob.ThresholdsConfig, bool, error) {
-	fs, c, quiet := newThresholdsFlags(stderr)
+func parseThresholds(args []string, stderr io.Writer) (*aimjob.ThresholdsConfig, progressMode, error) {
+	fs, c, pm := newThresholdsFlags(stderr)
 	if err := parseFlags(fs, args); err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
-	return c, *quiet, c.Validate()
+	return c, *pm, c.Validate()
 }
 
 func runThresholds(args []string, stdout, stderr io.Writer) error {
-	c, quiet, err := parseThresholds(args, stderr)
+	c, pm, err := parseThresholds(args, stderr)
 	if err != nil {
 		return err
 	}
-	rows, summary, err := aimjob.ExecuteThresholds(c, env(stderr, quiet))
+	rows, summary, err := aimjob.ExecuteThresholds(c, env(stderr, pm))
 	for _, r := range rows {
 		if r.Err > 0 {
 			fmt.Fprintf(stdout, "%s T = %d: alpha-bar_c = %.6g +- %.2g   (softmax 1/K = %.4g)\n", r.Channel, r.T, r.AlphaBarC, r.Err, r.Softmax)

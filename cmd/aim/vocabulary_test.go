@@ -24,7 +24,7 @@ import (
 // commandFlags returns the flag set of every command that takes flags, by the name the
 // vocabulary table uses ("smi se", ...), registered as the command registers it.
 func commandFlags() map[string]*flag.FlagSet {
-	var q bool
+	var q progressMode
 	sets := map[string]*flag.FlagSet{}
 	add := func(name string, register func(fs *flag.FlagSet)) {
 		fs := newFlags("aim "+name, "Usage: aim "+name+" [flags]\n", io.Discard)
@@ -49,14 +49,15 @@ func commandFlags() map[string]*flag.FlagSet {
 // that every command writing a table takes the output flags.
 func TestSharedFlags(t *testing.T) {
 	rules := map[string]func(def string) bool{
-		"seed":    func(d string) bool { return d == "1" },
-		"workers": func(d string) bool { return d == "0" },
-		"threads": func(d string) bool { return d == "0" },
-		"quiet":   func(d string) bool { return d == "false" },
-		"out":     func(d string) bool { return strings.HasPrefix(d, "results/") && strings.HasSuffix(d, ".csv") },
-		"plot":    func(d string) bool { return strings.HasPrefix(d, "results/") && strings.HasSuffix(d, ".png") },
-		"size":    func(d string) bool { return d == "6x4.2in" },
-		"title":   func(d string) bool { return d == "" },
+		"seed":     func(d string) bool { return d == "1" },
+		"workers":  func(d string) bool { return d == "0" },
+		"threads":  func(d string) bool { return d == "0" },
+		"quiet":    func(d string) bool { return d == "false" },
+		"progress": func(d string) bool { return d == "auto" },
+		"out":      func(d string) bool { return strings.HasPrefix(d, "results/") && strings.HasSuffix(d, ".csv") },
+		"plot":     func(d string) bool { return strings.HasPrefix(d, "results/") && strings.HasSuffix(d, ".png") },
+		"size":     func(d string) bool { return d == "6x4.2in" },
+		"title":    func(d string) bool { return d == "" },
 		"damping": func(d string) bool {
 			v, err := strconv.ParseFloat(d, 64)
 			return d == "auto" || err == nil && v >= 0 && v < 1
@@ -83,7 +84,7 @@ func TestSharedFlags(t *testing.T) {
 		if cmd == "device" {
 			continue
 		}
-		for _, name := range []string{"out", "plot", "size", "title", "quiet"} {
+		for _, name := range []string{"out", "plot", "size", "title", "progress", "quiet"} {
 			if fs.Lookup(name) == nil {
 				t.Errorf("aim %s has no --%s", cmd, name)
 			}
@@ -389,7 +390,7 @@ func TestDeprecatedAliases(t *testing.T) {
 
 // commandRegister returns the function that registers the flags of cmd.
 func commandRegister(cmd string) func(fs *flag.FlagSet) {
-	var q bool
+	var q progressMode
 	switch cmd {
 	case "gd":
 		return func(fs *flag.FlagSet) { gdFlags(fs, aimjob.NewGDConfig(), &q) }

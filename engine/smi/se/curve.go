@@ -197,7 +197,7 @@ func ConditionalThreshold(ch *smi.Deep, l int, lo, hi, relTol float64, o Options
 			return 0, err
 		}
 		if !pt.Converged {
-			return 0, fmt.Errorf("SMI conditional threshold of layer %d: the restricted SE did not converge at alpha = %g in %d iterations", l+1, alpha, pt.Iterations)
+			return 0, fmt.Errorf("SMI conditional threshold of layer %d: the restricted SE at alpha = %g: %w in %d iterations", l+1, alpha, ErrNotConverged, pt.Iterations)
 		}
 		start = pt.Q
 		F, err := Stability(ch, pt.Q, o)

@@ -81,6 +81,10 @@ type Point struct {
 // sign at both ends of the search interval (it is root.ErrNotBracketed).
 var ErrNotBracketed = root.ErrNotBracketed
 
+// ErrNotConverged is wrapped by ConditionalThreshold's error when the restricted SE did not
+// converge at a trial alpha within MaxIter (it is fixedpoint.ErrNotConverged).
+var ErrNotConverged = fixedpoint.ErrNotConverged
+
 // ErrDiverged is wrapped by the errors of an SMI state evolution that produced NaN.
 var ErrDiverged = errors.New("SMI state evolution diverged")
 

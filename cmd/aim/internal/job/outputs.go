@@ -42,9 +42,9 @@ func openResults(csvPath, plotPath string) (*results, error) {
 
 // finish writes the plot (if any) and the manifest, then commits every file; on an error it
 // removes them all. A plot with no figure (an interrupted job with too few rows to draw) is
-// removed and not listed among the outputs. A manifest without "complete" gets "complete":
-// true.
-func (r *results) finish(f *figure.Figure, manifest map[string]any) error {
+// removed and not listed among the outputs, which list the files written, then those of also
+// (a trace written already). A manifest without "complete" gets "complete": true.
+func (r *results) finish(f *figure.Figure, manifest map[string]any, also ...string) error {
 	if r.plot != nil && f == nil {
 		r.plot.Abort()
 		r.files = slices.DeleteFunc(r.files, func(p *output.Pending) bool { return p == r.plot })
@@ -64,7 +64,7 @@ func (r *results) finish(f *figure.Figure, manifest map[string]any) error {
 	for i, p := range r.files {
 		outputs[i] = p.Path()
 	}
-	manifest["outputs"] = outputs
+	manifest["outputs"] = append(outputs, also...)
 	if err := output.WriteJSON(r.manifest, manifest); err != nil {
 		r.files.Abort()
 		return err
@@ -174,11 +174,18 @@ func MarkIncomplete(manifest map[string]any, missing []Missing) {
 	manifest["missing"] = append([]Missing{}, missing...)
 }
 
-// Complete writes the plot and the manifest and commits the outputs; it returns the line to
+// Complete writes the plot and the manifest (its outputs listing the trace's files too) and
+// commits the outputs; it returns the line to
 // print and failed, the error of rows that failed (already written without values), which
 // makes the command exit with status 1.
 func (o *Outputs) Complete(f *figure.Figure, manifest map[string]any, rows int, start time.Time, failed error) (string, error) {
-	if err := o.res.finish(f, manifest); err != nil {
+	var trace []string
+	if o.trace != nil {
+		for _, p := range o.trace.files {
+			trace = append(trace, p.Path())
+		}
+	}
+	if err := o.res.finish(f, manifest, trace...); err != nil {
 		return "", err
 	}
 	return o.res.summary(rows, time.Since(start)), failed

@@ -157,8 +157,10 @@ func (p *Plan) newManifest(command string, sh Shard, args []string) *Manifest {
 
 // Execute runs (or resumes) shard sh of the sweep into its folder: every run not yet in the
 // journal, Spec.Parallel at a time, each appended to the journal as it finishes; then
-// results.csv and results.json. args is the command line, for the manifest.
-func (p *Plan) Execute(sh Shard, args []string, quiet bool, stdout, stderr io.Writer) error {
+// results.csv and results.json. args is the command line, for the manifest. mode says what
+// goes on stderr as runs finish: a line per run (job.ProgressAuto), a job.ProgressEvent line
+// per run (job.ProgressJSON, done counting the runs of the shard done before too) or nothing.
+func (p *Plan) Execute(sh Shard, args []string, mode job.ProgressMode, stdout, stderr io.Writer) error {
 	s := p.Spec
 	dir := sh.Folder(s.Out)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -215,10 +217,10 @@ func (p *Plan) Execute(sh Shard, args []string, quiet bool, stdout, stderr io.Wr
 			os.Remove(f)
 		}
 	}
-	if !quiet {
+	if mode == job.ProgressAuto {
 		fmt.Fprintf(stderr, "aim sweep: %s, shard %s: %d runs, %d done, %d to go, %d at a time\n", p.Path, sh, man.ShardRuns, len(done), len(todo), s.Parallel)
 	}
-	finished, runErr := p.execute(todo, journal, man.ShardRuns-len(todo), man.ShardRuns, quiet, stderr)
+	finished, runErr := p.execute(todo, journal, man.ShardRuns-len(todo), man.ShardRuns, mode, stderr)
 	session.Wall, session.Runs = time.Since(start).Seconds(), finished
 	man.Sessions[len(man.Sessions)-1] = session
 	man.Wall += session.Wall
@@ -254,11 +256,16 @@ func checkRecord(s *Spec, sh Shard, r Record) error {
 // execute runs todo, Spec.Parallel at a time, appending each finished run to the journal. It
 // stops handing out runs at the first run that fails without a row, waits for those in
 // flight, and returns how many finished and that error.
-func (p *Plan) execute(todo []Run, journal *Journal, before, total int, quiet bool, stderr io.Writer) (int, error) {
+func (p *Plan) execute(todo []Run, journal *Journal, before, total int, mode job.ProgressMode, stderr io.Writer) (int, error) {
 	var (
 		mu       sync.Mutex
 		finished int
+		meter    job.Progress
 	)
+	if mode == job.ProgressJSON {
+		meter = job.NewJSONProgress(stderr, total, "sweep run")
+		meter.Add(before)
+	}
 	// One run per chunk on Spec.Parallel goroutines (par.For): after a run fails without a row,
 	// no new run starts, and the error of the earliest such run is returned.
 	err := par.For(p.Spec.Parallel, len(todo), par.NoState, func(_ struct{}, c int) error {
@@ -278,7 +285,10 @@ func (p *Plan) execute(todo []Run, journal *Journal, before, total int, quiet bo
 			return err
 		}
 		finished++
-		if !quiet {
+		if meter != nil {
+			meter.Add(1)
+		}
+		if mode == job.ProgressAuto {
 			status := ""
 			if runErr != nil {
 				status = " without a value: " + firstLine(runErr.Error())

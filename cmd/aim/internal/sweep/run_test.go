@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -50,15 +51,27 @@ func TestExecute(t *testing.T) {
 	var failing atomic.Bool
 	failing.Store(true)
 	p := testPlan(t, filepath.Join(dir, "whole"), 2, 7, &failing)
-	err := p.Execute(Shard{}, nil, true, io.Discard, io.Discard)
+	err := p.Execute(Shard{}, nil, job.ProgressNone, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "run 7 (x = 2, y = 20, seed 6): boom") || !strings.Contains(err.Error(), "run the same command again to resume") {
 		t.Fatalf("first session: %v", err)
 	}
 	failing.Store(false)
-	var stdout bytes.Buffer
-	err = p.Execute(Shard{}, nil, true, &stdout, io.Discard)
+	var stdout, stderr bytes.Buffer
+	err = p.Execute(Shard{}, nil, job.ProgressJSON, &stdout, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "6 of 12 runs failed and were written without their values") || job.IsInput(err) {
 		t.Fatalf("second session: %v", err)
+	}
+	// --progress json: a line with the runs done before, then one per run, up to all 12.
+	var events []job.ProgressEvent
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var e job.ProgressEvent
+		if err := json.Unmarshal([]byte(line), &e); err != nil || e.Event != "progress" || e.What != "sweep run" || e.Total != 12 {
+			t.Fatalf("progress line %q: %+v, %v", line, e, err)
+		}
+		events = append(events, e)
+	}
+	if n := len(events); n < 2 || events[n-1].Done != 12 || events[0].Done != 12-(n-1) {
+		t.Errorf("progress events %+v: want the runs done before, then one per run up to 12", events)
 	}
 	want := "x,y,seed,value\n"
 	for k := 0; k < 12; k++ {
@@ -77,7 +90,7 @@ func TestExecute(t *testing.T) {
 	// Four shards, merged, give the same table.
 	sp := testPlan(t, filepath.Join(dir, "sharded"), 1, -1, &failing)
 	for i := 0; i < 4; i++ { // shards 2 and 3 hold the runs at y = 20
-		if err := sp.Execute(Shard{I: i, N: 4}, nil, true, io.Discard, io.Discard); (err != nil) != (i >= 2) || err != nil && !strings.Contains(err.Error(), "3 of 3 runs failed") {
+		if err := sp.Execute(Shard{I: i, N: 4}, nil, job.ProgressNone, io.Discard, io.Discard); (err != nil) != (i >= 2) || err != nil && !strings.Contains(err.Error(), "3 of 3 runs failed") {
 			t.Fatalf("shard %d: %v", i, err)
 		}
 	}
@@ -90,7 +103,7 @@ func TestExecute(t *testing.T) {
 	// A folder of another sweep is refused as bad input.
 	other := testPlan(t, filepath.Join(dir, "whole"), 1, -1, &failing)
 	other.Spec.Seed = 6
-	if err := other.Execute(Shard{}, nil, true, io.Discard, io.Discard); !job.IsInput(err) || !strings.Contains(err.Error(), "holds the results of another sweep") {
+	if err := other.Execute(Shard{}, nil, job.ProgressNone, io.Discard, io.Discard); !job.IsInput(err) || !strings.Contains(err.Error(), "holds the results of another sweep") {
 		t.Errorf("another sweep's folder: %v", err)
 	}
 }

@@ -33,7 +33,7 @@ type SMIAMPConfig struct {
 	TestSamples  int     // fresh samples of e_gen at each iteration (0: none)
 	QuadMaxEval  int     // the channel quadrature's evaluation budget per sample (0: smi.DefaultDeepMaxEval)
 	SMIIntegrals         // L = 3: importance sampling (--draws) or the cubature
-	Trace        string  // a CSV of every iteration of every run ("" for none)
+	Trace        string  // a CSV of every iteration of every run ("" for none, auto: beside Out, TracePath)
 	SE           string  // an `aim smi se` CSV whose Q_ll the figure draws
 
 	alphas  []float64
@@ -44,7 +44,7 @@ type SMIAMPConfig struct {
 func NewSMIAMPConfig() *SMIAMPConfig {
 	o := smiamp.DefaultOptions(2) // the fields read here are the same at every L
 	return &SMIAMPConfig{SMI: defaultSMI("amp"), D: 1000, Alpha: "0.2,0.5,0.9,1.2,1.5", Seeds: 4, Seed: 1, Iters: o.MaxIter,
-		Damping: math.NaN(), Epsilon: o.Epsilon, Tol: o.Tol, Init: o.Init, InitScale: o.InitScale, TestSamples: o.TestSamples, Trace: "results/smi-amp-trace.csv",
+		Damping: math.NaN(), Epsilon: o.Epsilon, Tol: o.Tol, Init: o.Init, InitScale: o.InitScale, TestSamples: o.TestSamples, Trace: "auto",
 		SMIIntegrals: SMIIntegrals{Device: DefaultSMIDevice}}
 }
 
@@ -93,7 +93,7 @@ func (c *SMIAMPConfig) Validate() error {
 	if err := c.SMIIntegrals.check(c.L, smiamp.DefaultDraws(c.L), smiamp.MaxDraws); err != nil {
 		return err
 	}
-	if c.Trace != "" && !strings.HasSuffix(strings.ToLower(c.Trace), ".csv") {
+	if c.Trace != "" && c.Trace != "auto" && !strings.HasSuffix(strings.ToLower(c.Trace), ".csv") {
 		return job.Inputf("--trace %q: the trace file must end in .csv", c.Trace)
 	}
 	for _, a := range c.alphas {
@@ -322,17 +322,27 @@ func ratios(a, b []float64) []float64 {
 	return out
 }
 
+// TracePath is the trace CSV the command writes: Trace, or with auto the results file's name
+// with -trace before its .csv ("results/smi-amp.csv" gives "results/smi-amp-trace.csv"); ""
+// for none.
+func (c *SMIAMPConfig) TracePath() string {
+	if c.Trace != "auto" {
+		return c.Trace
+	}
+	return c.Out[:len(c.Out)-len(".csv")] + "-trace.csv"
+}
+
 // ExecuteSMIAMP runs `aim smi amp` as the command does: RunSMIAMP with the outputs opened once
 // the memory is checked, then the CSV, the trace (with its figure beside it as .png when the
 // command has a plot), the figure and the manifest written. It returns the line to print;
 // failed runs give an error after everything is written, and so does an interruption
 // (ErrInterrupted: the runs done are written, the manifest lists the missing ones).
 func ExecuteSMIAMP(c *SMIAMPConfig, env job.Env) (string, error) {
-	tracePlot := ""
-	if c.Trace != "" && c.Plot != "" {
-		tracePlot = strings.TrimSuffix(c.Trace, c.Trace[len(c.Trace)-4:]) + ".png"
+	trace, tracePlot := c.TracePath(), ""
+	if trace != "" && c.Plot != "" {
+		tracePlot = strings.TrimSuffix(trace, trace[len(trace)-4:]) + ".png"
 	}
-	res, out, start, err := job.Execute(env, func() (*job.Outputs, error) { return job.OpenOutputs(c.Out, c.Plot, c.Trace, tracePlot) },
+	res, out, start, err := job.Execute(env, func() (*job.Outputs, error) { return job.OpenOutputs(c.Out, c.Plot, trace, tracePlot) },
 		func(e job.Env) (*SMIAMPResult, error) { return RunSMIAMP(c, e) })
 	stop := err
 	if err != nil && !job.Stopped(err, out) {
@@ -344,7 +354,7 @@ func ExecuteSMIAMP(c *SMIAMPConfig, env job.Env) (string, error) {
 	params := c.params()
 	for k, v := range map[string]any{"c": c.C, "D": c.D, "alpha": c.Alpha, "alphas": c.alphas, "seeds": c.Seeds, "seed": c.Seed,
 		"iters": c.Iters, "damping": c.Damping, "epsilon": c.Epsilon, "noise": c.Noise, "tol": c.Tol, "init": c.options().Init,
-		"init_scale": c.options().InitScale, "test_samples": c.TestSamples, "quad_max_eval": c.QuadMaxEval, "se": c.SE, "trace": c.Trace} {
+		"init_scale": c.options().InitScale, "test_samples": c.TestSamples, "quad_max_eval": c.QuadMaxEval, "se": c.SE, "trace": trace} {
 		params[k] = v
 	}
 	c.SMIIntegrals.addParams(params)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/grid"
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
@@ -82,6 +83,9 @@ var SMIThresholdsSchema = &table.Schema[SMIThresholdsRow]{Kind: table.SMIThresho
 type SMIThresholdsResult struct {
 	Rows  []SMIThresholdsRow // in the order of the c grid
 	Notes []string           // conditional thresholds not searched or not bracketed (written empty)
+	// Failed are the conditional thresholds whose restricted SE did not converge (written
+	// empty): the command exits with status 1 after writing every row.
+	Failed []string
 }
 
 // RunSMIThresholds computes the thresholds of every c of a validated configuration.
@@ -120,6 +124,8 @@ func RunSMIThresholds(c *SMIThresholdsConfig, env job.Env) (*SMIThresholdsResult
 				row.Conditional[l] = a
 			case errors.Is(err, smise.ErrNotBracketed):
 				res.Notes = append(res.Notes, fmt.Sprintf("c = %g: %v: written empty", c.cs[i], err))
+			case errors.Is(err, smise.ErrNotConverged):
+				res.Failed = append(res.Failed, fmt.Sprintf("c = %g: %v", c.cs[i], err))
 			default:
 				return nil, fmt.Errorf("c = %g: %w", c.cs[i], err)
 			}
@@ -162,6 +168,12 @@ func ExecuteSMIThresholds(c *SMIThresholdsConfig, env job.Env) (*SMIThresholdsRe
 	}
 	man["thresholds"] = list
 	man["notes"] = res.Notes
-	summary, err := out.Complete(fig, man, len(res.Rows), start, nil)
+	man["failed"] = res.Failed
+	var failed error
+	if len(res.Failed) > 0 {
+		failed = fmt.Errorf("%d conditional thresholds did not converge (written empty; raise --max-iter):\n  %s",
+			len(res.Failed), strings.Join(res.Failed, "\n  "))
+	}
+	summary, err := out.Complete(fig, man, len(res.Rows), start, failed)
 	return res, summary, err
 }
