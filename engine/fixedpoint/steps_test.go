@@ -65,14 +65,27 @@ func TestStepsLinearMap(t *testing.T) {
 	}
 }
 
-// TestStepsStall checks the cases the rule must not take for convergence: a step that grew
-// counts as the rate MaxRate, and Reset forgets the rate.
+// TestStepsStall checks the cases the rule must not take for convergence: a step that grew or
+// did not shrink gives no distance (+Inf) for as long as it is one of the last two, a ratio
+// just below 1 counts as MaxRate, and Reset forgets the rate.
 func TestStepsStall(t *testing.T) {
 	var s Steps
 	s.Add(1e-4)
 	s.Add(1e-6)
-	if d, r := s.Add(2e-6); r != MaxRate || math.Abs(d-2e-6/((1-MaxRate)*(1-MaxRate))) > 1e-9 {
-		t.Errorf("a step that grew: distance %g, rate %g; want rate %g", d, r, MaxRate)
+	if d, r := s.Add(2e-6); !math.IsInf(d, 1) || r != 1 {
+		t.Errorf("a step that grew: distance %g, rate %g; want +Inf, 1", d, r)
+	}
+	if d, r := s.Add(1e-6); !math.IsInf(d, 1) || r != 1 {
+		t.Errorf("the step after one that grew: distance %g, rate %g; want +Inf, 1", d, r)
+	}
+	if d, r := s.Add(0.9999 * 0.9999 * 1e-6); r != MaxRate || math.Abs(d-0.9999*0.9999*1e-6/((1-MaxRate)*(1-MaxRate))) > 1e-9 {
+		t.Errorf("two shrinking steps, ratio 0.9999: distance %g, rate %g; want rate %g", d, r, MaxRate)
+	}
+	var eq Steps
+	for _, step := range []float64{1e-6, 1e-6, 1e-6} {
+		if d, _ := eq.Add(step); !math.IsInf(d, 1) {
+			t.Errorf("equal steps: distance %g, want +Inf", d)
+		}
 	}
 	s.Reset()
 	if d, _ := s.Add(1e-12); !math.IsInf(d, 1) {
