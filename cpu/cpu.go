@@ -9,6 +9,11 @@
 // openblas, mkl, or a library path. With a library, SpectralCompose and QuadFormSum use its
 // symmetric rank-k update (dsyrk, half the work of dgemm) and EighSym its divide-and-conquer
 // dsyevd; on the gonum path they use Dgemm and Dsyev as before. Both paths agree to rounding.
+// A tall native Gemm and QuadFormSum are cut into fixed blocks of rows, each one call on one
+// library thread, spread over as many goroutines as the library has threads: the library's
+// own threads, which spin for a while after each call that used them, then do not compete
+// with the per-sample loops, and the results do not depend on the number of goroutines.
+// EighSym and SpectralCompose call the library on one thread below order 600 (serialOrder).
 //
 // Determinism. Every reduction (Dot, SqDist, SumDiag, the sum returned by ChannelGOut) splits
 // its index range into chunks of a fixed size that does not depend on the worker count
@@ -70,11 +75,14 @@ type backend struct {
 	blas    BLASInfo // the BLAS/LAPACK in use (Open)
 	threads int      // the native library's thread count, set before each call (0: leave it)
 
-	scratchMu sync.Mutex // guards scratch, eigWork and eigIWork (SpectralCompose, EighSym, QuadFormSum)
+	scratchMu sync.Mutex // guards scratch, eigWork, eigIWork, qfAcc and qfRows (SpectralCompose, EighSym, QuadFormSum)
 	scratch   []float64
 	eigWork   []float64
 	eigIWork  []int32
-	qfCounts  []int // QuadFormSum's per-chunk row counts
+	qfAcc     []float64 // QuadFormSum's per-group sums after the first
+	qfRows    []float64 // QuadFormSum's per-goroutine rows of a chunk
+
+	prec precisionScratch // GemmPrecision's float32 arrays
 }
 
 var _ device.Backend = (*backend)(nil)
@@ -164,10 +172,10 @@ func (d *backend) Info() device.Info {
 	}
 }
 
-// Capabilities: the CPU has the training operations, the symmetric back-projection and the
-// deep channel's sampler.
+// Capabilities: the CPU has the training operations, the symmetric back-projection, the
+// deep channel's sampler and products at every reduced precision (GemmPrecision).
 func (d *backend) Capabilities() device.Caps {
-	return device.Caps{Trainer: d, QuadFormSummer: d, DeepSampler: d}
+	return device.Caps{Trainer: d, QuadFormSummer: d, DeepSampler: d, PrecisionGemmer: d}
 }
 
 // Channels: the CPU computes every valid channel, the softmax with label noise included.
@@ -178,7 +186,10 @@ func (d *backend) Channels() channel.Support { return channel.Support{Noise: tru
 func (d *backend) Close() error {
 	d.scratchMu.Lock()
 	defer d.scratchMu.Unlock()
-	d.scratch, d.eigWork, d.eigIWork, d.qfCounts = nil, nil, nil, nil
+	d.scratch, d.eigWork, d.eigIWork, d.qfAcc, d.qfRows = nil, nil, nil, nil, nil
+	d.prec.mu.Lock()
+	d.prec.a, d.prec.b, d.prec.c = nil, nil, nil
+	d.prec.mu.Unlock()
 	return nil
 }
 

@@ -120,7 +120,7 @@ func TestGemm(t *testing.T) {
 	d := New(3)
 	r := rand.New(rand.NewPCG(1, 2))
 	me := &maxErr{t: t, op: "Gemm"}
-	for _, s := range [][3]int{{1, 1, 1}, {7, 5, 3}, {17, 64, 33}, {64, 17, 1}, {3, 200, 64}, {130, 70, 90}} {
+	for _, s := range [][3]int{{1, 1, 1}, {7, 5, 3}, {17, 64, 33}, {64, 17, 1}, {3, 200, 64}, {130, 70, 90}, {2100, 40, 30}} {
 		m, n, k := s[0], s[1], s[2]
 		for _, ta := range []bool{false, true} {
 			for _, tb := range []bool{false, true} {

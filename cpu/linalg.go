@@ -11,6 +11,7 @@ import (
 
 	"github.com/aimtheory/aim/cpu/nativeblas"
 	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/internal/par"
 )
 
 // transpose maps a flag to the gonum transpose enum.
@@ -23,9 +24,10 @@ func transpose(t bool) blas.Transpose {
 
 // Gemm computes C = alpha op(A) op(B) + beta C with op(A) m x k, op(B) k x n and C m x n, all
 // row-major and packed: A is stored m x k (k x m when transA), B k x n (n x k when transB).
-// It calls the native library's dgemm (on Options.Threads threads), or gonum's Dgemm, which is
-// parallel on its own (over GOMAXPROCS goroutines, not the device's worker count). C does not
-// overlap A or B. With beta = 0, C is overwritten (NaNs in C do not propagate).
+// It calls the native library's dgemm: for a C of two row blocks or more (blockRows) once per
+// block, on one thread, over Options.Threads goroutines (gemmRowBlocks); for a product of at
+// most smallProduct multiply-adds once on one thread; else once on Options.Threads threads. Without a library it calls gonum's Dgemm, which is parallel on its
+// own (over GOMAXPROCS goroutines, not the device's worker count). C does not overlap A or B. With beta = 0, C is overwritten (NaNs in C do not propagate).
 func (d *backend) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b device.Buffer, beta float64, c device.Buffer) (err error) {
 	const op = "cpu Gemm"
 	as, bs, cs := data(a), data(b), data(c)
@@ -50,7 +52,17 @@ func (d *backend) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b dev
 	if transB {
 		ldb = k
 	}
-	if l := d.native(); l != nil {
+	if d.blas.lib != nil {
+		rows := blockRows(k)
+		var l *nativeblas.Lib
+		switch {
+		case d.splits() && m >= 2*rows:
+			return d.gemmRowBlocks(op, transA, transB, m, n, k, rows, alpha, as[:m*k], lda, bs[:k*n], ldb, beta, cs[:m*n])
+		case d.splits() && m*n*k <= smallProduct:
+			l = d.serial()
+		default:
+			l = d.native()
+		}
 		if err := l.Dgemm(transA, transB, m, n, k, alpha, as[:m*k], max(1, lda), bs[:k*n], max(1, ldb), beta, cs[:m*n], max(1, n)); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
@@ -64,6 +76,87 @@ func (d *backend) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b dev
 	blas64.Implementation().Dgemm(transpose(transA), transpose(transB), m, n, k,
 		alpha, as[:m*k], max(1, lda), bs[:k*n], max(1, ldb), beta, cs[:m*n], max(1, n))
 	return nil
+}
+
+// blockElems is the size, in values, of the row blocks of the split products (gemmRowBlocks,
+// QuadFormSum): 1 MiB, about a core's L2 cache, where a block stays between being written and
+// being read, and large enough that a block's library call costs far more than its setup (packing op(B),
+// the call's few allocations).
+const blockElems = 1 << 17
+
+// blockRows returns the rows of a split product's block of rows of width values: blockElems
+// values, and at least 256 rows.
+func blockRows(width int) int { return max(256, blockElems/max(1, width)) }
+
+// smallProduct is the most multiply-adds of a Gemm that runs on one library thread (under a
+// millisecond): waking the library's other threads would save less than they then cost,
+// spinning against the per-sample loops for a while after the call.
+const smallProduct = 1 << 24
+
+// gemmRowBlocks is the native Gemm of a tall C (two blocks of rows or more): C is cut into
+// blocks of rows rows, and each block, C[lo:hi] = alpha op(A)[lo:hi] op(B) + beta C[lo:hi], is
+// one dgemm on one library thread, the blocks spread over blasWorkers goroutines. The library's
+// own threads stay parked, so they do not spin against the per-sample loops that run between
+// the products, and every element of C is the same dot product whatever the number of workers.
+func (d *backend) gemmRowBlocks(op string, transA, transB bool, m, n, k, rows int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64) error {
+	l := d.serial()
+	err := par.For(d.blasWorkers(), chunks(m, rows), par.NoState, func(_ struct{}, ch int) error {
+		lo, hi := span(ch, m, rows)
+		var ab []float64
+		if transA { // the rows lo..hi-1 of op(A) are columns of the k x m A
+			ab = a[lo:]
+		} else {
+			ab = a[lo*k : hi*k]
+		}
+		return l.Dgemm(transA, transB, hi-lo, n, k, alpha, ab, max(1, lda), b, max(1, ldb), beta, c[lo*n:hi*n], max(1, n))
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// serial returns the native library set to one thread, for calls that several goroutines make
+// at once (the next native call restores the device's thread count), or nil on the gonum path.
+func (d *backend) serial() *nativeblas.Lib {
+	l := d.blas.lib
+	if l != nil && l.CanSetThreads() {
+		l.SetThreads(1)
+	}
+	return l
+}
+
+// serialOrder is the order below which EighSym and SpectralCompose call the library on one
+// thread: their many small calls (dsyevd's tridiagonal reduction and back-transformation) cost
+// less on one thread than waking and synchronising the library's others (at order 200 dsyevd
+// takes 2.4 ms on one thread and 4.1 ms on two, at 400 12 ms and 19 ms, on the 2-core
+// development machine).
+const serialOrder = 600
+
+// denseLib returns the native library for a d x d dense step (EighSym, SpectralCompose): on
+// one thread below serialOrder, else on the device's threads; nil on the gonum path.
+func (d *backend) denseLib(dd int) *nativeblas.Lib {
+	if dd < serialOrder {
+		return d.serial()
+	}
+	return d.native()
+}
+
+// splits says whether the device cuts its large products (tall Gemm, QuadFormSum) into blocks
+// computed by one-thread library calls on its own goroutines: with a native library whose
+// thread count can be set. The blocks are the same whatever the number of goroutines, so the
+// results are too.
+func (d *backend) splits() bool {
+	return d.blas.lib != nil && d.blas.lib.CanSetThreads()
+}
+
+// blasWorkers is the number of goroutines that make concurrent one-thread library calls: the
+// library's thread count (Options.Threads), else the device's workers.
+func (d *backend) blasWorkers() int {
+	if d.threads > 0 {
+		return d.threads
+	}
+	return d.workers
 }
 
 // EighSym computes A = O diag(lambda) O^T for the symmetric d x d matrix A, which is left
@@ -83,7 +176,7 @@ func (d *backend) EighSym(vals, vecs, a device.Buffer, dd int) (err error) {
 	w := ws[:dd]
 	d.scratchMu.Lock()
 	defer d.scratchMu.Unlock()
-	if l := d.native(); l != nil {
+	if l := d.denseLib(dd); l != nil {
 		lw, liw := nativeblas.DsyevdWork(dd)
 		d.eigWork, d.eigIWork = grow(d.eigWork, lw), growInt32(d.eigIWork, liw)
 		if err := l.Dsyevd(dd, o, dd, w, d.eigWork[:lw], d.eigIWork[:liw]); err != nil {
@@ -139,8 +232,8 @@ func (d *backend) SpectralCompose(out, vecs, f device.Buffer, dd int) (err error
 	}
 	d.scratchMu.Lock()
 	defer d.scratchMu.Unlock()
-	if l := d.native(); l != nil {
-		return d.spectralSyrk(op, rs[:dd*dd], vs[:dd*dd], fs[:dd], dd)
+	if l := d.denseLib(dd); l != nil {
+		return d.spectralSyrk(op, l, rs[:dd*dd], vs[:dd*dd], fs[:dd], dd)
 	}
 	d.scratch = grow(d.scratch, dd*dd)
 	s := d.scratch[:dd*dd]
@@ -168,8 +261,7 @@ func (d *backend) SpectralCompose(out, vecs, f device.Buffer, dd int) (err error
 // spectralSyrk is SpectralCompose on the native library: out = P P^T - Q Q^T (see
 // SpectralCompose), with P and Q gathered into the backend's scratch. The caller holds
 // scratchMu.
-func (d *backend) spectralSyrk(op string, out, o, f []float64, dd int) error {
-	l := d.blas.lib
+func (d *backend) spectralSyrk(op string, l *nativeblas.Lib, out, o, f []float64, dd int) error {
 	d.scratch = grow(d.scratch, dd*dd+dd)
 	s := d.scratch
 	root := s[dd*dd : dd*dd+dd]

@@ -1,32 +1,44 @@
 package cpu
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/internal/par"
 )
 
 var _ device.QuadFormSummer = (*backend)(nil)
 
+// qfGroups is the most sample groups of the native QuadFormSum, each summed into its own d x d
+// matrix: the unit of its parallel work and of its summation order.
+const qfGroups = 8
+
 // QuadFormSum computes the d x d matrix out = alpha sum_mu X_mu^T C_mu X_mu for n samples:
 // C is n x t x t with each C_mu symmetric, X is n x t x d, and scratch (at least n t d values)
-// is overwritten. It is the back-projection of GAMP-RIE, whose result is symmetric.
+// may be overwritten (the gonum path uses it). It is the back-projection of GAMP-RIE, whose
+// result is symmetric.
 //
 // With a native library it exploits that symmetry: each C_mu = sum_k s_k u_k u_k^T (its
 // eigendecomposition, closed form for t = 2), so X_mu^T C_mu X_mu = sum_k s_k r_k r_k^T with
-// r_k = X_mu^T u_k. The rows sqrt|s_k| r_k^T go to the top of scratch for s_k > 0 and to its
-// bottom for s_k < 0 (at positions fixed by per-chunk counts, so the result does not depend on
-// the worker count), and out = alpha (P^T P - Q^T Q) is two dsyrk updates of the upper
-// triangle, mirrored: n t d^2 multiply-adds instead of the 2 n t d^2 of a general product, and
-// an exactly symmetric result. On the gonum path it is TokenMix then Gemm, the product
-// X^T (C X). out does not overlap c, x or scratch, nor scratch c or x.
+// r_k = X_mu^T u_k, and the sum is alpha (P^T P - Q^T Q) over the rows sqrt|s_k| r_k^T of the
+// positive (P) and negative (Q) s_k: dsyrk updates of the upper triangle, mirrored, n t d^2 / 2
+// multiply-adds instead of the n t d^2 of the general product X^T (C X), and an exactly
+// symmetric result. The samples are cut into chunks of blockRows(d)/t samples and the chunks
+// into at most qfGroups groups of consecutive chunks (fixed by n, t and d alone). A group's
+// chunks are taken in order by one goroutine: a chunk's rows are written to the goroutine's
+// own buffer of one chunk (P from the top, Q from the bottom), which stays in its cache, and
+// added at once by two one-thread dsyrk into the group's matrix; the groups' matrices are then
+// added in group order. The result therefore does not depend on
+// the worker count. On the gonum path it is TokenMix then Gemm, the product X^T (C X). out does
+// not overlap c, x or scratch, nor scratch c or x.
 func (d *backend) QuadFormSum(out, c, x, scratch device.Buffer, n, t, dd int, alpha float64) error {
 	const op = "cpu QuadFormSum"
-	per := tokenChunk(t, dd)
-	outs, cs, xs, ss := data(out), data(c), data(x), data(scratch)
-	l := d.native()
-	if l == nil {
+	per := max(1, blockRows(dd)/t)
+	outs, cs, xs := data(out), data(c), data(x)
+	if d.blas.lib == nil {
 		if err := d.TokenMix(scratch, c, x, n, t, dd); err != nil {
 			return err
 		}
@@ -37,56 +49,47 @@ func (d *backend) QuadFormSum(out, c, x, scratch device.Buffer, n, t, dd int, al
 	}
 	outs = outs[:dd*dd]
 	nc := chunks(n, per)
+	ng := max(1, min(qfGroups, nc))
+	workers := 1
+	if d.splits() {
+		workers = d.blasWorkers()
+	}
+	l := d.serial()
 	d.scratchMu.Lock()
 	defer d.scratchMu.Unlock()
-	if cap(d.qfCounts) < 2*nc {
-		d.qfCounts = make([]int, 2*nc)
+	// Group 0 sums into out, group g > 0 into acc[(g-1) d^2 : g d^2]; goroutine w forms a
+	// chunk's rows in rows[w per t d : (w+1) per t d], which stays in its cache.
+	d.qfAcc = grow(d.qfAcc, (ng-1)*dd*dd)
+	acc := d.qfAcc
+	chunkLen := per * t * dd
+	d.qfRows = grow(d.qfRows, workers*chunkLen)
+	var started atomic.Int32
+	state := func() (qfState, error) {
+		w := int(started.Add(1) - 1)
+		return qfState{newSymEig(t), d.qfRows[w*chunkLen : (w+1)*chunkLen]}, nil
 	}
-	pos, neg := d.qfCounts[:nc], d.qfCounts[nc:2*nc]
-	// Pass 1: the inertia of every C_mu, counted per chunk.
-	var bad error
-	if err := d.forChunks(op, nc, func() func(int) {
-		e := newSymEig(t)
-		return func(ch int) {
-			lo, hi := span(ch, n, per)
-			np, nn := 0, 0
-			for mu := lo; mu < hi; mu++ {
-				e.decompose(cs[mu*t*t : (mu+1)*t*t])
-				for _, s := range e.vals {
-					switch {
-					case s > 0:
-						np++
-					case s < 0:
-						nn++
-					case s != 0:
-						panic(fmt.Sprintf("sample %d: C has a NaN eigenvalue", mu))
-					}
-				}
+	err := par.For(workers, ng, state, func(st qfState, g int) error {
+		e := st.eig
+		m := outs
+		if g > 0 {
+			m = acc[(g-1)*dd*dd : g*dd*dd]
+		}
+		beta := 0.0 // the first update of the group's matrix overwrites it
+		update := func(rows []float64, k int, a float64) error {
+			if k == 0 {
+				return nil
 			}
-			pos[ch], neg[ch] = np, nn
+			if err := l.Dsyrk(true, true, dd, k, a, rows, dd, beta, m, dd); err != nil {
+				return err
+			}
+			beta = 1
+			return nil
 		}
-	}); err != nil {
-		bad = err
-	}
-	if bad != nil {
-		for i := range outs {
-			outs[i] = math.NaN()
-		}
-		return nil // NaN in C gives NaN out, as the product would
-	}
-	// Row offsets: positive rows from the top, negative rows from the bottom of scratch.
-	np, nn := 0, 0
-	for ch := range nc {
-		pos[ch], np = np, np+pos[ch]
-		neg[ch], nn = nn, nn+neg[ch]
-	}
-	rows := n * t
-	// Pass 2: the scaled rows sqrt|s_k| u_k^T X_mu.
-	if err := d.forChunks(op, nc, func() func(int) {
-		e := newSymEig(t)
-		return func(ch int) {
+		for ch := g * nc / ng; ch < (g+1)*nc/ng; ch++ {
 			lo, hi := span(ch, n, per)
-			pi, qi := pos[ch], neg[ch]
+			nr := (hi - lo) * t
+			part := st.rows[:nr*dd]
+			pi, qi := 0, 0
 			for mu := lo; mu < hi; mu++ {
 				e.decompose(cs[mu*t*t : (mu+1)*t*t])
 				xm := xs[mu*t*dd : (mu+1)*t*dd]
@@ -94,33 +97,73 @@ func (d *backend) QuadFormSum(out, c, x, scratch device.Buffer, n, t, dd int, al
 					var dst []float64
 					switch {
 					case s > 0:
-						dst = ss[pi*dd : (pi+1)*dd]
+						dst = part[pi*dd : (pi+1)*dd]
 						pi++
 					case s < 0:
-						r := rows - 1 - qi
-						dst = ss[r*dd : (r+1)*dd]
+						r := nr - 1 - qi
+						dst = part[r*dd : (r+1)*dd]
 						qi++
-					default:
+					case s == 0:
 						continue
+					default:
+						return errNaNC
 					}
 					combineRows(dst, xm, e.vecs[k*t:(k+1)*t], math.Sqrt(math.Abs(s)), t, dd)
 				}
 			}
+			if err := update(part[:pi*dd], pi, alpha); err != nil {
+				return err
+			}
+			if err := update(part[(nr-qi)*dd:nr*dd], qi, -alpha); err != nil {
+				return err
+			}
 		}
-	}); err != nil {
-		return err
+		if beta == 0 { // no nonzero eigenvalue in the group
+			for i := 0; i < dd; i++ {
+				clear(m[i*dd+i : (i+1)*dd])
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errNaNC) {
+		for i := range outs {
+			outs[i] = math.NaN()
+		}
+		return nil // NaN in C gives NaN out, as the product would
 	}
-	p, q := ss[:np*dd], ss[(rows-nn)*dd:rows*dd]
-	if err := l.Dsyrk(true, true, dd, np, alpha, p, dd, 0, outs, dd); err != nil {
+	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	if nn > 0 {
-		if err := l.Dsyrk(true, true, dd, nn, -alpha, q, dd, 1, outs, dd); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
+	if ng > 1 {
+		// out += the groups' matrices in group order, upper triangles, rows in fixed chunks.
+		rowsPer := max(1, chunkElems/dd)
+		if err := d.forChunks(op, chunks(dd, rowsPer), same(func(c int) {
+			lo, hi := span(c, dd, rowsPer)
+			for i := lo; i < hi; i++ {
+				row := outs[i*dd+i : (i+1)*dd]
+				for g := 1; g < ng; g++ {
+					src := acc[(g-1)*dd*dd+i*dd+i : (g-1)*dd*dd+(i+1)*dd]
+					for j, v := range src {
+						row[j] += v
+					}
+				}
+			}
+		})); err != nil {
+			return err
 		}
 	}
 	return d.mirrorUpper(op, outs, dd)
 }
+
+// qfState is a QuadFormSum goroutine's scratch: the small eigendecompositions and the rows of
+// a chunk.
+type qfState struct {
+	eig  *symEig
+	rows []float64
+}
+
+// errNaNC reports a NaN eigenvalue of some C_mu (QuadFormSum then returns NaN).
+var errNaNC = errors.New("C has a NaN eigenvalue")
 
 // combineRows sets dst = scale sum_b u_b X_b for the t rows X_b (each d long) of x.
 func combineRows(dst, x, u []float64, scale float64, t, d int) {

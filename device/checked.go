@@ -54,6 +54,9 @@ func New(b Backend) *Checked {
 	if bc.DeepSampler != nil {
 		c.caps.DeepSampler = checkedDeepSampler{c, bc.DeepSampler}
 	}
+	if bc.PrecisionGemmer != nil {
+		c.caps.PrecisionGemmer = newCheckedPrecision(c, bc.PrecisionGemmer)
+	}
 	return c
 }
 

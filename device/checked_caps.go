@@ -5,6 +5,7 @@ package device
 
 import (
 	"math"
+	"slices"
 
 	"github.com/aimtheory/aim/channel"
 )
@@ -188,4 +189,55 @@ func (k checkedDeepSampler) DeepSample(out, in Buffer, n, L, draws int, cs, beta
 		return (*o)(op, func() error { return k.d.DeepSample(ob.raw, ib.raw, n, L, draws, cs, beta, seed, offset, stride) })
 	}
 	return k.d.DeepSample(ob.raw, ib.raw, n, L, draws, cs, beta, seed, offset, stride)
+}
+
+// checkedPrecision is a backend's PrecisionGemmer behind the front's checks, with the
+// precisions it declares (read once).
+type checkedPrecision struct {
+	c    *Checked
+	g    PrecisionGemmer
+	have []Precision // FP64, then the backend's declared precisions
+}
+
+func newCheckedPrecision(c *Checked, g PrecisionGemmer) checkedPrecision {
+	have := []Precision{FP64}
+	for _, p := range g.Precisions() {
+		if p.Valid() && p != FP64 && !slices.Contains(have, p) {
+			have = append(have, p)
+		}
+	}
+	return checkedPrecision{c, g, have}
+}
+
+// Precisions returns the precisions the backend declares besides FP64.
+func (k checkedPrecision) Precisions() []Precision { return slices.Clone(k.have[1:]) }
+
+// GemmPrecision is the product at precision p after Gemm's checks and a check that the backend
+// declares p ("precision tf32 is not supported on this device yet"); at FP64 it is Gemm.
+func (k checkedPrecision) GemmPrecision(p Precision, transA, transB bool, m, n, k2 int, alpha float64, a, b Buffer, beta float64, cc Buffer) (err error) {
+	const op = "GemmPrecision"
+	c := k.c
+	if err := c.open(op); err != nil {
+		return err
+	}
+	if !p.Valid() {
+		return c.errf(op, "%v: %w", p, errBadPrecision)
+	}
+	if !slices.Contains(k.have, p) {
+		return c.errf(op, "%w", unsupported(p, k.have))
+	}
+	if p == FP64 {
+		return c.Gemm(transA, transB, m, n, k2, alpha, a, b, beta, cc)
+	}
+	ab, bb, cb, err := c.gemmArgs(op, m, n, k2, a, b, cc)
+	if err != nil {
+		return err
+	}
+	defer c.guard(op, &err)
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, func() error {
+			return k.g.GemmPrecision(p, transA, transB, m, n, k2, alpha, ab.raw, bb.raw, beta, cb.raw)
+		})
+	}
+	return k.g.GemmPrecision(p, transA, transB, m, n, k2, alpha, ab.raw, bb.raw, beta, cb.raw)
 }

@@ -69,37 +69,47 @@ func (c *Checked) Copy(dst, src Buffer) (err error) {
 // and C hold m k, k n and m n values, and that C does not overlap A or B.
 func (c *Checked) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b Buffer, beta float64, cc Buffer) (err error) {
 	const op = "Gemm"
-	if err := c.open(op); err != nil {
-		return err
-	}
-	if _, err := c.sizes(op, "m, n, k", m, n, k); err != nil {
-		return err
-	}
-	mk, err := c.sizes(op, "m, k", m, k)
+	ab, bb, cb, err := c.gemmArgs(op, m, n, k, a, b, cc)
 	if err != nil {
 		return err
-	}
-	kn, err := c.sizes(op, "k, n", k, n)
-	if err != nil {
-		return err
-	}
-	mn, err := c.sizes(op, "m, n", m, n)
-	if err != nil {
-		return err
-	}
-	bs, err := c.args(op, argSpec{"a", a, mk}, argSpec{"b", b, kn}, argSpec{"c", cc, mn})
-	if err != nil {
-		return err
-	}
-	ab, bb, cb := bs[0], bs[1], bs[2]
-	if cb.use(mn).overlaps(ab.use(mk)) || cb.use(mn).overlaps(bb.use(kn)) {
-		return c.errf(op, "output c must not overlap an input")
 	}
 	defer c.guard(op, &err)
 	if o := c.obs.Load(); o != nil {
 		return (*o)(op, func() error { return c.b.Gemm(transA, transB, m, n, k, alpha, ab.raw, bb.raw, beta, cb.raw) })
 	}
 	return c.b.Gemm(transA, transB, m, n, k, alpha, ab.raw, bb.raw, beta, cb.raw)
+}
+
+// gemmArgs checks the arguments of Gemm and GemmPrecision: the device open, m, n, k >= 0, a
+// holding m k values, b k n, c m n, and c overlapping neither input.
+func (c *Checked) gemmArgs(op string, m, n, k int, a, b, cc Buffer) (ab, bb, cb *buffer, err error) {
+	if err := c.open(op); err != nil {
+		return nil, nil, nil, err
+	}
+	if _, err := c.sizes(op, "m, n, k", m, n, k); err != nil {
+		return nil, nil, nil, err
+	}
+	mk, err := c.sizes(op, "m, k", m, k)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	kn, err := c.sizes(op, "k, n", k, n)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	mn, err := c.sizes(op, "m, n", m, n)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	bs, err := c.args(op, argSpec{"a", a, mk}, argSpec{"b", b, kn}, argSpec{"c", cc, mn})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ab, bb, cb = bs[0], bs[1], bs[2]
+	if cb.use(mn).overlaps(ab.use(mk)) || cb.use(mn).overlaps(bb.use(kn)) {
+		return nil, nil, nil, c.errf(op, "output c must not overlap an input")
+	}
+	return ab, bb, cb, nil
 }
 
 // tokens checks the buffers of TokenDots and TokenMix: out holds n t t (outTT) or n t d

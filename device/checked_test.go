@@ -20,6 +20,7 @@ type recorder struct {
 	closes int
 	caps   Caps
 	chans  channel.Support
+	precs  []Precision // the precisions its PrecisionGemmer declares
 }
 
 // recBuf is a buffer of the recorder.
@@ -91,6 +92,12 @@ func (r *recorder) DeepSample(out, in Buffer, n, L, draws int, c, beta float64, 
 	return nil
 }
 
+func (r *recorder) Precisions() []Precision { return r.precs }
+func (r *recorder) GemmPrecision(p Precision, transA, transB bool, m, n, k int, alpha float64, a, b Buffer, beta float64, c Buffer) error {
+	r.rec("GemmPrecision")
+	return nil
+}
+
 // allCaps sets every field of Caps to r, failing when r does not implement one (a new
 // capability must be added to the recorder, and so to these tests).
 func allCaps(t *testing.T, r *recorder) Caps {
@@ -110,7 +117,7 @@ func allCaps(t *testing.T, r *recorder) Caps {
 // newRec returns a checked front over a recorder that has every capability.
 func newRec(t *testing.T, name string) (*Checked, *recorder) {
 	t.Helper()
-	r := &recorder{name: name}
+	r := &recorder{name: name, precs: []Precision{FP32}}
 	r.caps = allCaps(t, r)
 	return New(r), r
 }
@@ -154,6 +161,7 @@ func TestBadArguments(t *testing.T) {
 	tr := d.Capabilities().Trainer
 	qf := d.Capabilities().QuadFormSummer
 	ds := d.Capabilities().DeepSampler
+	pg := d.Capabilities().PrecisionGemmer
 	dIn := must(d.Alloc(2 * channel.DeepIn(3)))
 	dOut := must(d.Alloc(2 * channel.DeepOut(3)))
 	dBoth := must(d.Alloc(2 * (channel.DeepIn(3) + channel.DeepOut(3))))
@@ -277,6 +285,11 @@ func TestBadArguments(t *testing.T) {
 		{"QuadFormSum short scratch", "QuadFormSum", true, func() error { return qf.QuadFormSum(b, a, big, short3, 2, 2, 4, 1) }, "buffer scratch"},
 		{"QuadFormSum out = scratch", "QuadFormSum", false, func() error { return qf.QuadFormSum(a, b, big, a, 2, 2, 2, 1) }, "distinct"},
 		{"QuadFormSum scratch overlaps x", "QuadFormSum", false, func() error { return qf.QuadFormSum(a, b, lo, mid, 2, 2, 4, 1) }, "distinct"},
+		{"GemmPrecision undeclared", "GemmPrecision", false, func() error { return pg.GemmPrecision(TF32, false, false, 2, 2, 2, 1, a, b, 0, big) }, "not supported on this device yet"},
+		{"GemmPrecision invalid", "GemmPrecision", false, func() error { return pg.GemmPrecision(Precision(9), false, false, 2, 2, 2, 1, a, b, 0, big) }, "not a precision"},
+		{"GemmPrecision negative", "GemmPrecision", true, func() error { return pg.GemmPrecision(FP32, false, false, -1, 2, 2, 1, a, b, 0, big) }, "negative"},
+		{"GemmPrecision short c", "GemmPrecision", true, func() error { return pg.GemmPrecision(FP32, false, false, 4, 5, 2, 1, a, lo, 0, b) }, "buffer c"},
+		{"GemmPrecision overlap", "GemmPrecision", false, func() error { return pg.GemmPrecision(FP32, false, false, 4, 4, 4, 1, lo, b, 0, mid) }, "overlap"},
 		{"DeepSample L = 5", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 5, 10, 1, 1, 1, 0, 40) }, "L = 5 layers"},
 		{"DeepSample negative", "DeepSample", true, func() error { return ds.DeepSample(dOut, dIn, -1, 3, 10, 1, 1, 1, 0, 40) }, "negative"},
 		{"DeepSample one draw", "DeepSample", false, func() error { return ds.DeepSample(dOut, dIn, 2, 3, 1, 1, 1, 1, 0, 40) }, "need >= 2"},
@@ -309,9 +322,9 @@ func TestBadArguments(t *testing.T) {
 		}
 	}
 	// Every operation of Ops and of the capabilities has cases.
-	for _, typ := range []reflect.Type{reflect.TypeFor[Ops](), reflect.TypeFor[Trainer](), reflect.TypeFor[QuadFormSummer](), reflect.TypeFor[DeepSampler]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[Ops](), reflect.TypeFor[Trainer](), reflect.TypeFor[QuadFormSummer](), reflect.TypeFor[DeepSampler](), reflect.TypeFor[PrecisionGemmer]()} {
 		for i := 0; i < typ.NumMethod(); i++ {
-			if m := typ.Method(i).Name; !seen[m] {
+			if m := typ.Method(i).Name; !seen[m] && m != "Precisions" { // Precisions: a query, no arguments
 				t.Errorf("no bad-argument case for %s", m)
 			}
 		}
@@ -369,6 +382,7 @@ func goodCalls(t *testing.T, d *Checked) []opCall {
 	tr := d.Capabilities().Trainer
 	qf := d.Capabilities().QuadFormSummer
 	ds := d.Capabilities().DeepSampler
+	pg := d.Capabilities().PrecisionGemmer
 	dBoth := must(d.Alloc(channel.DeepIn(3) + channel.DeepOut(3)))
 	sm := channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}
 	f64 := func(_ float64, err error) error { return err }
@@ -395,6 +409,7 @@ func goodCalls(t *testing.T, d *Checked) []opCall {
 		{"SoftmaxLossGrad", func() error { return f64(tr.SoftmaxLossGrad(sm, lo, lo, hi, 4, 1)) }},
 		{"AdamStep", func() error { return tr.AdamStep(a, b, lo, hi, 0.1, 0.9, 0.99, 1e-8, 1) }},
 		{"QuadFormSum", func() error { return qf.QuadFormSum(a, lo, hi, b, 4, 2, 2, 1) }},
+		{"GemmPrecision", func() error { return pg.GemmPrecision(FP32, true, false, 4, 4, 4, 1, lo, lo, 0, hi) }},
 		{"DeepSample", func() error { // out and in adjacent views of one buffer
 			return ds.DeepSample(must(View(dBoth, 0, channel.DeepOut(3))), must(View(dBoth, channel.DeepOut(3), channel.DeepIn(3))), 1, 3, 10, 1, 1, 1, 2, 40)
 		}},
@@ -514,6 +529,7 @@ func TestClose(t *testing.T) {
 	tr := d.Capabilities().Trainer
 	qf := d.Capabilities().QuadFormSummer
 	ds := d.Capabilities().DeepSampler
+	pg := d.Capabilities().PrecisionGemmer
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -546,6 +562,7 @@ func TestClose(t *testing.T) {
 		"AdamStep":        tr.AdamStep(x, x, x, x, 0.1, 0.9, 0.99, 1e-8, 1),
 		"QuadFormSum":     qf.QuadFormSum(x, x, x, x, 0, 0, 0, 1),
 		"DeepSample":      ds.DeepSample(x, x, 0, 3, 2, 1, 1, 1, 0, 8),
+		"GemmPrecision":   pg.GemmPrecision(FP32, false, false, 0, 0, 0, 1, x, x, 0, x),
 	} {
 		if !errors.Is(err, ErrClosed) || !strings.HasPrefix(err.Error(), "rec "+op+": ") {
 			t.Errorf("%s after Close: %v", op, err)
@@ -586,7 +603,7 @@ func TestCapabilities(t *testing.T) {
 			}
 		}
 	}
-	if got := full.Names(); !slices.Equal(got, []string{"Trainer", "QuadFormSummer", "DeepSampler"}) {
+	if got := full.Names(); !slices.Equal(got, []string{"Trainer", "QuadFormSummer", "DeepSampler", "PrecisionGemmer"}) {
 		t.Errorf("Names of every capability: %v", got)
 	}
 	if got := (Caps{}).Names(); len(got) != 0 {

@@ -194,6 +194,9 @@ type Caps struct {
 	// DeepSampler: the importance-sampled posterior moments of the SMI deep attention channel
 	// at L = 3 (engine/smi/se and engine/smi/amp).
 	DeepSampler DeepSampler
+	// PrecisionGemmer: matrix products at reduced precision (FP32, TF32, BF16x9) for the large
+	// contractions of engine/amp and engine/gd; absent, a device computes FP64 only.
+	PrecisionGemmer PrecisionGemmer
 }
 
 // Names returns the names of the capabilities present ("Trainer", "QuadFormSummer"), in the

@@ -109,6 +109,7 @@ var vocabulary = map[string]string{
 	"quiet":       "the same as --progress none",
 	"gen-samples": "Monte Carlo samples of the generalisation error (0: none)",
 	"gen-inner":   "inner samples per Monte Carlo sample of the generalisation error",
+	"precision":   "arithmetic of the two large contractions of every iteration or step, the forward product X S and the back-projection sum_mu X_mu^T (C_mu X_mu): fp64, fp32, tf32 (TF32 inputs, fp32 sums) or bf16x9 (fp32 emulated by three bfloat16 parts); the eigendecomposition, the RIE map, the channel and everything else stay fp64",
 }
 
 // usage returns the usage of the shared flag name, with the command's own words more.
@@ -563,6 +564,7 @@ func simFlags(fs *flag.FlagSet, s *aimjob.Sim, pm *progressMode, withHardmax boo
 	fs.StringVar(&s.Mode, "tokens", s.Mode, "tokens X stored on the device, or streamed: regenerated chunk by chunk from the seed at every use, never stored (same values); auto stores when the largest run fits")
 	fs.IntVar(&s.Chunk, "chunk", s.Chunk, "samples per chunk of streamed tokens (0: the largest that fits, at most 4096)")
 	fs.StringVar(&s.MaxMemory, "max-memory", s.MaxMemory, "cap on a run's device memory, e.g. 4GiB or 512MiB (default: the device's free memory)")
+	fs.StringVar(&s.Precision, "precision", s.Precision, usage("precision", "the CPU emulates tf32 and bf16x9 rounding exactly; the CUDA backend computes fp64 only so far"))
 	if withHardmax {
 		fs.IntVar(&s.Points, "points", s.Points, "hardmax and noisy softmax, T > 2: lattice points per shift (x 8 shifts) of each sample's g_out")
 	}

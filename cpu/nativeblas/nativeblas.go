@@ -90,6 +90,7 @@ type Lib struct {
 	info Info
 
 	dgemm, dsyrk, dsyevd uintptr // Fortran entry points
+	sgemm                uintptr // sgemm_, 0 when the library has none (then HasSgemm is false)
 
 	setThreads func(n int32) // nil when the provider has no such function
 	getThreads func() int32  // likewise
@@ -227,6 +228,7 @@ func load(provider, soname string, cpu CPU, cpuOK bool) (*Lib, error) {
 	if l.dgemm, l.dsyrk = sym("dgemm_"), sym("dsyrk_"); l.dgemm == 0 || l.dsyrk == 0 {
 		return nil, fmt.Errorf("%s: no dgemm_/dsyrk_ (not a BLAS library)", soname)
 	}
+	l.sgemm = sym("sgemm_") // optional: the reduced-precision products fall back without it
 	if l.dsyevd = sym("dsyevd_"); l.dsyevd == 0 {
 		// A plain BLAS: take LAPACK from the system's liblapack.so.3.
 		lh, err := purego.Dlopen("liblapack.so.3", purego.RTLD_NOW|purego.RTLD_GLOBAL)

@@ -111,6 +111,73 @@ func TestDgemm(t *testing.T) {
 	}
 }
 
+// TestSgemm compares the row-major Sgemm with a float64 triple loop on the same float32 inputs,
+// for every transpose pair and padded strides: the float32 accumulation is within
+// 2^-24 k (sum |a||b|) of the exact product, checked as a relative error under k 2^-23.
+func TestSgemm(t *testing.T) {
+	l := lib(t)
+	if !l.HasSgemm() {
+		t.Skip("the library has no sgemm_")
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	r32 := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	for _, sz := range [][3]int{{1, 1, 1}, {3, 5, 7}, {37, 29, 41}} {
+		m, n, k := sz[0], sz[1], sz[2]
+		for _, ta := range []bool{false, true} {
+			for _, tb := range []bool{false, true} {
+				ar, ac, br, bc := m, k, k, n
+				if ta {
+					ar, ac = k, m
+				}
+				if tb {
+					br, bc = n, k
+				}
+				lda, ldb, ldc := ac+2, bc+1, n+3
+				a, b := r32((ar-1)*lda+ac), r32((br-1)*ldb+bc)
+				c := r32((m-1)*ldc + n)
+				want, got := make([]float64, len(c)), make([]float64, len(c))
+				for i := 0; i < m; i++ {
+					for j := 0; j < n; j++ {
+						var s float64
+						for p := 0; p < k; p++ {
+							var av, bv float32
+							if ta {
+								av = a[p*lda+i]
+							} else {
+								av = a[i*lda+p]
+							}
+							if tb {
+								bv = b[j*ldb+p]
+							} else {
+								bv = b[p*ldb+j]
+							}
+							s += float64(av) * float64(bv)
+						}
+						want[i*ldc+j] = 1.5*s + 0.5*float64(c[i*ldc+j])
+					}
+				}
+				if err := l.Sgemm(ta, tb, m, n, k, 1.5, a, lda, b, ldb, 0.5, c, ldc); err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < m; i++ {
+					for j := 0; j < n; j++ {
+						got[i*ldc+j] = float64(c[i*ldc+j])
+					}
+				}
+				if e := relErr(got, want, func(i int) bool { return i%ldc < n }); !(e < float64(k)*0x1p-23) {
+					t.Errorf("m,n,k = %d,%d,%d transA %v transB %v: relative error %.3g", m, n, k, ta, tb, e)
+				}
+			}
+		}
+	}
+}
+
 // TestDsyrk compares both triangles and both forms of the row-major Dsyrk with the full product
 // A A^T or A^T A: relative error under 1e-13 on the written triangle, the other one untouched.
 func TestDsyrk(t *testing.T) {

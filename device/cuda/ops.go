@@ -343,6 +343,10 @@ func (d *backend) TokenMix(z, c, x device.Buffer, n, t, dd int) error {
 // by hardmaxt_gout, at 3 <= T <= 6); the softmax with label noise has no kernel.
 var Channels = channel.Support{}
 
+// Precisions declares the precisions of the CUDA backend's matrix products, known without a
+// GPU: FP64 only (it has no device.PrecisionGemmer yet; cuBLAS's GemmEx offers the others).
+var Precisions = []device.Precision{device.FP64}
+
 // Channels returns the package's Channels: the front refuses the softmax with label noise
 // before this backend is called.
 func (d *backend) Channels() channel.Support { return Channels }

@@ -278,7 +278,13 @@ func (d *Data) EachChunkSum(dev device.Device, xc, sum, part device.Buffer, f fu
 // and a D x D matrix A with trace trA, using xa (N x T x D) as scratch: Gemm for X A, then
 // TokenDots.
 func Indices(dev device.Device, h, xa, x, a device.Buffer, trA float64, n, t, d int) error {
-	if err := dev.Gemm(false, false, n*t, d, d, 1, x, a, 0, xa); err != nil {
+	return IndicesAt(dev, device.FP64, h, xa, x, a, trA, n, t, d)
+}
+
+// IndicesAt is Indices with the product X A computed at precision p (device.GemmAt); TokenDots,
+// the trace and the scaling stay in float64. At device.FP64 it is Indices.
+func IndicesAt(dev device.Device, p device.Precision, h, xa, x, a device.Buffer, trA float64, n, t, d int) error {
+	if err := device.GemmAt(dev, p, false, false, n*t, d, d, 1, x, a, 0, xa); err != nil {
 		return err
 	}
 	if err := dev.TokenDots(h, xa, x, n, t, d); err != nil {

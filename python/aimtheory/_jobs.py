@@ -215,6 +215,7 @@ _AMP_FLAGS: dict[str, tuple[str, str]] = {
     "paper_init": ("paper-init", "bool"),
     "plot": ("plot", "string"),
     "points": ("points", "int"),
+    "precision": ("precision", "string"),
     "progress": ("progress", "auto|json|none"),
     "rho": ("rho", "list"),
     "se": ("se", "string"),
@@ -249,6 +250,7 @@ def amp(
     paper_init: bool | None = None,
     plot: Text | None = None,
     points: int | None = None,
+    precision: Text | None = None,
     rho: Grid | None = None,
     se: Text | None = None,
     seed: int | None = None,
@@ -297,6 +299,7 @@ def amp(
         paper_init: start as the authors' code: a random prior draw with omega = V = c-hat = 10 (default: the prior mean, as state evolution starts).
         plot: plot output, .png, .svg or .pdf; empty for none (default results/amp.png).
         points: hardmax and noisy softmax, T > 2: lattice points per shift (x 8 shifts) of each sample's g_out (default 64).
+        precision: arithmetic of the two large contractions of every iteration or step, the forward product X S and the back-projection sum_mu X_mu^T (C_mu X_mu): fp64, fp32, tf32 (TF32 inputs, fp32 sums) or bf16x9 (fp32 emulated by three bfloat16 parts); the eigendecomposition, the RIE map, the channel and everything else stay fp64; the CPU emulates tf32 and bf16x9 rounding exactly; the CUDA backend computes fp64 only so far (default fp64).
         rho: rank ratio rho = R/D: a value, list or range; repeatable, each value once (default 0.5).
         se: an 'aim se' CSV (same channel, T and beta, a curve at every --rho) whose lines to draw on the plot, instead of solving the SE on a dense grid.
         seed: random seed; run s uses seed + s for its teacher, data and start (default 1).
@@ -335,6 +338,7 @@ _GD_FLAGS: dict[str, tuple[str, str]] = {
     "optimizer": ("optimizer", "string"),
     "out": ("out", "string"),
     "plot": ("plot", "string"),
+    "precision": ("precision", "string"),
     "progress": ("progress", "auto|json|none"),
     "restarts": ("restarts", "int"),
     "rho": ("rho", "list"),
@@ -369,6 +373,7 @@ def gd(
     optimizer: Text | None = None,
     out: Text | None = None,
     plot: Text | None = None,
+    precision: Text | None = None,
     restarts: int | None = None,
     rho: Grid | None = None,
     se: Text | None = None,
@@ -418,6 +423,7 @@ def gd(
         optimizer: adam or gd (default adam).
         out: CSV output (the manifest goes beside it as .json) (default results/gd.csv).
         plot: plot output, .png, .svg or .pdf; empty for none (default results/gd.png).
+        precision: arithmetic of the two large contractions of every iteration or step, the forward product X S and the back-projection sum_mu X_mu^T (C_mu X_mu): fp64, fp32, tf32 (TF32 inputs, fp32 sums) or bf16x9 (fp32 emulated by three bfloat16 parts); the eigendecomposition, the RIE map, the channel and everything else stay fp64; the CPU emulates tf32 and bf16x9 rounding exactly; the CUDA backend computes fp64 only so far (default fp64).
         restarts: students averaged per data set (1: GD single; the paper's averaged GD uses 32) (default 1).
         rho: rank ratio rho = R/D: a value, list or range; repeatable, each value once (default 0.5).
         se: an 'aim se' CSV (same T and beta, a curve at every --rho) whose lines to draw on the plot, instead of solving the SE on a dense grid.

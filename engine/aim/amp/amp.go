@@ -44,6 +44,13 @@ type Options struct {
 	// starts where state evolution does: S-hat = E S = sqrt(rho) I, c-hat = 1 (its error),
 	// and no Onsager term in the first step.
 	PaperInit bool
+	// Precision is the arithmetic of the two large contractions of each iteration (the
+	// forward product X S-hat and the back-projection sum_mu X_mu^T (C_mu X_mu)); see
+	// device.Precision. At FP64, the zero value, they are Gemm (and QuadFormSum where the
+	// device has it); at another precision the device's GemmPrecision, the back-projection as
+	// TokenMix then GemmPrecision. TokenDots, the channel, the eigendecomposition and the RIE
+	// map stay float64.
+	Precision device.Precision
 	// Progress, when set, is called after every iteration.
 	Progress func(it Iteration)
 }
@@ -155,6 +162,11 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 	}
 	if len(parts) != g.Len() {
 		return Result{}, fmt.Errorf("amp: %d parts of the data for a group of %d devices", len(parts), g.Len())
+	}
+	for _, dev := range g.Members {
+		if err := device.SupportsPrecision(dev, o.Precision); err != nil {
+			return Result{}, fmt.Errorf("amp: %w", err)
+		}
 	}
 	p := parts[0].P
 	D, N, T, R := p.D, p.N(), p.T(), p.R()
@@ -283,7 +295,7 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 				gc, cc, yc := view(m.g, lo*T*T, n*T*T), view(m.c, lo*T*T, n*T*T), view(m.data.Y, lo*T*T, n*T*T)
 				sc := view(m.scratch, 0, n*T*D)
 				return device.Seq(
-					func() error { return aim.Indices(dev, om, sc, x, m.sHat, trS, n, T, D) },
+					func() error { return aim.IndicesAt(dev, o.Precision, om, sc, x, m.sHat, trS, n, T, D) },
 					func() error { return dev.MulPattern(om, m.tau, n, T*T) },
 					func() error { return dev.Axpby(om, -vNew, gc, 1) },
 					func() error {
@@ -300,7 +312,7 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 					func() error { return dev.Copy(cc, gc) },
 					func() error { return dev.MulPattern(cc, m.kappa, n, T*T) },
 					func() error { tr, err := dev.SumDiag(cc, n, T); m.trC += tr; return err },
-					func() error { return backProject(dev, out, cc, x, sc, n, T, D, 1/sqrtD) },
+					func() error { return backProject(dev, o.Precision, out, cc, x, sc, n, T, D, 1/sqrtD) },
 				)
 			})
 		})
@@ -400,14 +412,15 @@ func stalled(trace []Iteration) bool {
 	return !(least(trace[n-3:]) < 0.99*least(trace[n-6:n-3]))
 }
 
-// backProject sets out = alpha sum_mu X_mu^T C_mu X_mu: through QuadFormSum where the device
-// has it, else as TokenMix (scratch = C X) then Gemm (out = alpha X^T scratch).
-func backProject(dev device.Device, out, c, x, scratch device.Buffer, n, t, d int, alpha float64) error {
-	if q := dev.Capabilities().QuadFormSummer; q != nil {
+// backProject sets out = alpha sum_mu X_mu^T C_mu X_mu: at FP64 through QuadFormSum where the
+// device has it, else as TokenMix (scratch = C X, float64) then the product out = alpha X^T
+// scratch at precision prec (device.GemmAt).
+func backProject(dev device.Device, prec device.Precision, out, c, x, scratch device.Buffer, n, t, d int, alpha float64) error {
+	if q := dev.Capabilities().QuadFormSummer; q != nil && prec == device.FP64 {
 		return q.QuadFormSum(out, c, x, scratch, n, t, d, alpha)
 	}
 	if err := dev.TokenMix(scratch, c, x, n, t, d); err != nil {
 		return err
 	}
-	return dev.Gemm(true, false, d, d, n*t, alpha, x, scratch, 0, out)
+	return device.GemmAt(dev, prec, true, false, d, d, n*t, alpha, x, scratch, 0, out)
 }

@@ -31,6 +31,12 @@ type Options struct {
 	Restarts int     // independent initialisations whose final S are averaged (1 = single GD)
 	// TraceEvery records loss and error of the first student every that many steps (0: none).
 	TraceEvery int
+	// Precision is the arithmetic of the two large contractions of each step (the forward
+	// product X S and the gradient's back-projection sum_mu X_mu^T (Gamma_mu X_mu)); see
+	// device.Precision. At FP64, the zero value, they are Gemm; at another precision the
+	// device's GemmPrecision. The R x D products of W, the loss, its gradient through the
+	// softmax and Adam stay float64.
+	Precision device.Precision
 	// Progress, when set, is called after every step of every student.
 	Progress func()
 }
@@ -92,6 +98,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("gd: restarts = %d, need at least 1", o.Restarts)
 	case o.R < 0:
 		return fmt.Errorf("gd: student width R = %d, need >= 0", o.R)
+	case !o.Precision.Valid():
+		return fmt.Errorf("gd: precision %v", o.Precision)
 	case o.Adam && !(o.Beta1 >= 0 && o.Beta1 < 1 && o.Beta2 >= 0 && o.Beta2 < 1 && o.Eps > 0):
 		return fmt.Errorf("gd: Adam parameters beta1 = %g, beta2 = %g, eps = %g out of range", o.Beta1, o.Beta2, o.Eps)
 	}
@@ -120,6 +128,11 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 	if p.Channel.Kind != channel.KindSoftmax {
 		return Result{}, fmt.Errorf("gd: the %v channel has no useful gradient; students are softmax only", p.Channel)
 	}
+	for _, m := range g.Members {
+		if err := device.SupportsPrecision(m, o.Precision); err != nil {
+			return Result{}, fmt.Errorf("gd: %w", err)
+		}
+	}
 	trs := make([]device.Trainer, g.Len())
 	for j, m := range g.Members {
 		if trs[j] = m.Capabilities().Trainer; trs[j] == nil {
@@ -135,6 +148,7 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 		return Result{}, err
 	}
 	defer st.free()
+	st.prec = o.Precision
 	dev, tr, data := g.Lead(), trs[0], parts[0]
 	D := p.D
 	w, grad, m, v, s, sBar := st.w, st.grad, st.m, st.v, st.s, st.sBar
@@ -219,6 +233,7 @@ type student struct {
 	g             *device.Group
 	parts         []*aim.Data
 	R             int
+	prec          device.Precision // of the two large contractions (Options.Precision)
 	bufs          [][]device.Buffer
 	w, grad, m, v device.Buffer // the lead's
 	s, gS, sBar   device.Buffer // the lead's S, G_S and average
@@ -307,7 +322,7 @@ func (st *student) lossAndGrad() (float64, error) {
 			hc, yh, gc, yc := view(sh.h, lo*T*T, n*T*T), view(sh.yhat, lo*T*T, n*T*T), view(sh.gamma, lo*T*T, n*T*T), view(sh.data.Y, lo*T*T, n*T*T)
 			sc := view(sh.scratch, 0, n*T*D)
 			return device.Seq(
-				func() error { return aim.Indices(dev, hc, sc, x, sh.s, trS, n, T, D) },
+				func() error { return aim.IndicesAt(dev, st.prec, hc, sc, x, sh.s, trS, n, T, D) },
 				func() error { return dev.ChannelOutput(p.Channel, yh, hc, n) },
 				func() error {
 					l, err := sh.tr.SoftmaxLossGrad(p.Channel, gc, yh, yc, n, 1/float64(D))
@@ -316,7 +331,7 @@ func (st *student) lossAndGrad() (float64, error) {
 				},
 				func() error { t, err := dev.SumDiag(gc, n, T); sh.trG += t; return err },
 				func() error { return dev.TokenMix(sc, gc, x, n, T, D) },
-				func() error { return dev.Gemm(true, false, D, D, n*T, 1/sqrtD, x, sc, 0, out) },
+				func() error { return device.GemmAt(dev, st.prec, true, false, D, D, n*T, 1/sqrtD, x, sc, 0, out) },
 			)
 		})
 	}); err != nil {

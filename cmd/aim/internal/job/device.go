@@ -86,6 +86,17 @@ func (d *Device) CheckChannel(ch channel.Spec) error {
 	return nil
 }
 
+// CheckPrecision refuses, as bad input, a precision of the large contractions that a member of
+// the device does not compute (device.SupportsPrecision).
+func (d *Device) CheckPrecision(p device.Precision) error {
+	for _, m := range d.Group.Members {
+		if err := device.SupportsPrecision(m, p); err != nil {
+			return Inputf("--precision %v on %s: %v", p, d.Name(), err)
+		}
+	}
+	return nil
+}
+
 // ChannelRefused words a device's refusal of a channel (channel.ErrUnsupported) on the
 // command line: the CPU computes every channel.
 func ChannelRefused(ch channel.Spec, on string, err error) error {

@@ -79,6 +79,7 @@ func (c *AMPConfig) Validate() error {
 func (c *AMPConfig) options() amp.Options {
 	o := amp.ChannelOptions(c.channelSpec())
 	o.MaxIter, o.Damping, o.Tol, o.PaperInit = c.MaxIter, c.Damping, c.Tol, c.PaperInit
+	o.Precision = c.prec
 	return o
 }
 
@@ -88,9 +89,9 @@ func (c *AMPConfig) CheckMemory(d *job.Device) error { _, err := c.planTokens(d)
 
 // planTokens chooses the token mode of the grid (Tokens).
 func (c *AMPConfig) planTokens(d *job.Device) (TokenPlan, error) {
-	return c.Sim.PlanTokens(d, func(p aim.Params, n int) uint64 { return StoredPeak(p, n, amp.Bytes(p, n)) },
+	return c.Sim.PlanTokens(d, func(p aim.Params, n int) uint64 { return StoredPeak(p, n, amp.Bytes(p, n)+c.precisionBytes(p, n)) },
 		func(p aim.Params, n, chunk int) uint64 {
-			return StreamedPeak(p, n, chunk, amp.StreamedBytes(p, n, chunk))
+			return StreamedPeak(p, n, chunk, amp.StreamedBytes(p, n, chunk)+c.precisionBytes(p, min(chunk, n)))
 		})
 }
 
@@ -110,6 +111,7 @@ type AMPRow struct {
 	Converged       bool
 	Seconds         float64
 	Device          string
+	Precision       string // of the large contractions: fp64, fp32, tf32, bf16x9 (empty in older CSVs: fp64)
 }
 
 // AMPSchema is the one definition of an `aim amp` row.
@@ -132,6 +134,7 @@ var AMPSchema = &table.Schema[AMPRow]{Kind: table.AMP, Columns: []table.Column[A
 	table.Bool("converged", func(r *AMPRow) bool { return r.Converged }),
 	table.Seconds("seconds", func(r *AMPRow) float64 { return r.Seconds }),
 	table.Word("device", func(r *AMPRow) string { return r.Device }),
+	table.Added(table.Word("precision", func(r *AMPRow) string { return r.Precision })),
 }}
 
 // AMPTraceRow is one iteration of one run: a row of the --trace CSV of `aim amp`.
@@ -217,7 +220,8 @@ func (j *ampJob) run(env job.Env) (*AMPResult, error) {
 		}
 		row := AMPRow{Channel: c.csvChannel(), T: c.T, Rho: r.rho, Beta: c.csvBeta(), Noise: c.csvNoise(), D: c.D, N: r.p.N(), R: r.p.R(), Alpha: r.alpha,
 			AlphaBar: r.alpha * c.directions(), Seed: r.seed, Error: out.Error, SEMMSE: r.mmse, Iterations: out.Iterations,
-			Distance: out.Distance, Converged: err == nil && out.Converged, Seconds: out.Seconds, Device: j.dev.Name()}
+			Distance: out.Distance, Converged: err == nil && out.Converged, Seconds: out.Seconds, Device: j.dev.Name(),
+			Precision: c.prec.String()}
 		if err != nil {
 			row.Error = math.NaN()
 		}

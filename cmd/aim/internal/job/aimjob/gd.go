@@ -91,6 +91,7 @@ func (c *GDConfig) Validate() error {
 func (c *GDConfig) options() gd.Options {
 	o := gd.DefaultOptions()
 	o.Restarts, o.Steps, o.LR, o.R, o.Adam = c.Restarts, c.Steps, c.LR, c.R, c.Optimizer == "adam"
+	o.Precision = c.prec
 	if c.Trace != "" {
 		o.TraceEvery = c.TraceEvery
 	}
@@ -104,9 +105,9 @@ func (c *GDConfig) CheckMemory(d *job.Device) error { _, err := c.planTokens(d);
 // planTokens chooses the token mode of the grid (Tokens).
 func (c *GDConfig) planTokens(d *job.Device) (TokenPlan, error) {
 	o := c.options()
-	return c.Sim.PlanTokens(d, func(p aim.Params, n int) uint64 { return StoredPeak(p, n, gd.Bytes(p, o, n)) },
+	return c.Sim.PlanTokens(d, func(p aim.Params, n int) uint64 { return StoredPeak(p, n, gd.Bytes(p, o, n)+c.precisionBytes(p, n)) },
 		func(p aim.Params, n, chunk int) uint64 {
-			return StreamedPeak(p, n, chunk, gd.StreamedBytes(p, o, n, chunk))
+			return StreamedPeak(p, n, chunk, gd.StreamedBytes(p, o, n, chunk)+c.precisionBytes(p, min(chunk, n)))
 		})
 }
 
@@ -128,6 +129,7 @@ type GDRow struct {
 	Finished          bool
 	Seconds           float64
 	Device            string
+	Precision         string // of the large contractions: fp64, fp32, tf32, bf16x9 (empty in older CSVs: fp64)
 }
 
 // GDSchema is the one definition of an `aim gd` row.
@@ -154,6 +156,7 @@ var GDSchema = &table.Schema[GDRow]{Kind: table.GD, Columns: []table.Column[GDRo
 	table.Bool("finished", func(r *GDRow) bool { return r.Finished }),
 	table.Seconds("seconds", func(r *GDRow) float64 { return r.Seconds }),
 	table.Word("device", func(r *GDRow) string { return r.Device }),
+	table.Added(table.Word("precision", func(r *GDRow) string { return r.Precision })),
 }}
 
 // GDTraceRow is one traced step of the first student of a run: a row of `aim gd --trace`.
@@ -265,7 +268,7 @@ func (c *GDConfig) row(rho, alpha float64, seed uint64, p aim.Params, out gd.Res
 	return GDRow{Channel: c.csvChannel(), T: c.T, Rho: rho, Beta: c.csvBeta(), D: c.D, N: p.N(), R: p.R(), RStudent: width,
 		Alpha: alpha, AlphaBar: alpha * c.directions(), Seed: seed, Restarts: c.Restarts, Steps: c.Steps, LR: c.LR,
 		Optimizer: c.Optimizer, Error: errAvg, ErrorSingle: errSingle, FinalLoss: loss, SEMMSE: mmse, Finished: err == nil,
-		Seconds: out.Seconds, Device: dev}
+		Seconds: out.Seconds, Device: dev, Precision: c.prec.String()}
 }
 
 // mean returns the mean of xs (gonum's stat), NaN for none.

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
+	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/device/cuda"
 	"github.com/aimtheory/aim/engine/aim"
 )
 
@@ -23,6 +26,10 @@ type Sim struct {
 	Threads int    // threads of the CPU backend's BLAS library (0: all cores)
 	Trace   string // a CSV of every iteration or step ("" for none)
 	Tokens         // stored or streamed tokens, and the memory cap
+	// Precision is the arithmetic of the large contractions (device.ParsePrecision: fp64,
+	// fp32, tf32, bf16x9; "" is fp64); Validate parses it into prec.
+	Precision string
+	prec      device.Precision
 	// Points is the lattice rule of each sample's g_out for hardmax and the noisy softmax at
 	// T > 2: Points points of each of 8 shifts, every point used (channel.Spec.Points with
 	// Tol < 0).
@@ -36,7 +43,7 @@ type Sim struct {
 const DefaultSimPoints = 64
 
 func defaultSim(command string, D, seeds int) Sim {
-	return Sim{Model: defaultModel(command), D: D, Seeds: seeds, Seed: 1, Device: "auto", Tokens: Tokens{Mode: "auto"}, Points: DefaultSimPoints}
+	return Sim{Model: defaultModel(command), D: D, Seeds: seeds, Seed: 1, Device: "auto", Tokens: Tokens{Mode: "auto"}, Points: DefaultSimPoints, Precision: "fp64"}
 }
 
 // SoftmaxSim is the simulation of the softmax channel at one (rho, alpha), as `aim amp` and
@@ -62,6 +69,14 @@ func (c *Sim) validateSim() error {
 	}
 	if err := c.ValidateTokens(); err != nil {
 		return err
+	}
+	var err error
+	if c.prec, err = device.ParsePrecision(c.Precision); err != nil {
+		return job.Inputf("--precision: %v", err)
+	}
+	if strings.HasPrefix(c.Device, "cuda") && !slices.Contains(cuda.Precisions, c.prec) {
+		// Known before a GPU is opened: the precisions the CUDA backend declares.
+		return job.Inputf("--precision %v on --device %s: precision %v is not supported on this device yet (it computes fp64); use --device cpu", c.prec, c.Device, c.prec)
 	}
 	if c.Trace != "" && !strings.HasSuffix(strings.ToLower(c.Trace), ".csv") {
 		return job.Inputf("--trace %q: the trace file must end in .csv", c.Trace)
@@ -89,10 +104,29 @@ func (c *Sim) params(rho, alpha float64, seed uint64) aim.Params {
 // and the noisy softmax at T > 2.
 func (c *Sim) lattice() bool { return c.T > 2 && (c.Channel == "hardmax" || c.Noise > 0) }
 
+// precisionBytes is the memory of the CPU's reduced-precision products for a chunk of n
+// samples beside the algorithm's buffers (0 at fp64): GemmPrecision keeps float32 copies of
+// the inputs and the output of the largest product it has seen, the forward product X S
+// (nT x D times D x D) and the back-projection X^T Z (D x nT times nT x D): each array at most
+// max(nT D, D^2) values, the inputs three times over at bf16x9 (the bfloat16 parts).
+func (c *Sim) precisionBytes(p aim.Params, n int) uint64 {
+	if c.prec == device.FP64 {
+		return 0
+	}
+	parts := uint64(1)
+	if c.prec == device.BF16x9 {
+		parts = 3
+	}
+	D, rows := uint64(p.D), uint64(n)*uint64(p.T())
+	big := max(rows*D, D*D)
+	return 4 * (2*parts*big + big)
+}
+
 // simParams returns the shared fields for a manifest.
 func (c *Sim) simParams() map[string]any {
 	p := c.Model.params()
 	p["D"], p["seeds"], p["seed"] = c.D, c.Seeds, c.Seed
+	p["precision"] = c.prec.String()
 	if c.lattice() {
 		p["points"] = c.Points
 	}
@@ -127,6 +161,9 @@ func runSimJob[R any](c *Sim, env job.Env, open func() (*job.Device, error), pla
 		return none, err
 	}
 	defer dev.Close()
+	if err := dev.CheckPrecision(c.prec); err != nil {
+		return none, err
+	}
 	env.Notef("%s", dev.Note)
 	pl, err := planner(dev)
 	if err != nil {
