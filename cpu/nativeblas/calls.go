@@ -47,7 +47,24 @@ func checkInt(op string, vals ...int) error {
 // (n x k when transB) with row stride ldb, C with row stride ldc. With beta = 0, C need not be
 // initialised. C must not overlap A or B.
 func (l *Lib) Dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) error {
-	const op = "dgemm"
+	return gemm(l.dgemm, "dgemm", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// HasSgemm reports whether the library exports sgemm_ (OpenBLAS and MKL do).
+func (l *Lib) HasSgemm() bool { return l.sgemm != 0 }
+
+// Sgemm is Dgemm in float32: C = alpha op(A) op(B) + beta C for row-major float32 matrices,
+// the products accumulated in float32 by the library's sgemm. It fails when the library has no
+// sgemm_ (HasSgemm).
+func (l *Lib) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) error {
+	if l.sgemm == 0 {
+		return fmt.Errorf("sgemm: the library %s exports no sgemm_", l.info.Soname)
+	}
+	return gemm(l.sgemm, "sgemm", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// gemm checks the arguments of Dgemm or Sgemm (op) and calls the Fortran entry fn.
+func gemm[F float32 | float64](fn uintptr, op string, transA, transB bool, m, n, k int, alpha F, a []F, lda int, b []F, ldb int, beta F, c []F, ldc int) error {
 	if err := checkInt(op, m, n, k, lda, ldb, ldc); err != nil {
 		return err
 	}
@@ -79,70 +96,7 @@ func (l *Lib) Dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64
 	ta, tb := flag(transB, 'T', 'N'), flag(transA, 'T', 'N')
 	mm, nn, kk := int32(n), int32(m), int32(k)
 	la, lb, lc := int32(ldb), int32(lda), int32(ldc)
-	purego.SyscallN(l.dgemm,
-		uintptr(unsafe.Pointer(&ta)), uintptr(unsafe.Pointer(&tb)),
-		uintptr(unsafe.Pointer(&mm)), uintptr(unsafe.Pointer(&nn)), uintptr(unsafe.Pointer(&kk)),
-		uintptr(unsafe.Pointer(&alpha)),
-		uintptr(unsafe.Pointer(&b[0])), uintptr(unsafe.Pointer(&la)),
-		uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&lb)),
-		uintptr(unsafe.Pointer(&beta)),
-		uintptr(unsafe.Pointer(&c[0])), uintptr(unsafe.Pointer(&lc)),
-		1, 1)
-	return nil
-}
-
-// HasSgemm reports whether the library exports sgemm_ (OpenBLAS and MKL do).
-func (l *Lib) HasSgemm() bool { return l.sgemm != 0 }
-
-// Sgemm is Dgemm in float32: C = alpha op(A) op(B) + beta C for row-major float32 matrices,
-// the products accumulated in float32 by the library's sgemm. It fails when the library has no
-// sgemm_ (HasSgemm).
-func (l *Lib) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) error {
-	const op = "sgemm"
-	if l.sgemm == 0 {
-		return fmt.Errorf("%s: the library %s exports no sgemm_", op, l.info.Soname)
-	}
-	if err := checkInt(op, m, n, k, lda, ldb, ldc); err != nil {
-		return err
-	}
-	ar, ac := m, k
-	if transA {
-		ar, ac = k, m
-	}
-	br, bc := k, n
-	if transB {
-		br, bc = n, k
-	}
-	if err := checkMat(op, "A", ar, ac, lda, len(a)); err != nil {
-		return err
-	}
-	if err := checkMat(op, "B", br, bc, ldb, len(b)); err != nil {
-		return err
-	}
-	if err := checkMat(op, "C", m, n, ldc, len(c)); err != nil {
-		return err
-	}
-	if m == 0 || n == 0 {
-		return nil
-	}
-	if k == 0 || len(a) == 0 || len(b) == 0 {
-		for i := 0; i < m; i++ {
-			row := c[i*ldc : i*ldc+n]
-			for j := range row {
-				if beta == 0 {
-					row[j] = 0
-				} else {
-					row[j] *= beta
-				}
-			}
-		}
-		return nil
-	}
-	// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
-	ta, tb := flag(transB, 'T', 'N'), flag(transA, 'T', 'N')
-	mm, nn, kk := int32(n), int32(m), int32(k)
-	la, lb, lc := int32(ldb), int32(lda), int32(ldc)
-	purego.SyscallN(l.sgemm,
+	purego.SyscallN(fn,
 		uintptr(unsafe.Pointer(&ta)), uintptr(unsafe.Pointer(&tb)),
 		uintptr(unsafe.Pointer(&mm)), uintptr(unsafe.Pointer(&nn)), uintptr(unsafe.Pointer(&kk)),
 		uintptr(unsafe.Pointer(&alpha)),
@@ -155,7 +109,7 @@ func (l *Lib) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32
 }
 
 // scaleMat sets C = beta C (C = 0 when beta = 0) for a row-major m x n matrix with stride ld.
-func scaleMat(c []float64, m, n, ld int, beta float64) {
+func scaleMat[F float32 | float64](c []F, m, n, ld int, beta F) {
 	for i := 0; i < m; i++ {
 		row := c[i*ld : i*ld+n]
 		for j := range row {
