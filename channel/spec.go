@@ -17,6 +17,9 @@ const (
 	// (Hardmax), by a Gaussian polytope integral per sample for 3 <= T <= HardmaxTMax
 	// (HardmaxT, with the lattice rule of Spec.Points and Spec.Tol).
 	KindHardmax
+	// KindLinear is y = h + sqrt(Delta) xi at T = 1 (docs/theory/aim.md 2.8): the extensive-width
+	// network with quadratic activation (Linear).
+	KindLinear
 )
 
 // DefaultHardmaxTol is the target standard error of each sample's g_out estimate of the
@@ -45,10 +48,23 @@ type Spec struct {
 	Tol         float64 // hardmax or noisy softmax, T > 2: target error of each estimate; 0: DefaultHardmaxTol; < 0: every point
 	// Noise is Delta >= 0, the variance of the Gaussian label noise of the softmax channel,
 	// y = softmax_row(beta h) + sqrt(Delta) xi (NoisySoftmax at T = 2, NoisySoftmaxT for
-	// 3 <= T <= NoisyTMax). The device channel operations' outputs stay noiseless
-	// (engine/aim adds the noise to the data from its own stream); ChannelGOut is the noisy
-	// channel's g_out.
+	// 3 <= T <= NoisyTMax), and of the linear channel, y = h + sqrt(Delta) xi. The device
+	// channel operations' outputs stay noiseless (engine/aim adds the noise to the data from
+	// its own stream); ChannelGOut is the noisy channel's g_out.
 	Noise float64
+}
+
+// Name returns the kind's name on the command line: "softmax", "hardmax" or "linear".
+func (k Kind) Name() string {
+	switch k {
+	case KindSoftmax:
+		return "softmax"
+	case KindHardmax:
+		return "hardmax"
+	case KindLinear:
+		return "linear"
+	}
+	return fmt.Sprintf("channel(%d)", int(k))
 }
 
 // Lattice returns the lattice rule of the hardmax channel and of the noisy softmax at T > 2 as
@@ -70,7 +86,8 @@ func (s Spec) Lattice() (points int, tol float64) {
 }
 
 // Validate checks the channel by the rules of its constructors: softmax T >= 2 and
-// 0 < beta < inf, with noise 0 <= Delta < inf (Delta > 0 at T <= NoisyTMax); hardmax
+// 0 < beta < inf, with noise 0 <= Delta < inf (Delta > 0 at T <= NoisyTMax); linear T = 1
+// (beta is not read); hardmax
 // 2 <= T <= HardmaxTMax, PaperCompat at T = 2 only, and at T > 2 0 <= Points <= 2^20 and a
 // finite Tol.
 func (s Spec) Validate() error {
@@ -89,9 +106,15 @@ func (s Spec) Validate() error {
 		}
 		_, err := NewSoftmax(s.T, s.Beta)
 		return err
+	case KindLinear:
+		if s.T != 1 {
+			return fmt.Errorf("linear channel: T = %d, need T = 1 (the quadratic network)", s.T)
+		}
+		_, err := NewLinear(s.Noise)
+		return err
 	case KindHardmax:
 		if s.Noise != 0 {
-			return fmt.Errorf("hardmax channel: label noise (Delta = %g) is implemented for softmax only", s.Noise)
+			return fmt.Errorf("hardmax channel: label noise (Delta = %g) is implemented for softmax and linear only", s.Noise)
 		}
 		if s.T == 2 {
 			_, err := NewHardmax(s.T, s.PaperCompat)
@@ -112,22 +135,16 @@ func (s Spec) Validate() error {
 	return fmt.Errorf("unknown channel %v", s)
 }
 
-// String returns "softmax" (with "-noise" and Delta for label noise) or "hardmax" (with
-// "-paper" for the published formula).
+// String returns the kind's Name, with "-noise" and Delta for label noise (softmax, linear)
+// and "-paper" for the published hardmax formula.
 func (s Spec) String() string {
-	switch s.Kind {
-	case KindSoftmax:
-		if s.Noise > 0 {
-			return fmt.Sprintf("softmax-noise%g", s.Noise)
-		}
-		return "softmax"
-	case KindHardmax:
-		if s.PaperCompat {
-			return "hardmax-paper"
-		}
-		return "hardmax"
+	switch {
+	case s.Kind == KindHardmax && s.PaperCompat:
+		return "hardmax-paper"
+	case s.Noise > 0 && s.Kind != KindHardmax:
+		return fmt.Sprintf("%s-noise%g", s.Kind.Name(), s.Noise)
 	}
-	return fmt.Sprintf("channel(%d)", int(s.Kind))
+	return s.Kind.Name()
 }
 
 // Scalar is the per-sample math of a channel as New builds it from a Spec: y = g(h) for one
@@ -150,8 +167,8 @@ type Scalar interface {
 	Clone() Scalar
 }
 
-// New validates s (Spec.Validate) and returns its scalar channel: *Softmax, *NoisySoftmax
-// (T = 2), the noisy softmax at T > 2 (NoisySoftmaxT with s.Lattice()'s points of
+// New validates s (Spec.Validate) and returns its scalar channel: *Linear, *Softmax,
+// *NoisySoftmax (T = 2), the noisy softmax at T > 2 (NoisySoftmaxT with s.Lattice()'s points of
 // NoisyTShifts shifts and tolerance), *Hardmax (T = 2) or the hardmax at T > 2 (HardmaxT with
 // s.Lattice()'s points of HardmaxTShifts shifts and tolerance). It is the one constructor of
 // a channel from its Spec: the CPU backend and the theory (engine/aim) build theirs with it,
@@ -161,6 +178,8 @@ func New(s Spec) (Scalar, error) {
 		return nil, err
 	}
 	switch {
+	case s.Kind == KindLinear:
+		return NewLinear(s.Noise)
 	case s.Kind == KindSoftmax && s.Noise > 0 && s.T > 2:
 		points, tol := s.Lattice()
 		k, err := NewNoisySoftmaxT(s.T, s.Beta, s.Noise, points, NoisyTShifts)
@@ -217,7 +236,9 @@ func (n noisyTScalar) Clone() Scalar { return noisyTScalar{n.NoisySoftmaxT.Clone
 var ErrUnsupported = errors.New("not supported by the device")
 
 // Support declares the channels a device computes (device.Backend's Channels): every valid
-// noiseless channel, and the softmax channel with label noise where Noise is set.
+// noiseless channel and the linear channel with label noise (the device front composes the
+// linear channel from vector operations), and the softmax channel with label noise where
+// Noise is set.
 type Support struct {
 	// Noise: the softmax channel with label noise (Spec.Noise > 0).
 	Noise bool
@@ -226,7 +247,7 @@ type Support struct {
 // Check returns nil when the device computes s (a valid Spec), else an error wrapping
 // ErrUnsupported that names what is missing.
 func (u Support) Check(s Spec) error {
-	if s.Noise != 0 && !u.Noise {
+	if s.Kind == KindSoftmax && s.Noise != 0 && !u.Noise {
 		return fmt.Errorf("the softmax channel with label noise (Delta = %g): %w", s.Noise, ErrUnsupported)
 	}
 	return nil

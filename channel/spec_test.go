@@ -13,7 +13,7 @@ import (
 // the noiseless channel) and refused, with the reason, when negative or not finite, on hardmax
 // and at T > 6; String names it.
 func TestSpecNoiseValidate(t *testing.T) {
-	for _, c := range []Spec{{Kind: KindSoftmax, T: 2, Beta: 1, Noise: 0.01}, {Kind: KindSoftmax, T: 3, Beta: 1}, {Kind: KindSoftmax, T: 3, Beta: 1, Noise: 0.01}} {
+	for _, c := range []Spec{{Kind: KindSoftmax, T: 2, Beta: 1, Noise: 0.01}, {Kind: KindSoftmax, T: 3, Beta: 1}, {Kind: KindSoftmax, T: 3, Beta: 1, Noise: 0.01}, {Kind: KindLinear, T: 1}, {Kind: KindLinear, T: 1, Noise: 0.25}} {
 		if err := c.Validate(); err != nil {
 			t.Errorf("%+v: %v", c, err)
 		}
@@ -26,7 +26,9 @@ func TestSpecNoiseValidate(t *testing.T) {
 		{Spec{Kind: KindSoftmax, T: 2, Beta: 1, Noise: math.NaN()}, "Delta >= 0"},
 		{Spec{Kind: KindSoftmax, T: 2, Beta: 1, Noise: math.Inf(1)}, "Delta >= 0"},
 		{Spec{Kind: KindSoftmax, T: 7, Beta: 1, Noise: 0.01}, "2 <= T <= 6"},
-		{Spec{Kind: KindHardmax, T: 2, Noise: 0.01}, "softmax only"},
+		{Spec{Kind: KindHardmax, T: 2, Noise: 0.01}, "softmax and linear only"},
+		{Spec{Kind: KindLinear, T: 2}, "need T = 1"},
+		{Spec{Kind: KindLinear, T: 1, Noise: -0.5}, "Delta >= 0"},
 	} {
 		if err := c.ch.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want one mentioning %q", c.ch, err, c.want)
@@ -48,6 +50,7 @@ func TestNewMatchesConstructors(t *testing.T) {
 		want func() (Scalar, error)
 	}{
 		{Spec{Kind: KindSoftmax, T: 3, Beta: 1.5}, func() (Scalar, error) { return NewSoftmax(3, 1.5) }},
+		{Spec{Kind: KindLinear, T: 1, Noise: 0.25}, func() (Scalar, error) { return NewLinear(0.25) }},
 		{Spec{Kind: KindSoftmax, T: 2, Beta: 1, Noise: 0.1}, func() (Scalar, error) { return NewNoisySoftmax(2, 1, 0.1) }},
 		{Spec{Kind: KindHardmax, T: 2, PaperCompat: true}, func() (Scalar, error) { return NewHardmax(2, true) }},
 		{Spec{Kind: KindHardmax, T: 3, Points: 256}, func() (Scalar, error) {
@@ -96,7 +99,7 @@ func TestNewMatchesConstructors(t *testing.T) {
 			}
 		}
 		err = (Support{}).Check(c.s)
-		if (c.s.Noise > 0) != errors.Is(err, ErrUnsupported) {
+		if (c.s.Noise > 0 && c.s.Kind == KindSoftmax) != errors.Is(err, ErrUnsupported) {
 			t.Errorf("%v: Support{}.Check = %v", c.s, err)
 		}
 		if err := (Support{Noise: true}).Check(c.s); err != nil {

@@ -267,3 +267,57 @@ func TestChannelGOut(t *testing.T) {
 		me.report()
 	}
 }
+
+// TestLinearChannel: the device front's linear channel (composed from Copy, Axpby and Dot)
+// writes y = h, and g_z = g_u/sqrt(2) of channel.Linear.GOut at omega_u = omega_z/sqrt(2),
+// V_u = V/2 with its square-sum, out of place and in place (g = omega), noiseless and noisy.
+func TestLinearChannel(t *testing.T) {
+	d := New(3)
+	r := rand.New(rand.NewPCG(21, 22))
+	const n, vz = 257, 0.7
+	for _, delta := range []float64{0, 0.25} {
+		ch := channel.Spec{Kind: channel.KindLinear, T: 1, Noise: delta}
+		sc, err := channel.NewLinear(delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := randVec(r, n)
+		hb := up(t, d, h)
+		yb, _ := d.Alloc(n)
+		if err := d.ChannelOutput(ch, yb, hb, n); err != nil {
+			t.Fatal(err)
+		}
+		y := down(t, d, yb)
+		if relErr(y, h) != 0 {
+			t.Fatalf("%v: ChannelOutput is not y = h", ch)
+		}
+		if err := d.ChannelOutput(ch, hb, hb, n); err != nil || relErr(down(t, d, hb), h) != 0 {
+			t.Fatalf("%v: in place: %v", ch, err)
+		}
+		omega := randVec(r, n)
+		want, wantSum := make([]float64, n), 0.0
+		for mu := range want {
+			g := []float64{0}
+			sc.GOut(g, y[mu:mu+1], []float64{omega[mu] / math.Sqrt2}, vz/2)
+			want[mu] = g[0] / math.Sqrt2
+			wantSum += want[mu] * want[mu]
+		}
+		for _, inPlace := range []bool{false, true} {
+			ob := up(t, d, omega)
+			gb := ob
+			if !inPlace {
+				gb = up(t, d, randVec(r, n))
+			}
+			sum, err := d.ChannelGOut(ch, gb, yb, ob, n, vz)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := relErr(down(t, d, gb), want); e > 1e-15 {
+				t.Errorf("%v in place %v: g differs from channel.Linear by %.3g", ch, inPlace, e)
+			}
+			if e := relScalar(sum, wantSum); e > 1e-13 {
+				t.Errorf("%v in place %v: sum %.17g, want %.17g", ch, inPlace, sum, wantSum)
+			}
+		}
+	}
+}

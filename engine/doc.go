@@ -2,7 +2,8 @@
 // package over small shared foundations; imports point down only (docs/design.md):
 //
 //	engine/aim          the attention-indexed model (AIM, docs/theory/aim.md): teachers and data
-//	                    (model.go), the output channels softmax and hardmax as the SE sees them
+//	                    (model.go), the output channels softmax, hardmax and linear (the
+//	                    extensive-width quadratic network at T = 1) as the SE sees them
 //	engine/aim/se       its state evolution, thresholds alpha_PR and alpha-bar_c, e_gen, the free
 //	                    entropy Phi and first-order transitions (alpha_IT, alpha_alg)
 //	engine/aim/amp      GAMP-RIE on a device
@@ -76,7 +77,10 @@
 //	                             stationary at the SE fixed points; Bayes-optimal: the largest
 //	Delta      Noise, --noise    label noise variance of the noisy softmax (T = 2):
 //	                             y = softmax_row(beta h) + sqrt(Delta) xi, xi_ab iid N(0, 1)
-//	                             (channel.NoisySoftmax, aim.NoisySoftmax, channel.Spec.Noise)
+//	                             (channel.NoisySoftmax, aim.NoisySoftmax, channel.Spec.Noise),
+//	                             and of the linear channel y = h + sqrt(Delta) xi (AIM 2.8)
+//	kappa      (rho)             the quadratic network's width ratio m/d (AIM 2.8): aim's rho;
+//	                             not the hardmax Fisher integral kappa above
 //	y~         Reduced           (y_aa - y_ab + 1)/2 = sigma(beta d_a) + sqrt(Delta/2) eta_a: the
 //	                             noisy softmax's sufficient statistics, d = (h11 - h12, h22 - h12)
 //	m_0        MInformed         the informed start m = 1e-6 (uninformed: m = 1)

@@ -27,7 +27,7 @@ Flags:
 func ampFlags(fs *flag.FlagSet, c *aimjob.AMPConfig, pm *progressMode) {
 	simFlags(fs, &c.Sim, pm, true)
 	noiseFlag(fs, &c.Sim.Model)
-	gridVar(fs, &c.Alpha, "alpha", "sample complexity alpha = N/D^2: a list or range")
+	gridVar(fs, &c.Alpha, "alpha", "sample complexity alpha = N/D^2: a list or range (linear: default "+aimjob.LinearAlpha+")")
 	fs.StringVar(&c.Trace, "trace", c.Trace, "also write every iteration of every run to this CSV")
 	fs.IntVar(&c.MaxIter, "max-iter", c.MaxIter, usage("max-iter", "GAMP-RIE iterations (0: 100 for softmax, 500 for hardmax, as in the paper)"))
 	dampingFlag(fs, &c.Damping, "of omega and V; auto: 0.5 for softmax, as in the paper, 0 for hardmax, which converges several times faster undamped; hardmax raises it halfway to 1, at most to 0.75, when the iteration cycles")
@@ -52,6 +52,7 @@ func parseAMP(args []string, stderr io.Writer) (*aimjob.AMPConfig, progressMode,
 		return nil, "", err
 	}
 	c.AlphaGiven = given(fs, "alpha")
+	c.TGiven = given(fs, "T")
 	if err := c.Validate(); err != nil {
 		return c, *pm, err
 	}

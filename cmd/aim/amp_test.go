@@ -56,7 +56,7 @@ func TestAMPBadInput(t *testing.T) {
 		{[]string{"--noise", "-1"}, "--noise -1"},
 		{[]string{"--noise", "NaN"}, "must be finite"},
 		{[]string{"--noise", "0.01", "--T", "7"}, "2 <= T <= 6"},
-		{[]string{"--noise", "0.01", "--channel", "hardmax"}, "softmax channel only"},
+		{[]string{"--noise", "0.01", "--channel", "hardmax"}, "softmax and linear channels only"},
 		{[]string{"--noise", "0.01", "--device", "cuda"}, "no CUDA kernel"},
 		{[]string{"--noise", "0.01", "--device", "cuda:0,1"}, "no CUDA kernel"},
 		{[]string{"--device", "tpu"}, "unknown device"},

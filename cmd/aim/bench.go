@@ -11,9 +11,9 @@ import (
 const benchUsage = `Usage: aim bench [flags]
 
 Benchmarks the engine: one GAMP-RIE iteration (amp) and one Adam step of the GD student (gd)
-of the softmax model at growing D, with stored tokens at every --D and streamed tokens
-(regenerated from the seed's Philox stream, chunk by chunk) at every --streamed-D, on every
-device of --device. Each row is warm (one iteration first, not counted) and repeated: the
+of the softmax model (with --channel linear, of the quadratic network) at growing D, with
+stored tokens at every --D and streamed tokens (regenerated from the seed's Philox stream,
+chunk by chunk) at every --streamed-D, on every device of --device. Each row is warm (one iteration first, not counted) and repeated: the
 median and the minimum seconds of --repeat iterations, the GFLOP/s of the counted work
 (amp: 4 N T D^2 + 4 N T^2 D + (16/3) D^3; gd: 4 N T D^2 + 4 N T^2 D + 6 R D^2), its fraction
 of the device's square Dgemm rate measured in the same run, the seconds of the data's
@@ -41,8 +41,10 @@ func benchFlags(fs *flag.FlagSet, c *benchjob.BenchConfig, pm *progressMode) {
 	fs.StringVar(&c.Algorithms, "algorithms", c.Algorithms, "amp (a GAMP-RIE iteration), gd (an Adam step), or both")
 	fs.Float64Var(&c.Alpha, "alpha", c.Alpha, "sample complexity alpha = N/D^2")
 	fs.Float64Var(&c.Rho, "rho", c.Rho, "rank ratio rho = R/D")
-	fs.IntVar(&c.T, "T", c.T, "tokens per sequence")
+	fs.StringVar(&c.Channel, "channel", c.Channel, "output channel: softmax, or linear (y = h at T = 1: the extensive-width quadratic network, width ratio kappa = rho)")
+	fs.IntVar(&c.T, "T", c.T, "tokens per sequence (linear: 1, its default)")
 	fs.Float64Var(&c.Beta, "beta", c.Beta, "softmax inverse temperature")
+	gridVar(fs, &c.Precision, "precision", usage("precision", "here a comma list, one row per precision; a row's fraction_of_gemm divides its rate by the square product's at its own precision, measured just before it; a device that lacks a precision gets no rows for it"))
 	fs.IntVar(&c.Repeat, "repeat", c.Repeat, "timed iterations after the warm-up (at least 3); their median is reported")
 	fs.IntVar(&c.GemmSize, "gemm-size", c.GemmSize, "n of the n x n x n Dgemm whose rate the fractions divide by (0: 2048 on the CPU, 8192 on a GPU)")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, usage("seed", "it seeds the teacher and the data"))
@@ -74,6 +76,7 @@ func parseBench(args []string, stderr io.Writer) (*benchjob.BenchConfig, progres
 		warnf(fs, "a space-separated --device list is deprecated: write --device %s (the same devices)", list)
 		c.Device = list
 	}
+	c.TGiven = given(fs, "T")
 	return c, *pm, c.Validate()
 }
 

@@ -519,15 +519,15 @@ func dampingFlag(fs *flag.FlagSet, d *float64, more string) {
 }
 
 // modelFlags registers the flags every AIM command (se, amp, gd) shares, into m; withHardmax
-// is false for gd, whose students are softmax only.
+// is false for gd, whose students are softmax or linear.
 func modelFlags(fs *flag.FlagSet, m *aimjob.Model, pm *progressMode, withHardmax bool) {
 	if withHardmax {
-		fs.StringVar(&m.Channel, "channel", m.Channel, "output channel: softmax or hardmax")
+		fs.StringVar(&m.Channel, "channel", m.Channel, "output channel: softmax, hardmax, or linear (y = h at T = 1: the extensive-width quadratic network, width ratio kappa = rho)")
 		fs.BoolVar(&m.PaperCompat, "paper-compat", m.PaperCompat, "hardmax: use the published channel formula (bivariate density in place of the CDF derivative) that the paper's curves come from")
-		fs.IntVar(&m.T, "T", m.T, "tokens per sequence, an integer (hardmax: 2 to 6)")
+		fs.IntVar(&m.T, "T", m.T, "tokens per sequence, an integer (hardmax: 2 to 6; linear: 1, its default)")
 	} else {
-		fs.StringVar(&m.Channel, "channel", m.Channel, "output channel: softmax (the hardmax output has no useful gradient)")
-		fs.IntVar(&m.T, "T", m.T, "tokens per sequence, an integer")
+		fs.StringVar(&m.Channel, "channel", m.Channel, "output channel: softmax, or linear (y = h at T = 1: the extensive-width quadratic network, width ratio kappa = rho); the hardmax output has no useful gradient")
+		fs.IntVar(&m.T, "T", m.T, "tokens per sequence, an integer (linear: 1, its default)")
 	}
 	fs.Float64Var(&m.Beta, "beta", m.Beta, "softmax inverse temperature")
 	fs.Var((*listFlag)(&m.Rho), "rho", "rank ratio rho = R/D: a value, list or range; repeatable, each value once (default 0.5)")
@@ -549,7 +549,7 @@ func checkRhos(rhos []float64) error {
 
 // noiseFlag registers --noise, the softmax channel's label noise (aim se, aim amp), into m.
 func noiseFlag(fs *flag.FlagSet, m *aimjob.Model) {
-	fs.Float64Var(&m.Noise, "noise", m.Noise, "softmax label noise Delta >= 0: y = softmax(beta h) + sqrt(Delta) xi per output entry (2 <= T <= 6; CPU only for amp)")
+	fs.Float64Var(&m.Noise, "noise", m.Noise, "label noise Delta >= 0: y = g(h) + sqrt(Delta) xi per output entry (softmax: 2 <= T <= 6, CPU only for amp; linear: every device)")
 }
 
 // simFlags registers the flags the simulations (amp, gd) share beside modelFlags, into s.

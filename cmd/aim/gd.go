@@ -10,7 +10,8 @@ import (
 
 const gdUsage = `Usage: aim gd [flags]
 
-Gradient-descent students of the softmax attention-indexed model (docs/theory/aim.md section 4):
+Gradient-descent students of the softmax attention-indexed model (docs/theory/aim.md section 4),
+or of the extensive-width quadratic network with --channel linear (section 2.8):
 W in R^{R x D}, S = W^T W / sqrt(R D), full-batch loss sum (y-hat - y)^2 / D, Adam or plain GD.
 One training per (rho, alpha, seed); with --restarts K the estimate is the average of the final
 S of K students on the same data ("averaged GD"). The plot puts GD single, GD averaged, AMP
@@ -18,6 +19,7 @@ S of K students on the same data ("averaged GD"). The plot puts GD single, GD av
 
   aim gd --T 2 --rho 0.5 --D 100 --alpha 0.01,0.05,0.1,0.25 --seeds 4 --restarts 32
   aim gd --D 100 --alpha 0.1 --seeds 1 --trace results/gd_trace.csv
+  aim gd --channel linear --rho 0.5 --D 100 --alpha 0.1,0.2,0.3 --seeds 2 --restarts 16
 
 Hardmax students are not offered: the hardmax output has no useful gradient.
 
@@ -27,12 +29,14 @@ Flags:
 // gdFlags registers the flags of `aim gd` into c.
 func gdFlags(fs *flag.FlagSet, c *aimjob.GDConfig, pm *progressMode) {
 	simFlags(fs, &c.Sim, pm, false)
-	gridVar(fs, &c.Alpha, "alpha", "sample complexity alpha = N/D^2: a list or range")
+	noiseFlag(fs, &c.Sim.Model)
+	gridVar(fs, &c.Alpha, "alpha", "sample complexity alpha = N/D^2: a list or range (linear: default "+aimjob.LinearAlpha+")")
 	fs.IntVar(&c.Restarts, "restarts", c.Restarts, "students averaged per data set (1: GD single; the paper's averaged GD uses 32)")
 	fs.IntVar(&c.Steps, "max-iter", c.Steps, usage("max-iter", "full-batch steps per student, every one taken (GD has no stopping rule)"))
 	deprecate(fs, "steps", "max-iter", "")
 	fs.Float64Var(&c.LR, "lr", c.LR, "learning rate")
 	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "adam or gd")
+	fs.BoolVar(&c.Uncentred, "uncentred", c.Uncentred, "linear channel: train on the uncentred outputs x^T S x / sqrt(D) of student and teacher, as the authors' GD of the quadratic network does (docs/theory/aim.md 2.8), instead of the centred h")
 	fs.IntVar(&c.R, "R", c.R, "student width (0: the teacher's R = floor(rho D))")
 	fs.StringVar(&c.Trace, "trace", c.Trace, "write the training curve (loss and error against step) of the first student of each run to this CSV, and its plot beside it")
 	fs.IntVar(&c.TraceEvery, "trace-every", c.TraceEvery, "steps between traced points (with --trace)")
@@ -59,6 +63,7 @@ func parseGD(args []string, stderr io.Writer) (*aimjob.GDConfig, progressMode, e
 		return nil, "", usagef("--trace-every needs --trace (without a trace file it is ignored)")
 	}
 	c.AlphaGiven = given(fs, "alpha")
+	c.TGiven = given(fs, "T")
 	if err := c.Validate(); err != nil {
 		return c, *pm, err
 	}

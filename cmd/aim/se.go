@@ -39,7 +39,7 @@ Flags:
 func seFlags(fs *flag.FlagSet, c *aimjob.SEConfig, pm *progressMode) {
 	modelFlags(fs, &c.Model, pm, true)
 	noiseFlag(fs, &c.Model)
-	gridVar(fs, &c.Alpha, "alpha", "sample complexity grid alpha = N/D^2 (alpha-bar_r = N/(D R) with --rescaled); default 0.001:0.25:128 for softmax, 0.01:10:128:log for hardmax, 0.1:20:128:log rescaled")
+	gridVar(fs, &c.Alpha, "alpha", "sample complexity grid alpha = N/D^2 (alpha-bar_r = N/(D R) with --rescaled); default 0.001:0.25:128 for softmax, 0.01:10:128:log for hardmax, 0.005:0.6:120 for linear, 0.1:20:128:log rescaled")
 	fs.BoolVar(&c.Rescaled, "rescaled", c.Rescaled, "add the rho -> 0 limit and put every curve against alpha-bar_r = alpha/rho (no default rho)")
 	fs.BoolVar(&c.Threshold, "threshold", c.Threshold, "print alpha_PR per rho and alpha-bar_c, write no file")
 	fs.IntVar(&c.GenSamples, "gen-samples", c.GenSamples, usage("gen-samples", "per point"))
@@ -87,6 +87,7 @@ func parseSE(args []string, stderr io.Writer) (*aimjob.SEConfig, progressMode, e
 		c.Damping = aimjob.NewSEConfig().Damping
 	}
 	c.AlphaGiven = given(fs, "alpha")
+	c.TGiven = given(fs, "T")
 	c.StartGiven = given(fs, "start")
 	if err := c.Validate(); err != nil {
 		return c, *pm, err

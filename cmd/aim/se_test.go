@@ -54,7 +54,7 @@ func TestSEBadInput(t *testing.T) {
 		{[]string{"--noise", "-1"}, "--noise -1"},
 		{[]string{"--noise", "+Inf"}, "must be finite"},
 		{[]string{"--noise", "0.01", "--T", "7"}, "2 <= T <= 6"},
-		{[]string{"--noise", "0.01", "--channel", "hardmax"}, "softmax channel only"},
+		{[]string{"--noise", "0.01", "--channel", "hardmax"}, "softmax and linear channels only"},
 		{[]string{"--out", filepath.Join(blocker, "se.csv"), "--alpha", "0.1"}, "cannot"},
 		{[]string{"--out", filepath.Join(dir, "se.txt")}, ".csv"},
 		{[]string{"--plot", filepath.Join(dir, "se.gif")}, "format"},

@@ -13,7 +13,7 @@ func Fields(T int) int { return channel.Fields(T) }
 
 // Channel is a single-layer AIM output channel y = g(h), seen by state evolution.
 type Channel interface {
-	// Name is the channel's name on the command line ("softmax", "hardmax").
+	// Name is the channel's name on the command line ("softmax", "hardmax", "linear").
 	Name() string
 	// Tokens is T, the number of tokens per sequence.
 	Tokens() int
@@ -40,7 +40,7 @@ type Entropic interface {
 
 // NewChannel returns the channel of s as the state evolution sees it, built on channel.New's
 // scalar channel, so that s is validated and its kind resolved by the one rule of package
-// channel: Softmax, NoisySoftmax (label noise at T = 2) and Hardmax (T = 2, exact or the
+// channel: Linear or NoisyLinear (the linear channel without or with label noise), Softmax, NoisySoftmax (label noise at T = 2) and Hardmax (T = 2, exact or the
 // published formula) embed it; at T > 2, where channel.New's is a lattice estimate, the
 // hardmax comes from its shipped table (NewHardmaxTChannel) and the noisy softmax is
 // NewNoisySoftmaxT. The lattice rule of s (Points, Tol) is the device operations'; the theory's
@@ -51,6 +51,8 @@ func NewChannel(s channel.Spec) (Channel, error) {
 		return nil, err
 	}
 	switch k := sc.(type) {
+	case *channel.Linear:
+		return NewLinear(k.Noise())
 	case *channel.Softmax:
 		return &Softmax{k}, nil
 	case *channel.Hardmax:

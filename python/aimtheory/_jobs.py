@@ -107,17 +107,17 @@ def se(
     Keyword arguments are the flags of ``aim se`` (docs/cli/se.md), dashes written as underscores; None leaves the engine's default.
 
     Args:
-        T: tokens per sequence, an integer (hardmax: 2 to 6) (default 2).
-        alpha: sample complexity grid alpha = N/D^2 (alpha-bar_r = N/(D R) with --rescaled); default 0.001:0.25:128 for softmax, 0.01:10:128:log for hardmax, 0.1:20:128:log rescaled.
+        T: tokens per sequence, an integer (hardmax: 2 to 6; linear: 1, its default) (default 2).
+        alpha: sample complexity grid alpha = N/D^2 (alpha-bar_r = N/(D R) with --rescaled); default 0.001:0.25:128 for softmax, 0.01:10:128:log for hardmax, 0.005:0.6:120 for linear, 0.1:20:128:log rescaled.
         axes: plot axes: auto, lin, logx, logy or loglog (auto: lin for softmax, loglog for hardmax) (default auto).
         beta: softmax inverse temperature (default 1).
-        channel: output channel: softmax or hardmax (default softmax).
+        channel: output channel: softmax, hardmax, or linear (y = h at T = 1: the extensive-width quadratic network, width ratio kappa = rho) (default softmax).
         damping: damping theta in [0, 1), the weight on the old iterate: x <- theta x + (1 - theta) x_new (0: undamped); auto: 0.5 (default 0.5).
         gen_inner: inner samples per Monte Carlo sample of the generalisation error (default 8).
         gen_samples: Monte Carlo samples of the generalisation error (0: none); per point (default 20000).
         int_tol: hardmax T > 2: the largest relative error of the SE integral accepted at a point (0: any); a point beyond it is reported as unconverged (default 0).
         max_iter: iteration cap; SE iterations (default 20000).
-        noise: softmax label noise Delta >= 0: y = softmax(beta h) + sqrt(Delta) xi per output entry (2 <= T <= 6; CPU only for amp) (default 0).
+        noise: label noise Delta >= 0: y = g(h) + sqrt(Delta) xi per output entry (softmax: 2 <= T <= 6, CPU only for amp; linear: every device) (default 0).
         out: CSV output (the manifest goes beside it as .json) (default results/se.csv).
         paper_compat: hardmax: use the published channel formula (bivariate density in place of the CDF derivative) that the paper's curves come from.
         plot: plot output, .png, .svg or .pdf; empty for none (default results/se.png).
@@ -283,17 +283,17 @@ def amp(
 
     Args:
         D: token dimension (default 200).
-        T: tokens per sequence, an integer (hardmax: 2 to 6) (default 2).
-        alpha: sample complexity alpha = N/D^2: a list or range (default 0.05,0.1,0.15).
+        T: tokens per sequence, an integer (hardmax: 2 to 6; linear: 1, its default) (default 2).
+        alpha: sample complexity alpha = N/D^2: a list or range (linear: default 0.1,0.2,0.3) (default 0.05,0.1,0.15).
         axes: plot axes: auto, lin, logx, logy or loglog (auto: lin for softmax, loglog for hardmax) (default auto).
         beta: softmax inverse temperature (default 1).
-        channel: output channel: softmax or hardmax (default softmax).
+        channel: output channel: softmax, hardmax, or linear (y = h at T = 1: the extensive-width quadratic network, width ratio kappa = rho) (default softmax).
         chunk: samples per chunk of streamed tokens (0: the largest that fits, at most 4096) (default 0).
         damping: damping theta in [0, 1), the weight on the old iterate: x <- theta x + (1 - theta) x_new (0: undamped); of omega and V; auto: 0.5 for softmax, as in the paper, 0 for hardmax, which converges several times faster undamped; hardmax raises it halfway to 1, at most to 0.75, when the iteration cycles (default auto).
         device: where it runs: a comma list of cpu, cpu:K (K CPU devices), cuda, cuda:I, cuda:all and auto, consecutive ordinals cuda:I,J,... being one group of GPUs; one device or one group (the samples sharded over its GPUs; cpu:K, a check that groups change nothing) (default auto).
         max_iter: iteration cap; GAMP-RIE iterations (0: 100 for softmax, 500 for hardmax, as in the paper) (default 0).
         max_memory: cap on a run's device memory, e.g. 4GiB or 512MiB (default: the device's free memory).
-        noise: softmax label noise Delta >= 0: y = softmax(beta h) + sqrt(Delta) xi per output entry (2 <= T <= 6; CPU only for amp) (default 0).
+        noise: label noise Delta >= 0: y = g(h) + sqrt(Delta) xi per output entry (softmax: 2 <= T <= 6, CPU only for amp; linear: every device) (default 0).
         out: CSV output (the manifest goes beside it as .json) (default results/amp.csv).
         paper_compat: hardmax: use the published channel formula (bivariate density in place of the CDF derivative) that the paper's curves come from.
         paper_init: start as the authors' code: a random prior draw with omega = V = c-hat = 10 (default: the prior mean, as state evolution starts).
@@ -335,6 +335,7 @@ _GD_FLAGS: dict[str, tuple[str, str]] = {
     "lr": ("lr", "float"),
     "max_iter": ("max-iter", "int"),
     "max_memory": ("max-memory", "string"),
+    "noise": ("noise", "float"),
     "optimizer": ("optimizer", "string"),
     "out": ("out", "string"),
     "plot": ("plot", "string"),
@@ -351,6 +352,7 @@ _GD_FLAGS: dict[str, tuple[str, str]] = {
     "tokens": ("tokens", "string"),
     "trace": ("trace", "string"),
     "trace_every": ("trace-every", "int"),
+    "uncentred": ("uncentred", "bool"),
     "workers": ("workers", "int"),
 }
 
@@ -370,6 +372,7 @@ def gd(
     lr: float | None = None,
     max_iter: int | None = None,
     max_memory: Text | None = None,
+    noise: float | None = None,
     optimizer: Text | None = None,
     out: Text | None = None,
     plot: Text | None = None,
@@ -385,6 +388,7 @@ def gd(
     tokens: Text | None = None,
     trace: Text | None = None,
     trace_every: int | None = None,
+    uncentred: bool | None = None,
     workers: int | None = None,
     progress: bool = True,
     timeout: float | None = None,
@@ -393,7 +397,8 @@ def gd(
 
     The command's help (``aim gd -h``)::
 
-        Gradient-descent students of the softmax attention-indexed model (docs/theory/aim.md section 4):
+        Gradient-descent students of the softmax attention-indexed model (docs/theory/aim.md section 4),
+        or of the extensive-width quadratic network with --channel linear (section 2.8):
         W in R^{R x D}, S = W^T W / sqrt(R D), full-batch loss sum (y-hat - y)^2 / D, Adam or plain GD.
         One training per (rho, alpha, seed); with --restarts K the estimate is the average of the final
         S of K students on the same data ("averaged GD"). The plot puts GD single, GD averaged, AMP
@@ -401,6 +406,7 @@ def gd(
 
           aim gd --T 2 --rho 0.5 --D 100 --alpha 0.01,0.05,0.1,0.25 --seeds 4 --restarts 32
           aim gd --D 100 --alpha 0.1 --seeds 1 --trace results/gd_trace.csv
+          aim gd --channel linear --rho 0.5 --D 100 --alpha 0.1,0.2,0.3 --seeds 2 --restarts 16
 
         Hardmax students are not offered: the hardmax output has no useful gradient.
 
@@ -409,17 +415,18 @@ def gd(
     Args:
         D: token dimension (default 100).
         R: student width (0: the teacher's R = floor(rho D)) (default 0).
-        T: tokens per sequence, an integer (default 2).
-        alpha: sample complexity alpha = N/D^2: a list or range (default 0.0025,0.0125,0.025,0.075,0.25).
+        T: tokens per sequence, an integer (linear: 1, its default) (default 2).
+        alpha: sample complexity alpha = N/D^2: a list or range (linear: default 0.1,0.2,0.3) (default 0.0025,0.0125,0.025,0.075,0.25).
         amp: an 'aim amp' CSV whose points to draw on the plot.
         axes: plot axes: auto, lin, logx, logy or loglog (auto: lin for softmax, loglog for hardmax) (default auto).
         beta: softmax inverse temperature (default 1).
-        channel: output channel: softmax (the hardmax output has no useful gradient) (default softmax).
+        channel: output channel: softmax, or linear (y = h at T = 1: the extensive-width quadratic network, width ratio kappa = rho); the hardmax output has no useful gradient (default softmax).
         chunk: samples per chunk of streamed tokens (0: the largest that fits, at most 4096) (default 0).
         device: where it runs: a comma list of cpu, cpu:K (K CPU devices), cuda, cuda:I, cuda:all and auto, consecutive ordinals cuda:I,J,... being one group of GPUs; one device or one group (the samples sharded over its GPUs; cpu:K, a check that groups change nothing) (default auto).
         lr: learning rate (default 0.1).
         max_iter: iteration cap; full-batch steps per student, every one taken (GD has no stopping rule) (default 1000).
         max_memory: cap on a run's device memory, e.g. 4GiB or 512MiB (default: the device's free memory).
+        noise: label noise Delta >= 0: y = g(h) + sqrt(Delta) xi per output entry (softmax: 2 <= T <= 6, CPU only for amp; linear: every device) (default 0).
         optimizer: adam or gd (default adam).
         out: CSV output (the manifest goes beside it as .json) (default results/gd.csv).
         plot: plot output, .png, .svg or .pdf; empty for none (default results/gd.png).
@@ -435,6 +442,7 @@ def gd(
         tokens: tokens X stored on the device, or streamed: regenerated chunk by chunk from the seed at every use, never stored (same values); auto stores when the largest run fits (default auto).
         trace: write the training curve (loss and error against step) of the first student of each run to this CSV, and its plot beside it.
         trace_every: steps between traced points (with --trace) (default 10).
+        uncentred: linear channel: train on the uncentred outputs x^T S x / sqrt(D) of student and teacher, as the authors' GD of the quadratic network does (docs/theory/aim.md 2.8), instead of the centred h.
         workers: CPU goroutines (0: all cores); the results do not depend on it (default 0).
         progress: draw a progress bar (tqdm, when installed) from the engine's --progress json.
         timeout: seconds after which the run is interrupted as by Ctrl-C (its finished rows
@@ -640,6 +648,7 @@ _BENCH_FLAGS: dict[str, tuple[str, str]] = {
     "algorithms": ("algorithms", "string"),
     "alpha": ("alpha", "float"),
     "beta": ("beta", "float"),
+    "channel": ("channel", "string"),
     "chunk": ("chunk", "int"),
     "device": ("device", "list"),
     "gemm_size": ("gemm-size", "int"),
@@ -647,6 +656,7 @@ _BENCH_FLAGS: dict[str, tuple[str, str]] = {
     "max_memory": ("max-memory", "string"),
     "out": ("out", "string"),
     "plot": ("plot", "string"),
+    "precision": ("precision", "list"),
     "progress": ("progress", "auto|json|none"),
     "repeat": ("repeat", "int"),
     "rho": ("rho", "float"),
@@ -666,6 +676,7 @@ def bench(
     algorithms: Text | None = None,
     alpha: float | None = None,
     beta: float | None = None,
+    channel: Text | None = None,
     chunk: int | None = None,
     device: Grid | None = None,
     gemm_size: int | None = None,
@@ -673,6 +684,7 @@ def bench(
     max_memory: Text | None = None,
     out: Text | None = None,
     plot: Text | None = None,
+    precision: Grid | None = None,
     repeat: int | None = None,
     rho: float | None = None,
     seed: int | None = None,
@@ -689,9 +701,9 @@ def bench(
     The command's help (``aim bench -h``)::
 
         Benchmarks the engine: one GAMP-RIE iteration (amp) and one Adam step of the GD student (gd)
-        of the softmax model at growing D, with stored tokens at every --D and streamed tokens
-        (regenerated from the seed's Philox stream, chunk by chunk) at every --streamed-D, on every
-        device of --device. Each row is warm (one iteration first, not counted) and repeated: the
+        of the softmax model (with --channel linear, of the quadratic network) at growing D, with
+        stored tokens at every --D and streamed tokens (regenerated from the seed's Philox stream,
+        chunk by chunk) at every --streamed-D, on every device of --device. Each row is warm (one iteration first, not counted) and repeated: the
         median and the minimum seconds of --repeat iterations, the GFLOP/s of the counted work
         (amp: 4 N T D^2 + 4 N T^2 D + (16/3) D^3; gd: 4 N T D^2 + 4 N T^2 D + 6 R D^2), its fraction
         of the device's square Dgemm rate measured in the same run, the seconds of the data's
@@ -712,10 +724,11 @@ def bench(
 
     Args:
         D: dimensions with stored tokens, a comma list, or none (default: the device's, see above).
-        T: tokens per sequence (default 2).
+        T: tokens per sequence (linear: 1, its default) (default 2).
         algorithms: amp (a GAMP-RIE iteration), gd (an Adam step), or both (default amp,gd).
         alpha: sample complexity alpha = N/D^2 (default 0.25).
         beta: softmax inverse temperature (default 1).
+        channel: output channel: softmax, or linear (y = h at T = 1: the extensive-width quadratic network, width ratio kappa = rho) (default softmax).
         chunk: samples per chunk of streamed tokens (0: the largest that fits, at most 4096) (default 0).
         device: where it runs: a comma list of cpu, cpu:K (K CPU devices), cuda, cuda:I, cuda:all and auto, consecutive ordinals cuda:I,J,... being one group of GPUs; each device or group benchmarked in turn, e.g. cpu,cuda:0,cuda:0,1; all: the CPU, each GPU, and all GPUs as one group (default all).
         gemm_size: n of the n x n x n Dgemm whose rate the fractions divide by (0: 2048 on the CPU, 8192 on a GPU) (default 0).
@@ -723,6 +736,7 @@ def bench(
         max_memory: cap on a row's device memory, e.g. 4GiB (default: the device's free memory).
         out: CSV output (the manifest goes beside it as .json) (default results/bench.csv).
         plot: plot output, .png, .svg or .pdf; empty for none (default results/bench.png).
+        precision: arithmetic of the two large contractions of every iteration or step, the forward product X S and the back-projection sum_mu X_mu^T (C_mu X_mu): fp64, fp32, tf32 (TF32 inputs, fp32 sums) or bf16x9 (fp32 emulated by three bfloat16 parts); the eigendecomposition, the RIE map, the channel and everything else stay fp64; here a comma list, one row per precision; a row's fraction_of_gemm divides its rate by the square product's at its own precision, measured just before it; a device that lacks a precision gets no rows for it (default fp64).
         repeat: timed iterations after the warm-up (at least 3); their median is reported (default 3).
         rho: rank ratio rho = R/D (default 0.5).
         seed: random seed; it seeds the teacher and the data (default 1).

@@ -1,6 +1,7 @@
 // Package gd trains the gradient-descent students of the attention-indexed model on a device
 // (docs/theory/aim.md section 4): W in R^{R x D}, S = W^T W / sqrt(R D), h = (X S X^T - Tr S I)/sqrt(D),
-// y-hat = row-softmax(beta h), full-batch loss sum_mu sum_ab (y-hat - y)^2 / D, Adam or plain
+// y-hat = row-softmax(beta h) (or y-hat = h for the linear channel of the quadratic network,
+// T = 1), full-batch loss sum_mu sum_ab (y-hat - y)^2 / D, Adam or plain
 // gradient descent, and the average of the final S over independent initialisations.
 package gd
 
@@ -31,6 +32,11 @@ type Options struct {
 	Restarts int     // independent initialisations whose final S are averaged (1 = single GD)
 	// TraceEvery records loss and error of the first student every that many steps (0: none).
 	TraceEvery int
+	// Uncentred trains, for the linear channel, on the outputs x^T S x / sqrt(D) of student and
+	// teacher rather than on the centred indices h: the residual of every sample gains
+	// (Tr S - Tr S*)/sqrt(D), and the gradient loses the centring's -Tr(Gamma) I / sqrt(D).
+	// This is the authors' GD of the quadratic network (docs/theory/aim.md 2.8).
+	Uncentred bool
 	// Precision is the arithmetic of the two large contractions of each step (the forward
 	// product X S and the gradient's back-projection sum_mu X_mu^T (Gamma_mu X_mu)); see
 	// device.Precision. At FP64, the zero value, they are Gemm; at another precision the
@@ -112,7 +118,7 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 }
 
 // RunGroup trains o.Restarts students on data sharded over a device group (aim.GenerateGroup:
-// parts[j] on member j; softmax teachers only: the hardmax output has no useful gradient) and
+// parts[j] on member j; softmax or linear teachers: the hardmax output has no useful gradient) and
 // returns the error of the averaged S. Student k starts from W ~ N(0, 1), drawn from the data's
 // seed at stream.Restart(k). The lead holds W and the optimiser: it computes S and broadcasts
 // it; each member computes the loss and its shard's part of G_S; the parts are summed through
@@ -125,8 +131,11 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 		return Result{}, fmt.Errorf("gd: %d parts of the data for a group of %d devices", len(parts), g.Len())
 	}
 	p := parts[0].P
-	if p.Channel.Kind != channel.KindSoftmax {
-		return Result{}, fmt.Errorf("gd: the %v channel has no useful gradient; students are softmax only", p.Channel)
+	if p.Channel.Kind == channel.KindHardmax {
+		return Result{}, fmt.Errorf("gd: the %v channel has no useful gradient; students are softmax or linear", p.Channel)
+	}
+	if o.Uncentred && p.Channel.Kind != channel.KindLinear {
+		return Result{}, fmt.Errorf("gd: uncentred outputs are the linear channel's (the quadratic network), not the %v channel's", p.Channel)
 	}
 	for _, m := range g.Members {
 		if err := device.SupportsPrecision(m, o.Precision); err != nil {
@@ -148,7 +157,7 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 		return Result{}, err
 	}
 	defer st.free()
-	st.prec = o.Precision
+	st.prec, st.uncentred = o.Precision, o.Uncentred
 	dev, tr, data := g.Lead(), trs[0], parts[0]
 	D := p.D
 	w, grad, m, v, s, sBar := st.w, st.grad, st.m, st.v, st.s, st.sBar
@@ -234,6 +243,7 @@ type student struct {
 	parts         []*aim.Data
 	R             int
 	prec          device.Precision // of the two large contractions (Options.Precision)
+	uncentred     bool             // Options.Uncentred
 	bufs          [][]device.Buffer
 	w, grad, m, v device.Buffer // the lead's
 	s, gS, sBar   device.Buffer // the lead's S, G_S and average
@@ -293,9 +303,37 @@ var view = device.MustView
 
 func (st *student) free() { st.g.FreeEach(st.bufs) }
 
+// lossGrad returns the loss scale * sum (yhat - y)^2 of n samples and writes its gradient
+// gamma with respect to the indices h: the Trainer's SoftmaxLossGrad for softmax students,
+// and for the linear channel (yhat = h + shift, shift 0 unless uncentred) gamma =
+// 2 scale (yhat - y) from the vector operations.
+func lossGrad(dev device.Device, tr device.Trainer, ch channel.Spec, gamma, yhat, y device.Buffer, n int, scale, shift float64) (float64, error) {
+	if ch.Kind != channel.KindLinear {
+		return tr.SoftmaxLossGrad(ch, gamma, yhat, y, n, scale)
+	}
+	if err := device.Seq(
+		func() error { return dev.Copy(gamma, yhat) },
+		func() error { return dev.Axpby(gamma, -1, y, 1) },
+		func() error {
+			if shift == 0 {
+				return nil
+			}
+			return dev.AddDiag(gamma, n, 1, shift)
+		},
+	); err != nil {
+		return 0, err
+	}
+	ss, err := dev.Dot(gamma, gamma)
+	if err != nil {
+		return 0, err
+	}
+	return scale * ss, dev.Scal(gamma, 2*scale)
+}
+
 // lossAndGrad sets S = W^T W / sqrt(R D) from W and returns the loss
 // L = sum_mu sum_ab (y-hat - y)^2 / D, writing grad = dL/dW = W (G_S + G_S^T) / sqrt(R D) with
-// G_S = (1/sqrt(D)) (sum_mu X_mu^T Gamma_mu X_mu - sum_mu Tr Gamma_mu I) and Gamma = dL/dh.
+// G_S = (1/sqrt(D)) (sum_mu X_mu^T Gamma_mu X_mu - sum_mu Tr Gamma_mu I) and Gamma = dL/dh
+// (without the trace term, and with the trace offset in every residual, when uncentred).
 func (st *student) lossAndGrad() (float64, error) {
 	g, lead, p := st.g, st.g.Lead(), st.parts[0].P
 	D, T, R := p.D, p.T(), st.R
@@ -325,7 +363,11 @@ func (st *student) lossAndGrad() (float64, error) {
 				func() error { return aim.IndicesAt(dev, st.prec, hc, sc, x, sh.s, trS, n, T, D) },
 				func() error { return dev.ChannelOutput(p.Channel, yh, hc, n) },
 				func() error {
-					l, err := sh.tr.SoftmaxLossGrad(p.Channel, gc, yh, yc, n, 1/float64(D))
+					shift := 0.0 // the uncentred residual's (Tr S - Tr S*)/sqrt(D)
+					if st.uncentred {
+						shift = (trS - sh.data.TrS) / sqrtD
+					}
+					l, err := lossGrad(dev, sh.tr, p.Channel, gc, yh, yc, n, 1/float64(D), shift)
 					sh.loss += l
 					return err
 				},
@@ -345,8 +387,12 @@ func (st *student) lossAndGrad() (float64, error) {
 		loss += sh.loss
 		trG += sh.trG
 	}
+	centre := -trG / sqrtD
+	if st.uncentred {
+		centre = 0
+	}
 	return loss, device.Seq(
-		func() error { return lead.AddDiag(st.gS, 1, D, -trG/sqrtD) },
+		func() error { return lead.AddDiag(st.gS, 1, D, centre) },
 		func() error { return lead.Gemm(false, false, R, D, D, cSW, st.w, st.gS, 0, st.grad) },
 		func() error { return lead.Gemm(false, true, R, D, D, cSW, st.w, st.gS, 1, st.grad) },
 	)

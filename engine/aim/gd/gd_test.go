@@ -17,16 +17,26 @@ func params(D, T int, alpha, rho, beta float64, seed uint64) aim.Params {
 	return aim.Params{D: D, Alpha: alpha, Rho: rho, Channel: channel.Spec{Kind: channel.KindSoftmax, T: T, Beta: beta}, Seed: seed}
 }
 
+// linearParams is the quadratic network's problem: the linear channel at T = 1 with label
+// noise delta.
+func linearParams(D int, alpha, rho, delta float64, seed uint64) aim.Params {
+	return aim.Params{D: D, Alpha: alpha, Rho: rho, Channel: channel.Spec{Kind: channel.KindLinear, T: 1, Noise: delta}, Seed: seed}
+}
+
 // TestGradientFiniteDifference checks the analytic gradient dL/dW against central finite
 // differences of the loss, on random small problems with several T and a student width R that
-// differs from the teacher's.
+// differs from the teacher's, softmax and linear (the quadratic network, noiseless and noisy,
+// centred and uncentred).
 func TestGradientFiniteDifference(t *testing.T) {
 	dev := cpu.New(0)
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, c := range []struct {
-		p aim.Params
-		R int
-	}{{params(8, 2, 0.5, 0.5, 1, 1), 3}, {params(7, 3, 0.6, 0.3, 0.8, 2), 5}, {params(6, 4, 0.8, 1, 1.5, 3), 2}} {
+		p         aim.Params
+		R         int
+		uncentred bool
+	}{{params(8, 2, 0.5, 0.5, 1, 1), 3, false}, {params(7, 3, 0.6, 0.3, 0.8, 2), 5, false}, {params(6, 4, 0.8, 1, 1.5, 3), 2, false},
+		{linearParams(9, 0.6, 0.5, 0, 4), 4, false}, {linearParams(8, 0.4, 1, 0.25, 5), 6, false},
+		{linearParams(9, 0.6, 0.5, 0, 6), 4, true}, {linearParams(8, 0.4, 1, 0.25, 7), 6, true}} {
 		data, err := aim.Generate(dev, c.p)
 		if err != nil {
 			t.Fatal(err)
@@ -35,6 +45,7 @@ func TestGradientFiniteDifference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		st.uncentred = c.uncentred
 		D := c.p.D
 		w := make([]float64, c.R*D)
 		for i := range w {
@@ -65,7 +76,7 @@ func TestGradientFiniteDifference(t *testing.T) {
 			rel := math.Abs(grad[i]-fd) / math.Max(math.Abs(fd), 1e-3)
 			worst = math.Max(worst, rel)
 		}
-		t.Logf("D %d T %d R %d (teacher R %d): max relative gradient error %.2e", D, c.p.T(), c.R, c.p.R(), worst)
+		t.Logf("D %d T %d R %d (teacher R %d, uncentred %v): max relative gradient error %.2e", D, c.p.T(), c.R, c.p.R(), c.uncentred, worst)
 		if worst > 1e-6 {
 			t.Errorf("D %d T %d R %d: analytic gradient off finite differences by %.3g relative", D, c.p.T(), c.R, worst)
 		}
@@ -197,4 +208,69 @@ func TestStreamedEqualsStored(t *testing.T) {
 	}
 	close("averaged error", a.Error, b.Error)
 	t.Logf("largest relative difference %.2g", worst)
+}
+
+// TestUncentredLoss: with Uncentred the loss is the authors' (docs/theory/aim.md 2.8),
+// sum_mu (x^T S x / sqrt(D) - y_mu - Tr S* / sqrt(D))^2 / D with the teacher's outputs
+// y = h* + noise, computed here naively on the host from the tokens, S = W^T W / sqrt(R D) and
+// the teacher's trace.
+func TestUncentredLoss(t *testing.T) {
+	dev := cpu.New(0)
+	p := linearParams(7, 0.5, 0.5, 0.1, 3)
+	data, err := aim.Generate(dev, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer data.Free(dev)
+	const R = 3
+	st, err := newStudent(device.Single(dev), []device.Trainer{dev.Capabilities().Trainer}, []*aim.Data{data}, R)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.free()
+	st.uncentred = true
+	D, N := p.D, p.N()
+	r := rand.New(rand.NewPCG(3, 4))
+	w := make([]float64, R*D)
+	for i := range w {
+		w[i] = r.NormFloat64()
+	}
+	if err := dev.Upload(st.w, w); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.lossAndGrad()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, y := make([]float64, N*D), make([]float64, N)
+	if err := dev.Download(x, data.X); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Download(y, data.Y); err != nil {
+		t.Fatal(err)
+	}
+	S := make([]float64, D*D) // W^T W / sqrt(R D)
+	for i := 0; i < D; i++ {
+		for j := 0; j < D; j++ {
+			for k := 0; k < R; k++ {
+				S[i*D+j] += w[k*D+i] * w[k*D+j]
+			}
+			S[i*D+j] /= math.Sqrt(float64(R * D))
+		}
+	}
+	var want float64
+	for mu := 0; mu < N; mu++ {
+		xm := x[mu*D : (mu+1)*D]
+		var q float64
+		for i := 0; i < D; i++ {
+			for j := 0; j < D; j++ {
+				q += xm[i] * S[i*D+j] * xm[j]
+			}
+		}
+		res := q/math.Sqrt(float64(D)) - y[mu] - data.TrS/math.Sqrt(float64(D))
+		want += res * res / float64(D)
+	}
+	if math.Abs(got-want) > 1e-12*want {
+		t.Errorf("uncentred loss %.15g, naive %.15g", got, want)
+	}
 }

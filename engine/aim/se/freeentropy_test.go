@@ -34,7 +34,16 @@ func entropic(t *testing.T) map[string]aim.Channel {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]aim.Channel{"softmax": softmax(t, 2), "softmax T=3": softmax(t, 3), "hardmax": hardmax(t, false), "hardmax T=3": h3, "sigmoid": testFirstOrder}
+	lin, err := aim.NewLinear(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noisyLin, err := aim.NewLinear(0.25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]aim.Channel{"softmax": softmax(t, 2), "softmax T=3": softmax(t, 3), "hardmax": hardmax(t, false), "hardmax T=3": h3, "sigmoid": testFirstOrder,
+		"linear": lin, "linear noise 0.25": noisyLin}
 }
 
 // Stationarity: at a solved fixed point both partial derivatives of Phi(m, q-hat) vanish
@@ -85,6 +94,9 @@ func TestFreeEntropyEnvelope(t *testing.T) {
 		// The tabulated T = 3 channel: psi_out up to its documented constant E(0), which the
 		// envelope identity carries on both sides.
 		"hardmax T=3": {{0.5, 0.1}, {0.5, 1}, {2, 3}},
+		// The quadratic network (docs/theory/aim.md 2.8): psi_out exact, no constant dropped.
+		"linear":            {{0.5, 0.05}, {0.5, 0.2}, {0.5, 0.35}, {1, 0.3}},
+		"linear noise 0.25": {{0.5, 0.05}, {0.5, 0.3}, {0.5, 0.8}, {2, 0.4}},
 	}
 	for name, pts := range cases {
 		ch := entropic(t)[name]

@@ -37,10 +37,15 @@ const genChunk = 512
 // with omega ~ N(0, q I_M) and u = omega + sqrt(V) xi in unit coordinates, and its Monte Carlo
 // standard error. Since g-hat is the conditional mean, e_gen = E_omega tr Cov(g | omega), which
 // each outer sample estimates without bias by the sample covariance of Inner draws of g.
-// The norm is the squared Frobenius norm of the T x T output matrix.
+// The norm is the squared Frobenius norm of the T x T output matrix. A channel that knows
+// e_gen in closed form (aim.ExactGenError: the linear channel) gives it exactly, with
+// stderr 0.
 func GenError(ch aim.Channel, q, V float64, o GenErrorOptions) (mean, stderr float64, err error) {
 	if !(q >= 0) || !(V >= 0) || math.IsInf(q, 0) || math.IsInf(V, 0) {
 		return math.NaN(), math.NaN(), fmt.Errorf("gen error: need q >= 0 and V >= 0, got q = %g, V = %g", q, V)
+	}
+	if x, ok := ch.(aim.ExactGenError); ok {
+		return x.GenError(q, V), 0, nil
 	}
 	if o.Samples < 2 || o.Inner < 2 {
 		return math.NaN(), math.NaN(), fmt.Errorf("gen error: need at least 2 outer and 2 inner samples, got %d and %d", o.Samples, o.Inner)

@@ -19,7 +19,8 @@ const mStable = 1e-13
 type directionCounter interface{ Directions() int }
 
 // AlphaPRCounting returns the counting bound for perfect recovery, alpha_PR = dof(S) / (N K/2)
-// per D^2: (2 rho - rho^2)/K for rho < 1 and 1/K for rho >= 1 (docs/theory/aim.md 2.2), K = T^2 + T - 2.
+// per D^2: (2 rho - rho^2)/K for rho < 1 and 1/K for rho >= 1 (docs/theory/aim.md 2.2, 2.8), K = T^2 + T - 2
+// for softmax and 2 for the noiseless linear channel.
 func AlphaPRCounting(rho float64, K int) float64 {
 	if rho < 1 {
 		return (2*rho - rho*rho) / float64(K)

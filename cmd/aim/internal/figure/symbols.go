@@ -15,6 +15,7 @@ const (
 	AlphaAlg  = "α_{alg}"             // algorithmic threshold (the uninformed branch jumps)
 	Rho       = "ρ"                   // rank ratio R/D
 	Beta      = "β"                   // softmax inverse temperature
+	Delta     = "Δ"                   // label noise variance
 	Minus     = "−"                   // U+2212, the minus sign of labels and ticks
 	RhoToZero = "ρ → 0"               // the rescaled limit's curve
 	ErrorS    = "‖Ŝ − S‖^{2}_{F} / D" // the estimation error of an estimate Ŝ of S (its MMSE at the SE)

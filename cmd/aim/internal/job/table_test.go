@@ -123,11 +123,11 @@ func FuzzReadTable(f *testing.F) {
 
 // TestWordColumns checks that the columns a reader keeps as words are exactly those the old
 // reader listed by name (channel, converged, device, optimizer, finished), aim bench's
-// algorithm and tokens, aim se's coexist, and the precision of aim amp and aim gd, in every
-// kind.
+// algorithm and tokens, aim se's coexist, the precision of aim amp and aim gd, and aim gd's
+// uncentred, in every kind.
 func TestWordColumns(t *testing.T) {
 	want := map[string]bool{"channel": true, "converged": true, "device": true, "optimizer": true, "finished": true,
-		"algorithm": true, "tokens": true, "coexist": true, "start": true, "precision": true}
+		"algorithm": true, "tokens": true, "coexist": true, "start": true, "precision": true, "uncentred": true}
 	for _, d := range job.Kinds() {
 		h := d.Header(2)
 		tab, err := table.Read(strings.NewReader(strings.Join(h, ",")+"\n"), "x.csv", []table.Def{d})

@@ -33,6 +33,18 @@ func aimX(t *table.Table, i int, mode string) float64 {
 	return t.V(i, "alpha")
 }
 
+// noiseTitle returns ", Δ = x" for a table whose first row has label noise Delta = x > 0 (a
+// table without the noise column is noiseless), else "".
+func noiseTitle(t *table.Table) string {
+	if t.Rows() == 0 {
+		return ""
+	}
+	if d := t.V(0, "noise"); d > 0 { // NaN (no column, an empty cell) is noiseless
+		return fmt.Sprintf(", %s = %g", figure.Delta, d)
+	}
+	return ""
+}
+
 // channelInfo returns the first row's channel (without the -paper mark), whether it is the
 // paper-compat form, T and beta.
 func channelInfo(t *table.Table) (name string, paper bool, T, beta float64) {
@@ -111,6 +123,7 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 		if name == "softmax" {
 			f.Title += fmt.Sprintf(", %s = %g", figure.Beta, beta)
 		}
+		f.Title += noiseTitle(ses[0])
 	}
 	// Tables of one channel at different T (the T comparison of README's hardmax figure) are
 	// told apart by T, each in its own colour; others by their file names, dashed after the first.
@@ -372,7 +385,7 @@ func ampFigure(amps, ses []*table.Table, o Options) *figure.Figure {
 		f.Title += " (points), state evolution (lines)"
 	}
 	if t := amps[0]; t.Rows() > 0 {
-		f.Title += fmt.Sprintf(": %s, T = %s", t.S(0, "channel"), wholeNum(t.V(0, "T")))
+		f.Title += fmt.Sprintf(": %s, T = %s", t.S(0, "channel"), wholeNum(t.V(0, "T"))) + noiseTitle(t)
 	}
 	return f
 }
@@ -399,7 +412,7 @@ func gdFigure(gds, ses, amps []*table.Table, o Options) *figure.Figure {
 	mode := o.xMode("alpha")
 	f := &figure.Figure{XLabel: aimXLabel[mode], YLabel: figure.ErrorLabel, Title: "Gradient descent"}
 	if t := gds[0]; t.Rows() > 0 {
-		f.Title = fmt.Sprintf("Gradient descent at D = %s (%s steps, lr %g): %s, T = %s", wholeNum(t.V(0, "D")), wholeNum(t.V(0, "steps")), t.V(0, "lr"), t.S(0, "channel"), wholeNum(t.V(0, "T")))
+		f.Title = fmt.Sprintf("Gradient descent at D = %s (%s steps, lr %g): %s, T = %s", wholeNum(t.V(0, "D")), wholeNum(t.V(0, "steps")), t.V(0, "lr"), t.S(0, "channel"), wholeNum(t.V(0, "T"))) + noiseTitle(t)
 	}
 	o.applyAxes(f, false, false)
 	if !f.LogY {

@@ -15,14 +15,16 @@ import (
 	"github.com/aimtheory/aim/engine/aim/gd"
 )
 
-// GDConfig is the configuration of `aim gd`: gradient-descent students of the softmax model,
-// one training per (rho, alpha, seed), single or averaged over restarts.
+// GDConfig is the configuration of `aim gd`: gradient-descent students of the softmax model or
+// the quadratic network (linear channel), one training per (rho, alpha, seed), single or
+// averaged over restarts.
 type GDConfig struct {
 	Sim
 	Restarts   int     // students averaged per data set
 	Steps      int     // full-batch steps per student
 	LR         float64 // learning rate
 	Optimizer  string  // adam or gd
+	Uncentred  bool    // linear channel: train on x^T S x / sqrt(D), the authors' outputs (gd.Options.Uncentred)
 	R          int     // student width (0: the teacher's)
 	TraceEvery int     // steps between traced points (with Trace)
 	AMP        string  // an `aim amp` CSV whose points the figure draws
@@ -52,6 +54,9 @@ func (c *GDConfig) Validate() error {
 	case "adam", "gd":
 	default:
 		return job.Inputf("--optimizer %q: want adam or gd", c.Optimizer)
+	}
+	if c.Uncentred && c.Channel != "linear" {
+		return job.Inputf("--uncentred: the uncentred outputs are the linear channel's (--channel linear), not %s's", c.Channel)
 	}
 	switch {
 	case c.Restarts < 1:
@@ -91,7 +96,7 @@ func (c *GDConfig) Validate() error {
 func (c *GDConfig) options() gd.Options {
 	o := gd.DefaultOptions()
 	o.Restarts, o.Steps, o.LR, o.R, o.Adam = c.Restarts, c.Steps, c.LR, c.R, c.Optimizer == "adam"
-	o.Precision = c.prec
+	o.Precision, o.Uncentred = c.prec, c.Uncentred
 	if c.Trace != "" {
 		o.TraceEvery = c.TraceEvery
 	}
@@ -116,12 +121,14 @@ type GDRow struct {
 	Channel           string
 	T                 int
 	Rho, Beta         float64
+	Noise             float64 // label noise Delta of the teacher's outputs (0: noiseless)
 	D, N, R, RStudent int
 	Alpha, AlphaBar   float64
 	Seed              uint64
 	Restarts, Steps   int
 	LR                float64
 	Optimizer         string
+	Uncentred         bool    // the linear channel's uncentred outputs (the authors' GD)
 	Error             float64 // the averaged estimate's ||S-bar - S||_F^2 / D; NaN for a diverged run
 	ErrorSingle       float64 // the mean error of the single students
 	FinalLoss         float64 // the mean final loss of the students
@@ -138,6 +145,7 @@ var GDSchema = &table.Schema[GDRow]{Kind: table.GD, Columns: []table.Column[GDRo
 	table.Int("T", func(r *GDRow) int { return r.T }),
 	table.Float("rho", func(r *GDRow) float64 { return r.Rho }),
 	table.Float("beta", func(r *GDRow) float64 { return r.Beta }),
+	table.Added(table.Float("noise", func(r *GDRow) float64 { return r.Noise })),
 	table.Int("D", func(r *GDRow) int { return r.D }),
 	table.Int("N", func(r *GDRow) int { return r.N }),
 	table.Int("R", func(r *GDRow) int { return r.R }),
@@ -149,6 +157,7 @@ var GDSchema = &table.Schema[GDRow]{Kind: table.GD, Columns: []table.Column[GDRo
 	table.Int("steps", func(r *GDRow) int { return r.Steps }),
 	table.Float("lr", func(r *GDRow) float64 { return r.LR }),
 	table.Word("optimizer", func(r *GDRow) string { return r.Optimizer }),
+	table.Added(table.Bool("uncentred", func(r *GDRow) bool { return r.Uncentred })),
 	table.Float("error", func(r *GDRow) float64 { return r.Error }),
 	table.Float("error_single", func(r *GDRow) float64 { return r.ErrorSingle }),
 	table.Float("final_loss", func(r *GDRow) float64 { return r.FinalLoss }),
@@ -265,9 +274,9 @@ func (c *GDConfig) row(rho, alpha float64, seed uint64, p aim.Params, out gd.Res
 	if width == 0 {
 		width = p.R()
 	}
-	return GDRow{Channel: c.csvChannel(), T: c.T, Rho: rho, Beta: c.csvBeta(), D: c.D, N: p.N(), R: p.R(), RStudent: width,
+	return GDRow{Channel: c.csvChannel(), T: c.T, Rho: rho, Beta: c.csvBeta(), Noise: c.csvNoise(), D: c.D, N: p.N(), R: p.R(), RStudent: width,
 		Alpha: alpha, AlphaBar: alpha * c.directions(), Seed: seed, Restarts: c.Restarts, Steps: c.Steps, LR: c.LR,
-		Optimizer: c.Optimizer, Error: errAvg, ErrorSingle: errSingle, FinalLoss: loss, SEMMSE: mmse, Finished: err == nil,
+		Optimizer: c.Optimizer, Uncentred: c.Uncentred, Error: errAvg, ErrorSingle: errSingle, FinalLoss: loss, SEMMSE: mmse, Finished: err == nil,
 		Seconds: out.Seconds, Device: dev, Precision: c.prec.String()}
 }
 

@@ -25,11 +25,12 @@ func init() {
 // Model is the configuration every AIM job (se, amp, gd) shares: the channel, T, beta, the rho
 // and alpha grids, and the outputs. Validate parses the grids.
 type Model struct {
-	Channel     string   // softmax or hardmax
+	Channel     string   // softmax, hardmax or linear (the quadratic network, T = 1)
 	PaperCompat bool     // hardmax: the published channel formula
 	T           int      // tokens per sequence
+	TGiven      bool     // T was given explicitly (--T); otherwise the linear channel takes T = 1
 	Beta        float64  // softmax inverse temperature
-	Noise       float64  // softmax label noise Delta >= 0 (se, amp; T <= channel.NoisyTMax): y = softmax(beta h) + sqrt(Delta) xi
+	Noise       float64  // label noise Delta >= 0 (softmax: se, amp, T <= channel.NoisyTMax; linear: every job): y = g(h) + sqrt(Delta) xi
 	Rho         []string // rank ratios, each a value, list or range; none: the job's default
 	Alpha       string   // the sample-complexity grid; "": the job's default (unless AlphaGiven)
 	AlphaGiven  bool     // Alpha was given explicitly: an empty one is an error, not the default
@@ -43,6 +44,10 @@ type Model struct {
 	// curves where aim ships the channel's table, the threshold at every T).
 	hardmaxAnyT bool
 }
+
+// LinearAlpha is the default alpha grid of the simulations (amp, gd) of the linear channel:
+// below, near and at the perfect-recovery threshold rho - rho^2/2 = 0.375 of rho = 0.5.
+const LinearAlpha = "0.1,0.2,0.3"
 
 // defaultModel is the Model of the flags' defaults, with its outputs under results/.
 func defaultModel(command string) Model {
@@ -64,6 +69,16 @@ func (m *Model) validate(defaultRho []string, defaultAlpha string) error {
 		if m.PaperCompat {
 			return job.Inputf("--paper-compat applies to the hardmax channel only")
 		}
+	case "linear":
+		if m.PaperCompat {
+			return job.Inputf("--paper-compat applies to the hardmax channel only")
+		}
+		if !m.TGiven {
+			m.T = 1
+		}
+		if m.T != 1 {
+			return job.Inputf("--channel linear is the quadratic network, one token: --T %d, need --T 1", m.T)
+		}
 	case "hardmax":
 		switch {
 		case m.T == 2:
@@ -76,9 +91,9 @@ func (m *Model) validate(defaultRho []string, defaultAlpha string) error {
 			return job.Inputf("hardmax is implemented for T = 2 only here (got --T %d); aim se and aim amp compute 3 <= T <= %d", m.T, channel.HardmaxTMax)
 		}
 	default:
-		return job.Inputf("unknown channel %q (want softmax or hardmax)", m.Channel)
+		return job.Inputf("unknown channel %q (want softmax, hardmax or linear)", m.Channel)
 	}
-	if m.T < 2 {
+	if m.T < 2 && m.Channel != "linear" {
 		return job.Inputf("--T %d: need T >= 2", m.T)
 	}
 	if !(m.Beta > 0) || math.IsInf(m.Beta, 0) {
@@ -87,9 +102,9 @@ func (m *Model) validate(defaultRho []string, defaultAlpha string) error {
 	switch {
 	case !(m.Noise >= 0) || math.IsInf(m.Noise, 0):
 		return job.Inputf("--noise %g: the label noise variance Delta must be finite and >= 0", m.Noise)
-	case m.Noise > 0 && m.Channel != "softmax":
-		return job.Inputf("--noise %g: label noise is implemented for the softmax channel only", m.Noise)
-	case m.Noise > 0 && m.T > channel.NoisyTMax:
+	case m.Noise > 0 && m.Channel == "hardmax":
+		return job.Inputf("--noise %g: label noise is implemented for the softmax and linear channels only", m.Noise)
+	case m.Noise > 0 && m.Channel == "softmax" && m.T > channel.NoisyTMax:
 		return job.Inputf("--noise %g with --T %d: the noisy softmax is implemented for 2 <= T <= %d", m.Noise, m.T, channel.NoisyTMax)
 	}
 	specs := m.Rho
@@ -111,6 +126,9 @@ func (m *Model) validate(defaultRho []string, defaultAlpha string) error {
 	alpha := m.Alpha
 	if m.AlphaGiven && strings.TrimSpace(alpha) == "" {
 		return job.Inputf("--alpha: empty grid")
+	}
+	if m.Channel == "linear" && !m.AlphaGiven && alpha != "" {
+		alpha = LinearAlpha // in place of the simulations' softmax grid, their flag's default
 	}
 	if alpha == "" {
 		alpha = defaultAlpha
@@ -170,8 +188,11 @@ func (m *Model) theoryChannel() (aim.Channel, error) {
 // channelSpec returns the channel of the model, for the device operations and the theory.
 func (m *Model) channelSpec() channel.Spec {
 	kind := channel.KindSoftmax
-	if m.Channel == "hardmax" {
+	switch m.Channel {
+	case "hardmax":
 		kind = channel.KindHardmax
+	case "linear":
+		kind = channel.KindLinear
 	}
 	return channel.Spec{Kind: kind, T: m.T, Beta: m.Beta, PaperCompat: m.PaperCompat, Noise: m.Noise}
 }
@@ -192,14 +213,23 @@ func (m *Model) csvBeta() float64 {
 	return math.NaN()
 }
 
-// directions is K = T^2 + T - 2, the factor of alpha-bar = alpha K.
-func (m *Model) directions() float64 { return float64(m.T*m.T + m.T - 2) }
+// directions is K, the factor of alpha-bar = alpha K: T^2 + T - 2 (the directions the softmax
+// observes, times two), and 2 for the linear channel, which observes its one field.
+func (m *Model) directions() float64 {
+	if m.Channel == "linear" {
+		return 2
+	}
+	return float64(m.T*m.T + m.T - 2)
+}
 
 // params returns the shared fields for a manifest.
 func (m *Model) params() map[string]any {
 	p := map[string]any{"channel": m.Channel, "paper_compat": m.PaperCompat, "T": m.T, "rho": m.rhos, "alpha": m.Alpha}
-	if m.Channel == "softmax" {
+	switch m.Channel {
+	case "softmax":
 		p["beta"] = m.Beta
+		p["noise"] = m.Noise
+	case "linear":
 		p["noise"] = m.Noise
 	}
 	return p

@@ -62,6 +62,9 @@ func (c *SEConfig) Validate() error {
 		defaultAlpha = "0.1:20:128:log"
 	case c.Channel == "hardmax":
 		defaultAlpha = "0.01:10:128:log"
+	case c.Channel == "linear":
+		// Past alpha_PR = 1/2, the largest of any rho.
+		defaultAlpha = "0.005:0.6:120"
 	case c.Noise > 0:
 		// No perfect recovery with label noise: past the noiseless alpha_PR. A point costs
 		// about a minute at T > 2 (aim.NoisySoftmaxT).
@@ -214,7 +217,7 @@ func seRow(m *Model, rho, alphaR float64, p se.Point) SERow {
 // SEThresholds are the thresholds of `aim se`, drawn on its figure and written to its manifest.
 type SEThresholds struct {
 	AlphaPR         map[string]float64 // per rho (table.RhoKey), from the SE solver; +Inf: none
-	AlphaPRCounting map[string]float64 // per rho, the counting formula (softmax)
+	AlphaPRCounting map[string]float64 // per rho, the counting formula (softmax, noiseless linear)
 	AlphaBarC       float64            // rho -> 0 weak recovery, in N/(D R)
 	AlphaBarCErr    float64            // its standard error (hardmax T > 2, a polytope integral); 0 when exact
 	// FirstOrder holds, per rho, the first-order transition on the alpha grid
@@ -267,8 +270,8 @@ func seThresholds(c *SEConfig, ch aim.Channel) (SEThresholds, error) {
 			}
 		}
 		th.AlphaPR[table.RhoKey(r)] = a
-		if sm, ok := ch.(*aim.Softmax); ok {
-			th.AlphaPRCounting[table.RhoKey(r)] = se.AlphaPRCounting(r, sm.Directions())
+		if dc, ok := ch.(interface{ Directions() int }); ok {
+			th.AlphaPRCounting[table.RhoKey(r)] = se.AlphaPRCounting(r, dc.Directions())
 		}
 	}
 	return th, nil

@@ -5,6 +5,7 @@
 package benchjob
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -36,9 +37,12 @@ type BenchConfig struct {
 	Algorithms    string  // a comma list of amp and gd
 	Alpha         float64 // N = floor(alpha D^2) samples
 	Rho           float64 // R = floor(rho D)
+	Channel       string  // softmax, or linear (the quadratic network, T = 1)
 	T             int     // tokens per sequence
+	TGiven        bool    // T was given (--T); otherwise the linear channel takes T = 1
 	Beta          float64 // softmax inverse temperature
 	Repeat        int     // timed iterations after the warm-up (at least 3)
+	Precision     string  // a comma list of device.Precision names: one row per precision of the large contractions
 	GemmSize      int     // n of the n x n x n Dgemm rate (0: 2048 on the CPU, 8192 on a GPU)
 	Seed          uint64  // the data's seed
 	Workers       int     // CPU goroutines (0: all cores)
@@ -49,15 +53,16 @@ type BenchConfig struct {
 
 	job.Figure // the figure's size and title (--size, --title)
 
-	dims, streamed []int // parsed D lists (nil: the device's default)
-	noStreamed     bool  // StreamedD is "none"
+	dims, streamed []int              // parsed D lists (nil: the device's default)
+	precs          []device.Precision // parsed Precision
+	noStreamed     bool               // StreamedD is "none"
 	algos          []string
 	devices        []string // parsed device names ("all" expanded when the devices are opened)
 }
 
 // NewBenchConfig returns the configuration of `aim bench` with no flag set.
 func NewBenchConfig() *BenchConfig {
-	return &BenchConfig{Device: "all", Algorithms: "amp,gd", Alpha: 0.25, Rho: 0.5, T: 2, Beta: 1, Repeat: 3, Seed: 1,
+	return &BenchConfig{Device: "all", Algorithms: "amp,gd", Alpha: 0.25, Rho: 0.5, Channel: "softmax", T: 2, Beta: 1, Repeat: 3, Seed: 1, Precision: "fp64",
 		Out: "results/bench.csv", Plot: "results/bench.png"}
 }
 
@@ -180,6 +185,28 @@ func (c *BenchConfig) Validate() error {
 			c.algos = append(c.algos, a)
 		}
 	}
+	c.precs = nil
+	for _, f := range strings.Split(c.Precision, ",") {
+		p, err := device.ParsePrecision(strings.TrimSpace(f))
+		if err != nil {
+			return job.Inputf("--precision %q: %v", c.Precision, err)
+		}
+		if !slices.Contains(c.precs, p) {
+			c.precs = append(c.precs, p)
+		}
+	}
+	switch c.Channel {
+	case "softmax":
+	case "linear":
+		if !c.TGiven {
+			c.T = 1
+		}
+		if c.T != 1 {
+			return job.Inputf("--channel linear is the quadratic network, one token: --T %d, need --T 1", c.T)
+		}
+	default:
+		return job.Inputf("--channel %q: want softmax or linear (the hardmax GD student has no gradient)", c.Channel)
+	}
 	switch {
 	case c.Repeat < 3:
 		return job.Inputf("--repeat %d: need at least 3 timed iterations (their median is reported)", c.Repeat)
@@ -187,7 +214,7 @@ func (c *BenchConfig) Validate() error {
 		return job.Inputf("--alpha %g: need alpha > 0", c.Alpha)
 	case !(c.Rho > 0) || math.IsInf(c.Rho, 0):
 		return job.Inputf("--rho %g: need rho > 0", c.Rho)
-	case c.T < 2:
+	case c.T < 2 && c.Channel == "softmax":
 		return job.Inputf("--T %d: need T >= 2", c.T)
 	case !(c.Beta > 0) || math.IsInf(c.Beta, 0):
 		return job.Inputf("--beta %g: need 0 < beta < inf", c.Beta)
@@ -216,8 +243,11 @@ func (c *BenchConfig) Validate() error {
 	return nil
 }
 
-// channel is the softmax channel of the benchmark.
+// channel is the channel of the benchmark: softmax, or linear.
 func (c *BenchConfig) channel() channel.Spec {
+	if c.Channel == "linear" {
+		return channel.Spec{Kind: channel.KindLinear, T: 1}
+	}
 	return channel.Spec{Kind: channel.KindSoftmax, T: c.T, Beta: c.Beta}
 }
 
@@ -269,6 +299,7 @@ func benchFlops(algo string, p aim.Params) float64 {
 type BenchRow struct {
 	Device        string // cpu, cuda:0, ...
 	Algorithm     string // amp (one GAMP-RIE iteration) or gd (one Adam step)
+	Channel       string // softmax or linear (empty in older CSVs: softmax)
 	D, N, T       int
 	Tokens        string // stored or streamed
 	Chunk         int    // samples per chunk when streamed (0 when stored)
@@ -280,6 +311,9 @@ type BenchRow struct {
 	GFlops        float64 // Flops / SecondsMedian / 1e9
 	DgemmGFlops   float64 // the device's square Dgemm rate measured just before the row, 2 n^3 / median seconds / 1e9
 	Fraction      float64 // GFlops / DgemmGFlops
+	Precision     string  // of the large contractions (device.Precision; empty in older CSVs: fp64)
+	GemmGFlops    float64 // the square product's rate at the row's precision (device.GemmAt), measured just before the row: DgemmGFlops at fp64
+	FractionGemm  float64 // GFlops / GemmGFlops: the row's rate against its own precision's product
 	Ops           OpTimes // per operation, of the median iteration (the mean of the two middle ones for an even Repeat)
 	Host          float64 // SecondsMedian - Ops.Sum(): the host's work between operations
 }
@@ -294,6 +328,7 @@ func benchColumns() []table.Column[BenchRow] {
 		table.Int("D", func(r *BenchRow) int { return r.D }),
 		table.Int("N", func(r *BenchRow) int { return r.N }),
 		table.Int("T", func(r *BenchRow) int { return r.T }),
+		table.Added(table.Word("channel", func(r *BenchRow) string { return r.Channel })),
 		table.Word("tokens", func(r *BenchRow) string { return r.Tokens }),
 		table.Int("chunk", func(r *BenchRow) int { return r.Chunk }),
 		table.Int("repeat", func(r *BenchRow) int { return r.Repeat }),
@@ -304,6 +339,9 @@ func benchColumns() []table.Column[BenchRow] {
 		table.Float("gflops", func(r *BenchRow) float64 { return r.GFlops }),
 		table.Float("dgemm_gflops", func(r *BenchRow) float64 { return r.DgemmGFlops }),
 		table.Float("fraction_of_dgemm", func(r *BenchRow) float64 { return r.Fraction }),
+		table.Added(table.Word("precision", func(r *BenchRow) string { return r.Precision })),
+		table.Added(table.Float("gemm_gflops", func(r *BenchRow) float64 { return r.GemmGFlops })),
+		table.Added(table.Float("fraction_of_gemm", func(r *BenchRow) float64 { return r.FractionGemm })),
 	}
 	for k, name := range OpColumns {
 		cols = append(cols, table.Float(name, func(r *BenchRow) float64 { return r.Ops.Seconds[k] }))
@@ -327,9 +365,22 @@ type benchTarget struct {
 	gemm   int           // n of the Dgemm rate, on the lead
 	cases  []benchCase
 
+	precs []device.Precision // the run's precisions that every member computes
+
 	dgemmSeconds float64   // median seconds of one n x n x n Dgemm, over all the target's measures
 	dgemmGFlops  float64   // its rate
 	dgemmRates   []float64 // the rate measured before each row
+}
+
+// supports returns nil when every member of the target computes its large products at p
+// (device.SupportsPrecision).
+func (t *benchTarget) supports(p device.Precision) error {
+	for _, m := range t.group.Members {
+		if err := device.SupportsPrecision(m, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // BenchDevice is what the manifest records of a device of the run.
@@ -468,13 +519,21 @@ func RunBench(c *BenchConfig, env job.Env) (*BenchResult, error) {
 		return nil, err
 	}
 	total := 0
+	var notes []string
 	for _, t := range targets {
-		total += len(t.cases) * len(c.algos)
+		t.precs = nil
+		for _, p := range c.precs {
+			if err := t.supports(p); err != nil {
+				notes = append(notes, fmt.Sprintf("%s: no %s rows: %v", t.name, p, err))
+				continue
+			}
+			t.precs = append(t.precs, p)
+		}
+		total += len(t.cases) * len(c.algos) * len(t.precs)
 	}
 	bar := env.Meter(total, "bench")
 	defer bar.Finish()
 	res := &BenchResult{}
-	var notes []string
 	for _, t := range targets {
 		rows, err := t.run(c, bar)
 		if err != nil {
@@ -500,7 +559,7 @@ func RunBench(c *BenchConfig, env job.Env) (*BenchResult, error) {
 // params returns the manifest's parameters.
 func (c *BenchConfig) manifestParams() map[string]any {
 	return map[string]any{"device": c.Device, "D": c.D, "streamed_D": c.StreamedD, "algorithms": c.algos,
-		"channel": "softmax", "alpha": c.Alpha, "rho": c.Rho, "T": c.T, "beta": c.Beta, "repeat": c.Repeat,
+		"channel": c.Channel, "precision": c.precs, "alpha": c.Alpha, "rho": c.Rho, "T": c.T, "beta": c.Beta, "repeat": c.Repeat,
 		"warmup": 1, "gemm_size": c.GemmSize, "seed": c.Seed, "workers": c.Workers, "threads": c.Threads,
 		"host_timer": c.HostTimer, "chunk": c.Chunk, "max_memory": c.MaxMemory}
 }

@@ -388,3 +388,42 @@ func TestBenchCPUGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchPrecisionRows: --precision gives one row per (case, algorithm, precision), each
+// precision once, with the precision's own product rate measured before it (the Dgemm rate at
+// fp64) and fraction_of_gemm = gflops / gemm_gflops; the linear channel's rows say so and have
+// T = 1.
+func TestBenchPrecisionRows(t *testing.T) {
+	c := tinyBench(t.TempDir())
+	c.D, c.StreamedD, c.Precision, c.Channel = "40", "none", "fp64, fp32,fp64", "linear"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunBench(c, job.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ algo, prec string }{{"amp", "fp64"}, {"amp", "fp32"}, {"gd", "fp64"}, {"gd", "fp32"}}
+	if len(res.Rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(res.Rows), len(want))
+	}
+	rel := func(a, b float64) float64 { return math.Abs(a-b) / math.Abs(b) }
+	for i, r := range res.Rows {
+		if r.Algorithm != want[i].algo || r.Precision != want[i].prec || r.Channel != "linear" || r.T != 1 {
+			t.Fatalf("row %d: %s %s %s T = %d, want %s %s linear T = 1", i, r.Algorithm, r.Precision, r.Channel, r.T, want[i].algo, want[i].prec)
+		}
+		if !(r.GemmGFlops > 0) || rel(r.FractionGemm, r.GFlops/r.GemmGFlops) > 1e-12 || rel(r.Fraction, r.GFlops/r.DgemmGFlops) > 1e-12 {
+			t.Errorf("row %d: fractions %g of %g and %g of %g GFLOP/s for %g", i, r.FractionGemm, r.GemmGFlops, r.Fraction, r.DgemmGFlops, r.GFlops)
+		}
+		if r.Precision == "fp64" && r.GemmGFlops != r.DgemmGFlops {
+			t.Errorf("row %d: fp64 product rate %g, Dgemm %g", i, r.GemmGFlops, r.DgemmGFlops)
+		}
+		if r.Precision == "fp32" && r.Ops.Calls[OpGemm] == 0 {
+			t.Errorf("row %d: no product counted in the Gemm bucket at fp32: %v", i, r.Ops.Calls)
+		}
+	}
+	c.Precision = "fp16"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--precision") {
+		t.Errorf("--precision fp16: %v", err)
+	}
+}

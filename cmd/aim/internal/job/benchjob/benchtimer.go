@@ -89,7 +89,7 @@ func hostTime(f func() error) (float64, error) {
 // opKinds are the buckets of the operations of device.Ops and its capabilities, by the name
 // the checked front gives them; every other operation is Other.
 var opKinds = map[string]OpKind{
-	"Gemm": OpGemm, "QuadFormSum": OpQuadForm, "TokenDots": OpTokenDots, "TokenMix": OpTokenMix,
+	"Gemm": OpGemm, "GemmPrecision": OpGemm, "QuadFormSum": OpQuadForm, "TokenDots": OpTokenDots, "TokenMix": OpTokenMix,
 	"ChannelOutput": OpChannel, "ChannelGOut": OpChannel, "SoftmaxLossGrad": OpChannel,
 	"EighSym": OpEigh, "SpectralCompose": OpSpectral, "GaussianFill": OpGaussian,
 }

@@ -73,9 +73,9 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// iterate runs repeat + 1 iterations of algo (the first a warm-up) on the target's group with
-// its operation timers attached, and returns the repeat timed ones.
-func (t *benchTarget) iterate(algo string, parts []*aim.Data, repeat int) ([]sample, error) {
+// iterate runs repeat + 1 iterations of algo (the first a warm-up) at precision prec on the
+// target's group with its operation timers attached, and returns the repeat timed ones.
+func (t *benchTarget) iterate(algo string, parts []*aim.Data, repeat int, prec device.Precision) ([]sample, error) {
 	rec := &recorder{t: t}
 	D := parts[0].P.D
 	var done int
@@ -84,6 +84,7 @@ func (t *benchTarget) iterate(algo string, parts []*aim.Data, repeat int) ([]sam
 		case "amp":
 			o := amp.DefaultOptions()
 			o.MaxIter, o.Tol = repeat+1, math.SmallestNonzeroFloat64 // every iteration runs
+			o.Precision = prec
 			o.Progress = func(amp.Iteration) { rec.mark() }
 			res, err := amp.RunGroup(t.group, parts, o)
 			if err != nil {
@@ -93,6 +94,7 @@ func (t *benchTarget) iterate(algo string, parts []*aim.Data, repeat int) ([]sam
 		case "gd":
 			o := gd.DefaultOptions()
 			o.Steps = repeat + 1
+			o.Precision = prec
 			o.Progress = func() { rec.mark() }
 			if _, err := gd.RunGroup(t.group, parts, o); err != nil {
 				return fmt.Errorf("%s GD at D = %d: %w", t.name, D, err)
@@ -110,39 +112,42 @@ func (t *benchTarget) iterate(algo string, parts []*aim.Data, repeat int) ([]sam
 	return nil, fmt.Errorf("%s %s at D = %d stopped after %d of %d iterations", t.name, algo, D, done, repeat+1)
 }
 
-// measureDgemm measures the target's square Dgemm rate on its lead, C = A B with n x n operands
-// of normals: one warm-up product then repeat timed ones (the GPU's events where it has them),
-// their median, in GFLOP/s (2 n^3 per product). It runs before each row, so that a row's
-// fraction of the Dgemm rate is a ratio of two figures measured back to back on a machine whose
-// load may change between rows.
-func (t *benchTarget) measureDgemm(repeat int) (float64, error) {
+// measureGemm measures the target's square product rate at precision p on its lead,
+// C = A B with n x n operands of normals (Gemm at fp64, device.GemmAt otherwise): one warm-up
+// product then repeat timed ones (the GPU's events where it has them), their median, in
+// GFLOP/s (2 n^3 per product). It runs before each row, so that a row's fraction of the rate is
+// a ratio of two figures measured back to back on a machine whose load may change between
+// rows. The fp64 rates are the target's Dgemm figures of the manifest.
+func (t *benchTarget) measureGemm(p device.Precision, repeat int) (float64, error) {
 	n := t.gemm
 	dev := t.dev.Group.Lead()
 	bufs, err := device.AllocAll(dev, n*n, n*n, n*n)
 	if err != nil {
-		return 0, fmt.Errorf("%s Dgemm %d: %w", t.name, n, err)
+		return 0, fmt.Errorf("%s %s Gemm %d: %w", t.name, p, n, err)
 	}
 	defer device.FreeAll(dev, bufs...)
 	for i, b := range bufs[:2] {
 		if err := dev.GaussianFill(b, 7, stream.Data+uint64(i*n*n), 1); err != nil {
-			return 0, fmt.Errorf("%s Dgemm %d: %w", t.name, n, err)
+			return 0, fmt.Errorf("%s %s Gemm %d: %w", t.name, p, n, err)
 		}
 	}
-	gemm := func() error { return dev.Gemm(false, false, n, n, n, 1, bufs[0], bufs[1], 0, bufs[2]) }
+	gemm := func() error { return device.GemmAt(dev, p, false, false, n, n, n, 1, bufs[0], bufs[1], 0, bufs[2]) }
 	var secs []float64
 	for i := 0; i <= repeat; i++ {
 		s, err := t.timers[0].clock(gemm)
 		if err != nil {
-			return 0, fmt.Errorf("%s Dgemm %d: %w", t.name, n, err)
+			return 0, fmt.Errorf("%s %s Gemm %d: %w", t.name, p, n, err)
 		}
 		if i > 0 {
 			secs = append(secs, s)
 		}
 	}
 	rate := 2 * float64(n) * float64(n) * float64(n) / median(secs) / 1e9
-	t.dgemmRates = append(t.dgemmRates, rate)
-	t.dgemmGFlops = median(t.dgemmRates)
-	t.dgemmSeconds = 2 * float64(n) * float64(n) * float64(n) / t.dgemmGFlops / 1e9
+	if p == device.FP64 {
+		t.dgemmRates = append(t.dgemmRates, rate)
+		t.dgemmGFlops = median(t.dgemmRates)
+		t.dgemmSeconds = 2 * float64(n) * float64(n) * float64(n) / t.dgemmGFlops / 1e9
+	}
 	return rate, nil
 }
 
@@ -156,8 +161,9 @@ func median(v []float64) float64 {
 	return v[len(v)/2]
 }
 
-// run measures the target: its Dgemm rate, then for every case the data drawn once (timed) and
-// each algorithm's iterations.
+// run measures the target: for every case the data drawn once (timed), then for each
+// algorithm and precision the fp64 Dgemm rate, the precision's own product rate (the same
+// figure at fp64) and the iterations.
 func (t *benchTarget) run(c *BenchConfig, bar job.Progress) ([]BenchRow, error) {
 	var rows []BenchRow
 	for _, bc := range t.cases {
@@ -167,26 +173,38 @@ func (t *benchTarget) run(c *BenchConfig, bar job.Progress) ([]BenchRow, error) 
 			return nil, fmt.Errorf("%s: data at D = %d: %w", t.name, bc.p.D, err)
 		}
 		for _, algo := range c.algos {
-			rate, err := t.measureDgemm(c.Repeat)
-			if err != nil {
-				aim.FreeGroup(t.dev.Group, parts)
-				return nil, err
+			for _, prec := range t.precs {
+				row, err := t.measureRow(c, bc, parts, algo, prec, gen)
+				if err != nil {
+					aim.FreeGroup(t.dev.Group, parts)
+					return nil, err
+				}
+				rows = append(rows, row)
+				bar.Add(1)
 			}
-			s, err := t.iterate(algo, parts, c.Repeat)
-			if err != nil {
-				aim.FreeGroup(t.dev.Group, parts)
-				return nil, err
-			}
-			rows = append(rows, t.row(c, bc, algo, s, gen, rate))
-			bar.Add(1)
 		}
 		aim.FreeGroup(t.dev.Group, parts)
 	}
 	return rows, nil
 }
 
-// row summarises the samples of one (case, algorithm).
-func (t *benchTarget) row(c *BenchConfig, bc benchCase, algo string, s []sample, gen, dgemm float64) BenchRow {
+// measureRow measures one row: the Dgemm rate, the rate of the product at prec (the same at
+// fp64), and the timed iterations.
+func (t *benchTarget) measureRow(c *BenchConfig, bc benchCase, parts []*aim.Data, algo string, prec device.Precision, gen float64) (BenchRow, error) {
+	dgemm, err := t.measureGemm(device.FP64, c.Repeat)
+	if err != nil {
+		return BenchRow{}, err
+	}
+	gemm := dgemm
+	if prec != device.FP64 {
+		if gemm, err = t.measureGemm(prec, c.Repeat); err != nil {
+			return BenchRow{}, err
+		}
+	}
+	s, err := t.iterate(algo, parts, c.Repeat, prec)
+	if err != nil {
+		return BenchRow{}, err
+	}
 	med, least, ops := summary(s)
 	tokens, chunk := "stored", 0
 	if bc.plan.Streamed {
@@ -194,7 +212,8 @@ func (t *benchTarget) row(c *BenchConfig, bc benchCase, algo string, s []sample,
 	}
 	f := benchFlops(algo, bc.p)
 	gf := f / med / 1e9
-	return BenchRow{Device: t.name, Algorithm: algo, D: bc.p.D, N: bc.p.N(), T: bc.p.T(), Tokens: tokens, Chunk: chunk,
+	return BenchRow{Device: t.name, Algorithm: algo, Channel: bc.p.Channel.Kind.Name(), D: bc.p.D, N: bc.p.N(), T: bc.p.T(), Tokens: tokens, Chunk: chunk,
 		Repeat: c.Repeat, SecondsMedian: med, SecondsMin: least, Generate: gen, Flops: f, GFlops: gf,
-		DgemmGFlops: dgemm, Fraction: gf / dgemm, Ops: ops, Host: med - ops.Sum()}
+		DgemmGFlops: dgemm, Fraction: gf / dgemm, Precision: prec.String(), GemmGFlops: gemm, FractionGemm: gf / gemm,
+		Ops: ops, Host: med - ops.Sum()}, nil
 }
