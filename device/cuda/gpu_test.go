@@ -311,6 +311,9 @@ var testChannels = []channel.Spec{
 	{Kind: channel.KindSoftmax, T: 5, Beta: 1.3},
 	{Kind: channel.KindHardmax, T: 2},
 	{Kind: channel.KindHardmax, T: 2, PaperCompat: true},
+	// The linear channel, composed by the device front from Copy, Axpby and Dot.
+	{Kind: channel.KindLinear, T: 1},
+	{Kind: channel.KindLinear, T: 1, Noise: 0.25},
 }
 
 func TestGPUChannels(t *testing.T) { onTargets(t, testGPUChannels) }
