@@ -1,40 +1,23 @@
 package amp
 
 import (
-	"encoding/csv"
 	"math"
-	"os"
-	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/internal/devtest"
 )
 
 // publishedAMP reads one of the authors' GAMP-RIE result files (engine/aim/se/testdata/quadratic,
-// README there): alpha -> (mean, std) of ||S-hat - S||_F^2 / D over their runs.
+// README there): alpha (rounded to 1e-6) -> (mean, std) of ||S-hat - S||_F^2 / D over their runs.
 func publishedAMP(t *testing.T, name string) map[float64][2]float64 {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "se", "testdata", "quadratic", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	col, rows := devtest.QuadraticCSV(t, name)
 	out := map[float64][2]float64{}
-	for _, r := range rows[1:] {
-		var v [3]float64
-		for i := range v {
-			if v[i], err = strconv.ParseFloat(r[i], 64); err != nil {
-				t.Fatal(err)
-			}
-		}
-		out[math.Round(v[0]*1e6)/1e6] = [2]float64{v[1], v[2]}
+	for _, r := range rows {
+		out[math.Round(r[col["alpha"]]*1e6)/1e6] = [2]float64{r[col["AMP_mean"]], r[col["AMP_std"]]}
 	}
 	return out
 }

@@ -1,15 +1,12 @@
 package gd
 
 import (
-	"encoding/csv"
 	"math"
-	"os"
-	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/internal/devtest"
 )
 
 // TestGDUncentredAgainstPublished: the authors' single GD of the quadratic network (Adam at lr
@@ -23,21 +20,12 @@ func TestGDUncentredAgainstPublished(t *testing.T) {
 	if testing.Short() {
 		t.Skip("about 40 s")
 	}
-	f, err := os.Open(filepath.Join("..", "se", "testdata", "quadratic", "gd_standard.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const alpha = 0.14
 	var mean, std float64
-	for _, r := range rows[1:] { // D,alpha,kappa,lr,runs,steps,mean,std
-		if a, _ := strconv.ParseFloat(r[1], 64); r[0] == "100" && a == alpha {
-			mean, _ = strconv.ParseFloat(r[6], 64)
-			std, _ = strconv.ParseFloat(r[7], 64)
+	col, rows := devtest.QuadraticCSV(t, "gd_standard.csv")
+	for _, r := range rows {
+		if r[col["D"]] == 100 && r[col["alpha"]] == alpha {
+			mean, std = r[col["mean"]], r[col["std"]]
 		}
 	}
 	if !(std > 0) {

@@ -23,19 +23,16 @@ package se
 //     aim's label noise Delta = kappa Delta_th.
 
 import (
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"math"
 	"math/cmplx"
-	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"testing"
 
 	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/internal/devtest"
 	"github.com/aimtheory/aim/engine/root"
 	"gonum.org/v1/gonum/integrate/quad"
 	"gonum.org/v1/gonum/mat"
@@ -209,34 +206,8 @@ func quadRefMMSE(alpha, kappa, deltaTh float64) (mmse, qhat float64, err error) 
 }
 
 // quadRefCSV reads a file of testdata/quadratic into its header and rows of numbers (the
-// pandas index column included where the file has one).
-func quadRefCSV(t testing.TB, name string) (map[string]int, [][]float64) {
-	t.Helper()
-	fh, err := os.Open(filepath.Join("testdata", "quadratic", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	recs, err := csv.NewReader(fh).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range recs[0] {
-		col[h] = i
-	}
-	var rows [][]float64
-	for _, rec := range recs[1:] {
-		row := make([]float64, len(rec))
-		for i, s := range rec {
-			if row[i], err = strconv.ParseFloat(s, 64); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-		}
-		rows = append(rows, row)
-	}
-	return col, rows
-}
+// pandas index column included where the file has one): devtest.QuadraticCSV.
+var quadRefCSV = devtest.QuadraticCSV
 
 // quadRefLines are the authors' published theory lines shipped in testdata/quadratic: kappa,
 // aim's label noise Delta (their Delta_th = Delta / kappa) and the file.
