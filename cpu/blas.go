@@ -182,12 +182,12 @@ func New(workers int) *Device {
 // BLAS says which BLAS/LAPACK the device uses and why.
 func (d *Device) BLAS() BLASInfo { return d.b.blas }
 
-// native returns the library of the device with its thread count applied, or nil on the
-// gonum path.
-func (d *backend) native() *nativeblas.Lib {
+// native returns the library of the device held at its thread count (nativeblas.Lib.Hold)
+// and the release of the hold, or nil and a no-op on the gonum path.
+func (d *backend) native() (*nativeblas.Lib, func()) {
 	l := d.blas.lib
-	if l != nil && d.threads > 0 {
-		l.SetThreads(d.threads)
+	if l == nil {
+		return nil, func() {}
 	}
-	return l
+	return l, l.Hold(d.threads)
 }

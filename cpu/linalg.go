@@ -55,14 +55,16 @@ func (d *backend) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b dev
 	if d.blas.lib != nil {
 		rows := blockRows(k)
 		var l *nativeblas.Lib
+		var done func()
 		switch {
 		case d.splits() && m >= 2*rows:
 			return d.gemmRowBlocks(op, transA, transB, m, n, k, rows, alpha, as[:m*k], lda, bs[:k*n], ldb, beta, cs[:m*n])
 		case d.splits() && m*n*k <= smallProduct:
-			l = d.serial()
+			l, done = d.serial()
 		default:
-			l = d.native()
+			l, done = d.native()
 		}
+		defer done()
 		if err := l.Dgemm(transA, transB, m, n, k, alpha, as[:m*k], max(1, lda), bs[:k*n], max(1, ldb), beta, cs[:m*n], max(1, n)); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
@@ -99,7 +101,8 @@ const smallProduct = 1 << 24
 // own threads stay parked, so they do not spin against the per-sample loops that run between
 // the products, and every element of C is the same dot product whatever the number of workers.
 func (d *backend) gemmRowBlocks(op string, transA, transB bool, m, n, k, rows int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64) error {
-	l := d.serial()
+	l, done := d.serial()
+	defer done()
 	err := par.For(d.blasWorkers(), chunks(m, rows), par.NoState, func(_ struct{}, ch int) error {
 		lo, hi := span(ch, m, rows)
 		var ab []float64
@@ -116,14 +119,15 @@ func (d *backend) gemmRowBlocks(op string, transA, transB bool, m, n, k, rows in
 	return nil
 }
 
-// serial returns the native library set to one thread, for calls that several goroutines make
-// at once (the next native call restores the device's thread count), or nil on the gonum path.
-func (d *backend) serial() *nativeblas.Lib {
+// serial returns the native library held at one thread (nativeblas.Lib.Hold), for calls that
+// several goroutines make at once, and the release of the hold; nil and a no-op on the gonum
+// path.
+func (d *backend) serial() (*nativeblas.Lib, func()) {
 	l := d.blas.lib
-	if l != nil && l.CanSetThreads() {
-		l.SetThreads(1)
+	if l == nil {
+		return nil, func() {}
 	}
-	return l
+	return l, l.Hold(1)
 }
 
 // serialOrder is the order below which EighSym and SpectralCompose call the library on one
@@ -133,9 +137,10 @@ func (d *backend) serial() *nativeblas.Lib {
 // development machine).
 const serialOrder = 600
 
-// denseLib returns the native library for a d x d dense step (EighSym, SpectralCompose): on
-// one thread below serialOrder, else on the device's threads; nil on the gonum path.
-func (d *backend) denseLib(dd int) *nativeblas.Lib {
+// denseLib returns the native library for a d x d dense step (EighSym, SpectralCompose), held
+// on one thread below serialOrder, else on the device's threads, and the release of the hold;
+// nil and a no-op on the gonum path.
+func (d *backend) denseLib(dd int) (*nativeblas.Lib, func()) {
 	if dd < serialOrder {
 		return d.serial()
 	}
@@ -176,7 +181,9 @@ func (d *backend) EighSym(vals, vecs, a device.Buffer, dd int) (err error) {
 	w := ws[:dd]
 	d.scratchMu.Lock()
 	defer d.scratchMu.Unlock()
-	if l := d.denseLib(dd); l != nil {
+	l, done := d.denseLib(dd)
+	defer done()
+	if l != nil {
 		lw, liw := nativeblas.DsyevdWork(dd)
 		d.eigWork, d.eigIWork = grow(d.eigWork, lw), growInt32(d.eigIWork, liw)
 		if err := l.Dsyevd(dd, o, dd, w, d.eigWork[:lw], d.eigIWork[:liw]); err != nil {
@@ -232,7 +239,9 @@ func (d *backend) SpectralCompose(out, vecs, f device.Buffer, dd int) (err error
 	}
 	d.scratchMu.Lock()
 	defer d.scratchMu.Unlock()
-	if l := d.denseLib(dd); l != nil {
+	l, done := d.denseLib(dd)
+	defer done()
+	if l != nil {
 		return d.spectralSyrk(op, l, rs[:dd*dd], vs[:dd*dd], fs[:dd], dd)
 	}
 	d.scratch = grow(d.scratch, dd*dd)

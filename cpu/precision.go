@@ -141,7 +141,9 @@ func (d *backend) round32(op string, p device.Precision, dst []float32, src []fl
 // the given row strides: the native library's sgemm_, or gonum's Sgemm where there is no
 // library or it has no sgemm_.
 func (d *backend) sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, beta float32, c []float32) (err error) {
-	if l := d.native(); l != nil && l.HasSgemm() {
+	l, done := d.native()
+	defer done()
+	if l != nil && l.HasSgemm() {
 		return l.Sgemm(transA, transB, m, n, k, 1, a, max(1, lda), b, max(1, ldb), beta, c, max(1, n))
 	}
 	defer func() {

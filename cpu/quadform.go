@@ -54,9 +54,10 @@ func (d *backend) QuadFormSum(out, c, x, scratch device.Buffer, n, t, dd int, al
 	if d.splits() {
 		workers = d.blasWorkers()
 	}
-	l := d.serial()
-	d.scratchMu.Lock()
+	d.scratchMu.Lock() // before the library's hold, as EighSym and SpectralCompose take them
 	defer d.scratchMu.Unlock()
+	l, done := d.serial()
+	defer done()
 	// Group 0 sums into out, group g > 0 into acc[(g-1) d^2 : g d^2]; goroutine w forms a
 	// chunk's rows in rows[w per t d : (w+1) per t d], which stays in its cache.
 	d.qfAcc = grow(d.qfAcc, (ng-1)*dd*dd)

@@ -117,7 +117,9 @@ func TestSweepResumeAndShards(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 		target := 0
 		for kill := 0; kill < 3; kill++ {
-			target += 1 + rng.IntN(10)
+			// At least one run past what the journal holds, so that each killed session records
+			// a run (a kill that overshot leaves more lines than its target).
+			target = max(target, journalLines(journal)-1) + 1 + rng.IntN(10)
 			cmd := exec.Command(os.Args[0], "sweep", "run", "--quiet", spec)
 			cmd.Env = append(os.Environ(), "AIM_TEST_RUN_MAIN=1")
 			var errb bytes.Buffer
@@ -141,6 +143,11 @@ func TestSweepResumeAndShards(t *testing.T) {
 		}
 		if got := sweepTable(t, filepath.Join(out, "results.csv")); !slices.EqualFunc(got, table, slices.Equal) {
 			t.Errorf("resumed table differs from the uninterrupted one")
+			for i := range got {
+				if i < len(table) && !slices.Equal(got[i], table[i]) {
+					t.Logf("row %d: resumed %v\n uninterrupted %v", i, got[i], table[i])
+				}
+			}
 		}
 		if n := journalLines(journal) - 1; n != 36 {
 			t.Errorf("journal holds %d runs, want 36 (no run twice)", n)

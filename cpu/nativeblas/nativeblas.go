@@ -94,8 +94,10 @@ type Lib struct {
 
 	setThreads func(n int32) // nil when the provider has no such function
 	getThreads func() int32  // likewise
-	threads    atomic.Int32  // the count last set through SetThreads (0: never)
-	threadsMu  sync.Mutex    // serialises SetThreads
+	threads    atomic.Int32  // the count last set (0: never)
+	threadsMu  sync.Mutex    // guards the count and the holds
+	released   *sync.Cond    // on threadsMu: the last hold was released
+	holders    int           // holds in flight, all at the count threads
 }
 
 // Info describes the library.
@@ -104,18 +106,44 @@ func (l *Lib) Info() Info { return l.info }
 // CanSetThreads reports whether the library's thread count can be set (OpenBLAS and MKL can).
 func (l *Lib) CanSetThreads() bool { return l.setThreads != nil }
 
-// SetThreads sets the number of threads the library's routines use, for the whole process. It
-// does nothing when n < 1, when the count is already n, or when the provider has no such
-// function (CanSetThreads).
-func (l *Lib) SetThreads(n int) {
-	if n < 1 || l.setThreads == nil || int(l.threads.Load()) == n {
-		return
+// SetThreads sets the number of threads the library's routines use, for the whole process,
+// once no Hold at another count is in flight. It does nothing when n < 1 or when the provider
+// has no such function (CanSetThreads).
+func (l *Lib) SetThreads(n int) { l.Hold(n)() }
+
+// Hold makes the library's routines run on n threads until release is called. The thread
+// count is one setting of the whole process, and OpenBLAS's results can depend on it, so
+// several devices (a sweep's concurrent runs, a group's members) must not change it under
+// each other's calls: holds at the same n share the library, and a hold at another n waits
+// until they have all been released. A goroutine must not ask for a second hold at another n
+// while it holds one. n < 1, or a library whose count cannot be set (CanSetThreads), holds
+// nothing.
+func (l *Lib) Hold(n int) (release func()) {
+	if n < 1 || l.setThreads == nil {
+		return func() {}
 	}
 	l.threadsMu.Lock()
-	defer l.threadsMu.Unlock()
+	if l.released == nil {
+		l.released = sync.NewCond(&l.threadsMu)
+	}
+	for l.holders > 0 && int(l.threads.Load()) != n {
+		l.released.Wait()
+	}
 	if int(l.threads.Load()) != n {
 		l.setThreads(int32(n))
 		l.threads.Store(int32(n))
+	}
+	l.holders++
+	l.threadsMu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.threadsMu.Lock()
+			if l.holders--; l.holders == 0 {
+				l.released.Broadcast()
+			}
+			l.threadsMu.Unlock()
+		})
 	}
 }
 

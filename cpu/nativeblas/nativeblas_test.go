@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -307,6 +308,43 @@ func TestThreads(t *testing.T) {
 		if got := l.Threads(); got != n {
 			t.Errorf("SetThreads(%d): Threads() = %d", n, got)
 		}
+	}
+}
+
+// TestHold: holds at one count share the library, a hold at another count waits until every
+// one of them is released (the count never changes under a held call), and then sets it.
+func TestHold(t *testing.T) {
+	l := lib(t)
+	if !l.CanSetThreads() {
+		t.Skipf("%s cannot set its thread count", l.Info().Provider)
+	}
+	defer l.SetThreads(runtime.GOMAXPROCS(0))
+	r1 := l.Hold(1)
+	r2 := l.Hold(1) // shares
+	got := make(chan int)
+	go func() {
+		release := l.Hold(2)
+		got <- l.Threads()
+		release()
+	}()
+	select {
+	case n := <-got:
+		t.Fatalf("Hold(2) went through while two holds at 1 were in flight (threads %d)", n)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if n := l.Threads(); n != 1 {
+		t.Errorf("threads %d under the holds at 1", n)
+	}
+	r1()
+	r1() // a second release of one hold does nothing
+	select {
+	case n := <-got:
+		t.Fatalf("Hold(2) went through with a hold at 1 in flight (threads %d)", n)
+	case <-time.After(50 * time.Millisecond):
+	}
+	r2()
+	if n := <-got; n != 2 {
+		t.Errorf("Hold(2): threads %d", n)
 	}
 }
 
