@@ -6,8 +6,11 @@
 //	                    extensive-width quadratic network at T = 1) as the SE sees them
 //	engine/aim/se       its state evolution, thresholds alpha_PR and alpha-bar_c, e_gen, the free
 //	                    entropy Phi and first-order transitions (alpha_IT, alpha_alg)
-//	engine/aim/amp      GAMP-RIE on a device
-//	engine/aim/gd       gradient-descent students on a device
+//	engine/aim/erm      the state evolution of empirical risk minimisation with weight decay in
+//	                    the quadratic network (nuclear norm and ridge), its thresholds and the
+//	                    learned spectrum
+//	engine/aim/amp      GAMP-RIE on a device, and GAMP for ERM
+//	engine/aim/gd       gradient-descent students on a device, with weight decay
 //	engine/smi          the sequence multi-index model and deep tied attention (SMI, docs/theory/smi.md):
 //	                    teachers and data, the deep channel, its posterior cubature and (L = 3)
 //	                    its importance sampler
@@ -107,6 +110,20 @@
 //	Gamma      gamma             dL/dh through the softmax Jacobian                          AIM 4
 //	G_S        gS                dL/dS = (sum X^T Gamma X - Tr Gamma I)/sqrt(D)              AIM 4
 //	S-bar      sBar              the average of the final S over restarts (averaged GD)      AIM 4
+//	lambda     WeightDecay,      weight decay: the penalty lambda Tr S = lambda ||W||_F^2 /  AIM 4.1
+//	           Lambda,           sqrt(R D) (nuclear) or lambda ||S||_F^2 (ridge, Direct)
+//	           --weight-decay
+//	E          TestError         ERM test error ||S-hat - S*||_F^2 / D (the mmse's place)    AIM 4.1
+//	E_train    TrainError        ERM training error, mean (y-hat - y)^2 over the samples     AIM 4.1
+//	Sigma      -                 the ERM estimator's response; m-hat = 2 alpha/(Sigma + c)   AIM 4.1
+//	c          lossCurvature     1/4: the square loss's curvature in unit coordinates        AIM 4.1
+//	Delta_eff  DeltaEff          (E + Delta/2)/(2 alpha): the ERM prior side's noise         AIM 4.1
+//	tau        Tau               the nuclear penalty's eigenvalue threshold 2 lambda/m-hat   AIM 4.1
+//	s          Shrink            ridge's eigenvalue scale m-hat/(m-hat + 4 lambda)           AIM 4.1
+//	I          I                 the divergence of the spectral map, degrees of freedom      AIM 4.1
+//	                             spent per D^2/2; interpolation at I = 2 alpha
+//	alpha_c    PerfectRecovery   ERM's perfect-recovery threshold (noiseless, lambda -> 0+)  AIM 4.1
+//	alpha_interp Interpolation   ERM's interpolation threshold (noisy, lambda -> 0+)         AIM 4.1
 //
 // The engine's own terms, beside the papers' (docs/guide/amp.md):
 //
@@ -171,6 +188,9 @@
 //     sampler chart's density factor J(v, r) (logAttentionJacobian).
 //   - T is the AIM's tokens per sequence (code T); the SMI authors' iteration cap T is MaxIter
 //     in the code, and a test-set size is n_test.
+//   - lambda is hardmax's ratio q/V (AIM 2.3), an eigenvalue in the RIE's f(lambda), and the
+//     weight decay (AIM 4.1): the code calls the last WeightDecay (gd, amp) or Lambda (erm).
+//   - tau is the AMP pattern h -> z (AIM 3) and ERM's eigenvalue threshold (code Tau).
 //   - rho is the AIM's rank ratio R/D (code rho, Rho); the SMI authors' damping rho is the
 //     command line's smi --damping only, translated at the CLI's edge to theta = 1 - rho.
 package engine

@@ -1,7 +1,7 @@
 // Package rie implements the prior (denoising) side of the AIM state evolution: the spectrum
 // mu_Delta = MP(rho) ⊞ SC(Delta), its Stieltjes transform, the rotationally invariant estimator
 // (RIE) spectral map used by GAMP-RIE, and the matrix-denoising MMSE (docs/theory/aim.md section 2.1,
-// section 3 and section 7).
+// section 3 and section 7), and the same for a teacher of any spectrum (Discrete).
 //
 // Model. S = W W^T / sqrt(R D) with W in R^{D x R} iid N(0,1), R = rho D, so E S = sqrt(rho) I and
 // (1/D) Tr S^2 -> 1 + rho; S has the Marchenko-Pastur law MP(rho) (free cumulants k1 = sqrt(rho),
@@ -46,6 +46,10 @@
 // invariant estimator is O diag(f(λ_i)) O^T with f(λ) = λ - 2 Delta Re g_Delta(λ - i0)
 // (Denoise); f is defined and continuous for every real λ, including finite-D eigenvalues outside
 // the asymptotic support.
+//
+// Other teachers. Discrete is nu ⊞ SC(Delta) for any teacher spectrum nu given by its
+// eigenvalues (a power law w_k ~ k^-gamma, a bulk with outliers), through Pastur's subordination
+// equation, with the same methods: edges, density, Hilbert part, RIE map, mmse, integrals.
 //
 // A Spectrum is immutable after New and safe for concurrent use. Apart from Edges (which returns a
 // copy) no method allocates, and the function MMSE does not allocate either.

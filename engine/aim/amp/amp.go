@@ -1,5 +1,7 @@
 // Package amp runs GAMP-RIE, the approximate message passing algorithm of Bayes-optimal
-// learning in the attention-indexed model (docs/theory/aim.md section 3), on a device. Every step is
+// learning in the attention-indexed model (docs/theory/aim.md section 3), on a device, and
+// with Options.ERM the same iteration for empirical risk minimisation with weight decay in the
+// quadratic network (section 4.1). Every step is
 // written with the device's contractions, so memory is O(N T D + D^2) and the cost per
 // iteration is O(N T D^2 + D^3): the forward product X S-hat X^T is Gemm then TokenDots, the
 // back-projection sum_mu X_mu^T C_mu X_mu is TokenMix then Gemm, and the RIE denoiser is
@@ -10,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/aimtheory/aim/channel"
@@ -51,9 +54,32 @@ type Options struct {
 	// TokenMix then GemmPrecision. TokenDots, the channel, the eigendecomposition and the RIE
 	// map stay float64.
 	Precision device.Precision
+	// ERM runs GAMP for empirical risk minimisation instead of Bayes-optimal GAMP-RIE (linear
+	// channel only): the estimator is the minimiser of (1/D) sum_mu (h_mu(S) - y_mu)^2 +
+	// WeightDecay Tr S over PSD S, the one engine/aim/erm's state evolution describes. The
+	// channel step is the proximal map of the square loss, g = (y - omega)/(V + 1/2) in
+	// z-coordinates (the linear channel's g_out with Delta = 1/2, the loss's curvature), the
+	// prior precision A = 2 alpha/(V + 1/2) its derivative, and the denoiser the proximal map
+	// of WeightDecay Tr S on PSD matrices, f(lambda) = max(lambda - WeightDecay/A, 0) on the
+	// eigenvalues of R, with c-hat = Delta (1/D^2) [sum_{i != j} (f_i - f_j)/(lambda_i -
+	// lambda_j) + 2 sum_i f'_i] (Delta = 1/(2A), the divergence of the spectral map). At a fixed
+	// point g = 2 (y - h(S-hat)) and S-hat satisfies the optimality conditions of the problem
+	// exactly, at every D (docs/theory/aim.md 4.1).
+	ERM bool
+	// Spectrum asks for the D eigenvalues of the final S-hat (Result.Eigenvalues): the
+	// denoiser's output f(lambda_i) of the last iteration, which the lead holds on the host.
+	Spectrum bool
+	// WeightDecay is lambda > 0 of ERM. (At lambda = 0 the interpolating minimisers are not
+	// unique and the iteration has no fixed point there; the limit lambda -> 0+ is computed by
+	// the state evolution.)
+	WeightDecay float64
 	// Progress, when set, is called after every iteration.
 	Progress func(it Iteration)
 }
+
+// squareLoss is the linear channel whose g_out is the proximal step of the square loss
+// (1/D)(h - y)^2 of ERM in z-coordinates: (y - omega)/(V + 1/2).
+var squareLoss = channel.Spec{Kind: channel.KindLinear, T: 1, Noise: 0.5}
 
 // DefaultOptions returns the paper's settings: 100 iterations, a fixed damping 0.5, tolerance
 // 1e-5 (here on the estimated distance to the fixed point, in the paper on the last step), and a
@@ -98,6 +124,8 @@ type Result struct {
 	Converged  bool    // Distance fell below Tol before MaxIter
 	Seconds    float64
 	Trace      []Iteration
+	// Eigenvalues, with Options.Spectrum, are the eigenvalues of the final S-hat, ascending.
+	Eigenvalues []float64
 }
 
 // Bytes returns the device memory a run needs on a device that holds n samples (all N on one
@@ -162,6 +190,16 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 	}
 	if len(parts) != g.Len() {
 		return Result{}, fmt.Errorf("amp: %d parts of the data for a group of %d devices", len(parts), g.Len())
+	}
+	gOut := parts[0].P.Channel // the channel g_out is computed with
+	if o.ERM {
+		if gOut.Kind != channel.KindLinear {
+			return Result{}, fmt.Errorf("amp: ERM is implemented for the linear channel (the quadratic network), not %v", gOut)
+		}
+		if !(o.WeightDecay > 0) || math.IsInf(o.WeightDecay, 0) {
+			return Result{}, fmt.Errorf("amp: ERM needs a weight decay 0 < lambda < inf, got %g (the limit lambda -> 0+ is the state evolution's: engine/aim/erm)", o.WeightDecay)
+		}
+		gOut = squareLoss
 	}
 	for _, dev := range g.Members {
 		if err := device.SupportsPrecision(dev, o.Precision); err != nil {
@@ -243,7 +281,7 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 					if err := dev.Upload(ms[j].omega, tens); err != nil {
 						return err
 					}
-					_, err := dev.ChannelGOut(p.Channel, ms[j].g, parts[j].Y, ms[j].omega, n, V)
+					_, err := dev.ChannelGOut(gOut, ms[j].g, parts[j].Y, ms[j].omega, n, V)
 					return err
 				})
 			},
@@ -305,7 +343,7 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 						return dev.Copy(omc, om)
 					},
 					func() error {
-						sq, err := dev.ChannelGOut(p.Channel, gc, yc, omc, n, V)
+						sq, err := dev.ChannelGOut(gOut, gc, yc, omc, n, V)
 						m.sumSq += sq
 						return err
 					},
@@ -328,6 +366,9 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 			trC += m.trC
 		}
 		A := 2 * p.Alpha / float64(N) * sumSq
+		if o.ERM {
+			A = 2 * p.Alpha / (V + squareLoss.Noise)
+		}
 		if !(A > 0) || math.IsInf(A, 0) {
 			return diverged(it, "q-hat/2", A)
 		}
@@ -341,19 +382,24 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 		); err != nil {
 			return res, fmt.Errorf("amp: iteration %d: back-projection: %w", it, err)
 		}
-		// The RIE denoiser, on the lead.
-		spec, err := rie.New(p.Rho, delta)
-		if err != nil {
-			return diverged(it, "Delta", delta)
-		}
+		// The denoiser, on the lead: the RIE, or ERM's proximal map.
 		if err := device.Seq(
 			func() error { return lead.EighSym(vals, vecs, rMat, D) },
 			func() error { return lead.Download(lambda, vals) },
 		); err != nil {
 			return res, fmt.Errorf("amp: iteration %d: eigendecomposition: %w", it, err)
 		}
-		for i, l := range lambda {
-			f[i] = spec.Denoise(l)
+		if o.ERM {
+			cHat = delta * proxNuclear(f, lambda, o.WeightDecay/A)
+		} else {
+			spec, err := rie.New(p.Rho, delta)
+			if err != nil {
+				return diverged(it, "Delta", delta)
+			}
+			for i, l := range lambda {
+				f[i] = spec.Denoise(l)
+			}
+			cHat = spec.MMSE()
 		}
 		if err := device.Seq(
 			func() error { return lead.Upload(fvals, f) },
@@ -361,11 +407,14 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 		); err != nil {
 			return res, fmt.Errorf("amp: iteration %d: denoiser: %w", it, err)
 		}
-		cHat = spec.MMSE()
 		moved, err1 := lead.SqDist(sNew, sHat)
 		errS, err2 := lead.SqDist(sNew, ld.S)
 		if err := errors.Join(err1, err2); err != nil {
 			return res, fmt.Errorf("amp: iteration %d: %w", it, err)
+		}
+		if o.Spectrum {
+			res.Eigenvalues = append(res.Eigenvalues[:0], f...)
+			slices.Sort(res.Eigenvalues)
 		}
 		ms[0].sHat, sNew = sNew, sHat
 		sHats[0] = ms[0].sHat
@@ -423,4 +472,31 @@ func backProject(dev device.Device, prec device.Precision, out, c, x, scratch de
 		return err
 	}
 	return device.GemmAt(dev, prec, true, false, d, d, n*t, alpha, x, scratch, 0, out)
+}
+
+// proxNuclear writes f_i = max(lambda_i - tau, 0), the proximal map of tau Tr S on PSD matrices
+// applied to the eigenvalues lambda of R, and returns the divergence of the spectral map per D^2,
+// (1/D^2) [sum_{i != j} (f_i - f_j)/(lambda_i - lambda_j) + 2 sum_i f'(lambda_i)] (the GOE
+// weights: 2 on the diagonal), with the pairs of equal eigenvalues counted at the derivative.
+// The eigenvalues are ascending, so the pairs above the threshold each count 1 and the pairs
+// below it 0: only the pairs across it are summed.
+func proxNuclear(f, lambda []float64, tau float64) float64 {
+	D := len(lambda)
+	k := D // the first index above the threshold
+	for i, l := range lambda {
+		f[i] = math.Max(l-tau, 0)
+		if f[i] > 0 && k == D {
+			k = i
+		}
+	}
+	up := float64(D - k)
+	div := up*(up-1) + 2*up
+	for i := k; i < D; i++ {
+		for j := 0; j < k; j++ {
+			if d := lambda[i] - lambda[j]; d > 0 {
+				div += 2 * f[i] / d
+			}
+		}
+	}
+	return div / float64(D*D)
 }

@@ -3,6 +3,17 @@
 // y-hat = row-softmax(beta h) (or y-hat = h for the linear channel of the quadratic network,
 // T = 1), full-batch loss sum_mu sum_ab (y-hat - y)^2 / D, Adam or plain
 // gradient descent, and the average of the final S over independent initialisations.
+//
+// With weight decay lambda >= 0 (Options.WeightDecay) the objective is
+//
+//	L_lambda(W) = sum_mu sum_ab (y-hat_mu,ab - y_mu,ab)^2 / D + lambda Tr S,
+//	Tr S = ||W||_F^2 / sqrt(R D),
+//
+// whose gradient is that of the data loss plus (2 lambda / sqrt(R D)) W. S is positive
+// semi-definite, so Tr S is its nuclear norm: this is the empirical risk minimisation with
+// nuclear-norm regularisation of S (Erba, Troiani, Zdeborova, Krzakala, arXiv 2505.17958;
+// Boncoraglio et al., arXiv 2509.24914). The losses reported (Result.FinalLoss, Point.Loss)
+// are the data loss alone; the penalty lambda Tr S is reported beside them (Result.Penalty).
 package gd
 
 import (
@@ -43,6 +54,20 @@ type Options struct {
 	// device's GemmPrecision. The R x D products of W, the loss, its gradient through the
 	// softmax and Adam stay float64.
 	Precision device.Precision
+	// WeightDecay is lambda >= 0: the students minimise the data loss plus lambda Tr S =
+	// lambda ||W||_F^2 / sqrt(R D), and the gradient gains (2 lambda / sqrt(R D)) W (package
+	// doc). 0, the zero value, is the data loss alone, computed exactly as without the option.
+	WeightDecay float64
+	// Direct trains S itself, a symmetric D x D matrix, element by element, instead of W: the
+	// gradient is the symmetric part of the data loss's, (G_S + G_S^T)/2, and the weight decay
+	// is then lambda ||S||_F^2 (ridge regularisation, not the nuclear norm; docs/theory/aim.md
+	// 4.1). The student starts from S = 0, so that without weight decay gradient descent
+	// converges to the minimal Frobenius-norm fit (the limit lambda -> 0+ of ridge); one start
+	// only (Restarts = 1).
+	Direct bool
+	// Spectrum asks for the D eigenvalues of the first student's final S (Result.Eigenvalues),
+	// computed on the lead device with EighSym.
+	Spectrum bool
 	// Progress, when set, is called after every step of every student.
 	Progress func()
 }
@@ -55,7 +80,7 @@ func DefaultOptions() Options {
 // Point is one traced step of the first student.
 type Point struct {
 	Step  int
-	Loss  float64 // sum (y-hat - y)^2 / D
+	Loss  float64 // the data loss sum (y-hat - y)^2 / D, without the weight decay's lambda Tr S
 	Error float64 // ||S - S*||_F^2 / D
 }
 
@@ -63,18 +88,23 @@ type Point struct {
 type Result struct {
 	Error        float64   // ||S-bar - S*||_F^2 / D of the average over restarts
 	SingleErrors []float64 // ||S_k - S*||_F^2 / D of each student
-	FinalLoss    []float64 // each student's final loss
-	Seconds      float64
-	Trace        []Point
+	FinalLoss    []float64 // each student's final data loss sum (y-hat - y)^2 / D (without lambda Tr S)
+	Penalty      []float64 // each student's final lambda Tr S (0 when Options.WeightDecay is 0)
+	// Eigenvalues, with Options.Spectrum, are the D eigenvalues of the first student's final S,
+	// ascending.
+	Eigenvalues []float64
+	Seconds     float64
+	Trace       []Point
 }
 
 // Bytes returns the device memory of one training beside the data on a device that holds n
 // samples (all N on one device; a shard on a group's lead): W, its gradient and Adam's moments
 // (R x D each), S, the gradient G_S and the running average (D x D), and the n x T x D and
-// three n x T x T work arrays. The other members of a group hold no W, moments or average.
+// three n x T x T work arrays, and with o.Spectrum the eigenvectors and eigenvalues of S (D x D
+// and D). The other members of a group hold no W, moments or average.
 func Bytes(p aim.Params, o Options, n int) uint64 {
 	D, N, T := uint64(p.D), uint64(n), uint64(p.T())
-	return 8 * (4*studentRank(p, o)*D + 3*D*D + N*T*D + 3*N*T*T)
+	return 8*(4*studentRank(p, o)*D+3*D*D+N*T*D+3*N*T*T) + spectrumBytes(p, o) + directBytes(p, o)
 }
 
 // StreamedBytes returns the device memory of one training on streamed tokens (chunks of chunk
@@ -83,11 +113,32 @@ func Bytes(p aim.Params, o Options, n int) uint64 {
 // matrix (a chunk's part of G_S).
 func StreamedBytes(p aim.Params, o Options, n, chunk int) uint64 {
 	D, N, T, C := uint64(p.D), uint64(n), uint64(p.T()), uint64(min(chunk, n))
-	return 8 * (4*studentRank(p, o)*D + 4*D*D + 2*C*T*D + 3*N*T*T)
+	return 8*(4*studentRank(p, o)*D+4*D*D+2*C*T*D+3*N*T*T) + spectrumBytes(p, o) + directBytes(p, o)
+}
+
+// directBytes is the D x D identity a direct student's symmetric gradient uses, 0 otherwise.
+func directBytes(p aim.Params, o Options) uint64 {
+	if !o.Direct {
+		return 0
+	}
+	return 8 * uint64(p.D) * uint64(p.D)
+}
+
+// spectrumBytes is the memory of the eigendecomposition of S with o.Spectrum (D x D
+// eigenvectors and D eigenvalues on the lead), 0 without.
+func spectrumBytes(p aim.Params, o Options) uint64 {
+	if !o.Spectrum {
+		return 0
+	}
+	D := uint64(p.D)
+	return 8 * (D*D + D)
 }
 
 // studentRank is the student's width R (o.R, or the teacher's rank when 0).
 func studentRank(p aim.Params, o Options) uint64 {
+	if o.Direct {
+		return uint64(p.D)
+	}
 	if o.R > 0 {
 		return uint64(o.R)
 	}
@@ -104,6 +155,12 @@ func (o Options) validate() error {
 		return fmt.Errorf("gd: restarts = %d, need at least 1", o.Restarts)
 	case o.R < 0:
 		return fmt.Errorf("gd: student width R = %d, need >= 0", o.R)
+	case o.Direct && o.Restarts != 1:
+		return fmt.Errorf("gd: a direct student starts from S = 0, so %d restarts would repeat one training", o.Restarts)
+	case o.Direct && o.R != 0:
+		return fmt.Errorf("gd: a direct student has no width (R = %d given)", o.R)
+	case !(o.WeightDecay >= 0) || math.IsInf(o.WeightDecay, 0):
+		return fmt.Errorf("gd: weight decay lambda = %g, need 0 <= lambda < inf", o.WeightDecay)
 	case !o.Precision.Valid():
 		return fmt.Errorf("gd: precision %v", o.Precision)
 	case o.Adam && !(o.Beta1 >= 0 && o.Beta1 < 1 && o.Beta2 >= 0 && o.Beta2 < 1 && o.Eps > 0):
@@ -152,14 +209,37 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 	if R == 0 {
 		R = p.R()
 	}
+	if o.Direct {
+		R = p.D // the parameter is S itself, D x D
+	}
 	st, err := newStudent(g, trs, parts, R)
 	if err != nil {
 		return Result{}, err
 	}
 	defer st.free()
-	st.prec, st.uncentred = o.Precision, o.Uncentred
+	st.prec, st.uncentred, st.decay, st.direct = o.Precision, o.Uncentred, o.WeightDecay, o.Direct
+	if o.Direct {
+		// The identity, for the transpose in the symmetric gradient (G_S + G_S^T)/2.
+		if st.eye, err = st.g.Lead().Alloc(R * R); err == nil {
+			err = device.Seq(
+				func() error { return st.g.Lead().Upload(st.eye, make([]float64, R*R)) },
+				func() error { return st.g.Lead().AddDiag(st.eye, 1, R, 1) },
+			)
+		}
+		if err != nil {
+			return Result{}, fmt.Errorf("gd: %w", err)
+		}
+		defer st.g.Lead().Free(st.eye)
+	}
 	dev, tr, data := g.Lead(), trs[0], parts[0]
 	D := p.D
+	var eig []device.Buffer // the eigenvalues and eigenvectors of S, with o.Spectrum
+	if o.Spectrum {
+		if eig, err = device.AllocAll(dev, D, D*D); err != nil {
+			return Result{}, fmt.Errorf("gd: spectrum: %w", err)
+		}
+		defer device.FreeAll(dev, eig...)
+	}
 	w, grad, m, v, s, sBar := st.w, st.grad, st.m, st.v, st.s, st.sBar
 	zeros := make([]float64, R*D)
 	start := time.Now()
@@ -168,7 +248,12 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 
 	for k := 0; k < o.Restarts; k++ {
 		if err := device.Seq(
-			func() error { return dev.GaussianFill(w, p.Seed, stream.Restart(k), 1) },
+			func() error {
+				if o.Direct {
+					return dev.Upload(w, zeros) // S = 0
+				}
+				return dev.GaussianFill(w, p.Seed, stream.Restart(k), 1)
+			},
 			func() error { return dev.Upload(m, zeros) },
 			func() error { return dev.Upload(v, zeros) },
 		); err != nil {
@@ -219,6 +304,16 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 		}
 		res.SingleErrors = append(res.SingleErrors, e/float64(D))
 		res.FinalLoss = append(res.FinalLoss, loss)
+		res.Penalty = append(res.Penalty, st.penalty)
+		if k == 0 && o.Spectrum {
+			res.Eigenvalues = make([]float64, D)
+			if err := device.Seq(
+				func() error { return dev.EighSym(eig[0], eig[1], s, D) },
+				func() error { return dev.Download(res.Eigenvalues, eig[0]) },
+			); err != nil {
+				return res, fmt.Errorf("gd: spectrum of S: %w", err)
+			}
+		}
 		if k == 0 && o.TraceEvery > 0 {
 			res.Trace = append(res.Trace, Point{Step: o.Steps, Loss: loss, Error: e / float64(D)})
 		}
@@ -244,6 +339,10 @@ type student struct {
 	R             int
 	prec          device.Precision // of the two large contractions (Options.Precision)
 	uncentred     bool             // Options.Uncentred
+	decay         float64          // Options.WeightDecay, lambda
+	direct        bool             // Options.Direct: w is S itself
+	eye           device.Buffer    // the D x D identity (direct)
+	penalty       float64          // lambda Tr S of the S of the last lossAndGrad
 	bufs          [][]device.Buffer
 	w, grad, m, v device.Buffer // the lead's
 	s, gS, sBar   device.Buffer // the lead's S, G_S and average
@@ -330,17 +429,29 @@ func lossGrad(dev device.Device, tr device.Trainer, ch channel.Spec, gamma, yhat
 	return scale * ss, dev.Scal(gamma, 2*scale)
 }
 
-// lossAndGrad sets S = W^T W / sqrt(R D) from W and returns the loss
-// L = sum_mu sum_ab (y-hat - y)^2 / D, writing grad = dL/dW = W (G_S + G_S^T) / sqrt(R D) with
-// G_S = (1/sqrt(D)) (sum_mu X_mu^T Gamma_mu X_mu - sum_mu Tr Gamma_mu I) and Gamma = dL/dh
-// (without the trace term, and with the trace offset in every residual, when uncentred).
+// lossAndGrad sets S = W^T W / sqrt(R D) from W and returns the data loss
+// L = sum_mu sum_ab (y-hat - y)^2 / D, writing grad = dL_lambda/dW, the gradient of
+// L_lambda = L + lambda Tr S:
+//
+//	grad = W (G_S + G_S^T) / sqrt(R D) + (2 lambda / sqrt(R D)) W
+//
+// with G_S = (1/sqrt(D)) (sum_mu X_mu^T Gamma_mu X_mu - sum_mu Tr Gamma_mu I) and Gamma = dL/dh
+// (without the trace term, and with the trace offset in every residual, when uncentred). It
+// sets st.penalty = lambda Tr S; at lambda = 0 the decay term is not computed at all. A direct
+// student (Options.Direct) holds S in W: then S = W, grad = (G_S + G_S^T)/2 + 2 lambda S and
+// the penalty is lambda ||S||_F^2.
 func (st *student) lossAndGrad() (float64, error) {
 	g, lead, p := st.g, st.g.Lead(), st.parts[0].P
 	D, T, R := p.D, p.T(), st.R
 	cSW := 1 / math.Sqrt(float64(R)*float64(D))
 	sqrtD := math.Sqrt(float64(D))
 	if err := device.Seq(
-		func() error { return lead.Gemm(true, false, D, D, R, cSW, st.w, st.w, 0, st.s) },
+		func() error {
+			if st.direct {
+				return lead.Copy(st.s, st.w)
+			}
+			return lead.Gemm(true, false, D, D, R, cSW, st.w, st.w, 0, st.s)
+		},
 		func() error { return g.Sum.Broadcast(g.Members, st.ss) },
 	); err != nil {
 		return 0, err
@@ -348,6 +459,17 @@ func (st *student) lossAndGrad() (float64, error) {
 	trS, err := lead.SumDiag(st.s, 1, D)
 	if err != nil {
 		return 0, err
+	}
+	st.penalty = 0
+	switch {
+	case st.decay != 0 && st.direct:
+		ss, err := lead.Dot(st.s, st.s)
+		if err != nil {
+			return 0, err
+		}
+		st.penalty = st.decay * ss
+	case st.decay != 0:
+		st.penalty = st.decay * trS
 	}
 	// One pass over each member's samples, chunk by chunk of tokens (one chunk when they are
 	// stored, so that streamed tokens are regenerated once per step): the indices, the outputs,
@@ -393,7 +515,28 @@ func (st *student) lossAndGrad() (float64, error) {
 	}
 	return loss, device.Seq(
 		func() error { return lead.AddDiag(st.gS, 1, D, centre) },
-		func() error { return lead.Gemm(false, false, R, D, D, cSW, st.w, st.gS, 0, st.grad) },
-		func() error { return lead.Gemm(false, true, R, D, D, cSW, st.w, st.gS, 1, st.grad) },
+		func() error {
+			if st.direct { // grad = (G_S + G_S^T)/2, the transpose as I G_S^T
+				return lead.Gemm(false, false, D, D, D, 0.5, st.eye, st.gS, 0, st.grad)
+			}
+			return lead.Gemm(false, false, R, D, D, cSW, st.w, st.gS, 0, st.grad)
+		},
+		func() error {
+			if st.direct {
+				return lead.Gemm(false, true, D, D, D, 0.5, st.eye, st.gS, 1, st.grad)
+			}
+			return lead.Gemm(false, true, R, D, D, cSW, st.w, st.gS, 1, st.grad)
+		},
+		func() error {
+			switch {
+			case st.decay == 0:
+				return nil
+			case st.direct:
+				// d(lambda ||S||_F^2)/dS = 2 lambda S.
+				return lead.Axpby(st.grad, 2*st.decay, st.w, 1)
+			}
+			// d(lambda Tr S)/dW = d(lambda ||W||_F^2 / sqrt(R D))/dW = (2 lambda / sqrt(R D)) W.
+			return lead.Axpby(st.grad, 2*st.decay*cSW, st.w, 1)
+		},
 	)
 }

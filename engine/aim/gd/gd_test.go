@@ -23,10 +23,12 @@ func linearParams(D int, alpha, rho, delta float64, seed uint64) aim.Params {
 	return aim.Params{D: D, Alpha: alpha, Rho: rho, Channel: channel.Spec{Kind: channel.KindLinear, T: 1, Noise: delta}, Seed: seed}
 }
 
-// TestGradientFiniteDifference checks the analytic gradient dL/dW against central finite
-// differences of the loss, on random small problems with several T and a student width R that
-// differs from the teacher's, softmax and linear (the quadratic network, noiseless and noisy,
-// centred and uncentred).
+// TestGradientFiniteDifference checks the analytic gradient dL_lambda/dW against central finite
+// differences of the objective L_lambda = L + lambda ||W||_F^2 / sqrt(R D) (the data loss that
+// lossAndGrad returns, the weight decay's lambda Tr S computed here on the host), on random
+// small problems with several T and a student width R that differs from the teacher's, softmax
+// and linear (the quadratic network, noiseless and noisy, centred and uncentred), without
+// weight decay and with lambda > 0.
 func TestGradientFiniteDifference(t *testing.T) {
 	dev := cpu.New(0)
 	r := rand.New(rand.NewPCG(1, 2))
@@ -34,9 +36,14 @@ func TestGradientFiniteDifference(t *testing.T) {
 		p         aim.Params
 		R         int
 		uncentred bool
-	}{{params(8, 2, 0.5, 0.5, 1, 1), 3, false}, {params(7, 3, 0.6, 0.3, 0.8, 2), 5, false}, {params(6, 4, 0.8, 1, 1.5, 3), 2, false},
-		{linearParams(9, 0.6, 0.5, 0, 4), 4, false}, {linearParams(8, 0.4, 1, 0.25, 5), 6, false},
-		{linearParams(9, 0.6, 0.5, 0, 6), 4, true}, {linearParams(8, 0.4, 1, 0.25, 7), 6, true}} {
+		decay     float64
+	}{{params(8, 2, 0.5, 0.5, 1, 1), 3, false, 0}, {params(7, 3, 0.6, 0.3, 0.8, 2), 5, false, 0}, {params(6, 4, 0.8, 1, 1.5, 3), 2, false, 0},
+		{linearParams(9, 0.6, 0.5, 0, 4), 4, false, 0}, {linearParams(8, 0.4, 1, 0.25, 5), 6, false, 0},
+		{linearParams(9, 0.6, 0.5, 0, 6), 4, true, 0}, {linearParams(8, 0.4, 1, 0.25, 7), 6, true, 0},
+		// Weight decay: softmax and linear, centred and uncentred, R below and above D.
+		{params(8, 2, 0.5, 0.5, 1, 8), 3, false, 0.3}, {params(6, 3, 0.6, 1, 1.2, 9), 9, false, 2},
+		{linearParams(9, 0.6, 0.5, 0, 10), 4, false, 0.05}, {linearParams(8, 0.4, 1, 0.25, 11), 10, false, 1},
+		{linearParams(9, 0.6, 0.5, 0.1, 12), 4, true, 0.5}} {
 		data, err := aim.Generate(dev, c.p)
 		if err != nil {
 			t.Fatal(err)
@@ -45,13 +52,13 @@ func TestGradientFiniteDifference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st.uncentred = c.uncentred
+		st.uncentred, st.decay = c.uncentred, c.decay
 		D := c.p.D
 		w := make([]float64, c.R*D)
 		for i := range w {
 			w[i] = r.NormFloat64()
 		}
-		loss := func(w []float64) float64 {
+		objective := func(w []float64) float64 {
 			if err := dev.Upload(st.w, w); err != nil {
 				t.Fatal(err)
 			}
@@ -59,9 +66,13 @@ func TestGradientFiniteDifference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return l
+			var ww float64
+			for _, x := range w {
+				ww += x * x
+			}
+			return l + c.decay*ww/math.Sqrt(float64(c.R*D))
 		}
-		loss(w)
+		objective(w)
 		grad := make([]float64, len(w))
 		if err := dev.Download(grad, st.grad); err != nil {
 			t.Fatal(err)
@@ -72,13 +83,13 @@ func TestGradientFiniteDifference(t *testing.T) {
 			wp, wm := append([]float64(nil), w...), append([]float64(nil), w...)
 			wp[i] += h
 			wm[i] -= h
-			fd := (loss(wp) - loss(wm)) / (2 * h)
+			fd := (objective(wp) - objective(wm)) / (2 * h)
 			rel := math.Abs(grad[i]-fd) / math.Max(math.Abs(fd), 1e-3)
 			worst = math.Max(worst, rel)
 		}
-		t.Logf("D %d T %d R %d (teacher R %d, uncentred %v): max relative gradient error %.2e", D, c.p.T(), c.R, c.p.R(), c.uncentred, worst)
+		t.Logf("D %d T %d R %d (teacher R %d, uncentred %v, lambda %g): max relative gradient error %.2e", D, c.p.T(), c.R, c.p.R(), c.uncentred, c.decay, worst)
 		if worst > 1e-6 {
-			t.Errorf("D %d T %d R %d: analytic gradient off finite differences by %.3g relative", D, c.p.T(), c.R, worst)
+			t.Errorf("D %d T %d R %d lambda %g: analytic gradient off finite differences by %.3g relative", D, c.p.T(), c.R, c.decay, worst)
 		}
 		st.free()
 		data.Free(dev)
@@ -138,7 +149,9 @@ func TestRunRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range []Options{{Steps: 0, LR: 0.1, Restarts: 1}, {Steps: 5, LR: 0, Restarts: 1}, {Steps: 5, LR: 0.1, Restarts: 0},
-		{Steps: 5, LR: 0.1, Restarts: 1, Adam: true, Beta1: 1, Beta2: 0.9, Eps: 1e-8}} {
+		{Steps: 5, LR: 0.1, Restarts: 1, Adam: true, Beta1: 1, Beta2: 0.9, Eps: 1e-8},
+		{Steps: 5, LR: 0.1, Restarts: 1, WeightDecay: -0.1}, {Steps: 5, LR: 0.1, Restarts: 1, WeightDecay: math.NaN()},
+		{Steps: 5, LR: 0.1, Restarts: 1, WeightDecay: math.Inf(1)}} {
 		if _, err := Run(dev, data, o); err == nil {
 			t.Errorf("Run accepted %+v", o)
 		}

@@ -1,0 +1,93 @@
+package erm
+
+import (
+	"time"
+
+	"fmt"
+	"github.com/aimtheory/aim/engine/aim/gd"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/aimtheory/aim/channel"
+	"github.com/aimtheory/aim/cpu"
+	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/aim/amp"
+	"github.com/aimtheory/aim/engine/aim/se"
+)
+
+func TestStudy(t *testing.T) {
+	if os.Getenv("ERM_STUDY") == "" {
+		t.Skip()
+	}
+	dev := cpu.New(0)
+	type pt struct {
+		a, l, noise float64
+		D, seeds    int
+	}
+	var pts []pt
+	switch os.Getenv("ERM_STUDY") {
+	case "A":
+		pts = []pt{{0.6, 0.1, 0.25, 100, 12}, {0.6, 0.1, 0.25, 200, 8}, {0.6, 0.1, 0.25, 400, 3}}
+	case "B":
+		pts = []pt{{0.2, 1e-3, 0, 50, 4}, {0.2, 1e-3, 0, 100, 4}, {0.2, 1e-3, 0, 200, 3}, {0.3, 1, 0.25, 400, 2}}
+	}
+	for _, c := range pts {
+		p, _ := Solve(Problem{Rho: 0.5, Alpha: c.a, Noise: c.noise, Lambda: c.l}, se.DefaultOptions())
+		{
+			D, seeds := c.D, c.seeds
+			var es []float64
+			for seed := uint64(1); seed <= uint64(seeds); seed++ {
+				pp := aim.Params{D: D, Alpha: c.a, Rho: 0.5, Seed: seed, Channel: channel.Spec{Kind: channel.KindLinear, T: 1, Noise: c.noise}}
+				data, err := aim.Generate(dev, pp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o := amp.DefaultOptions()
+				o.ERM, o.WeightDecay, o.MaxIter, o.Tol = true, c.l, 1000, 1e-10
+				r, err := amp.Run(dev, data, o)
+				data.Free(dev)
+				if err != nil || !r.Converged {
+					fmt.Printf("  D=%d seed=%d err=%v conv=%v it=%d\n", D, seed, err, r.Converged, r.Iterations)
+				}
+				es = append(es, r.Error)
+			}
+			m, sd := meanSD(es)
+			fmt.Printf("a=%g l=%g noise=%g D=%d E=%.5f +- %.5f (sem %.5f) | SE %.5f gap %+.5f\n", c.a, c.l, c.noise, D, m, sd, sd/math.Sqrt(float64(len(es))), p.TestError, m-p.TestError)
+		}
+	}
+}
+
+// TestStudyGD compares factorised GD with weight decay (R = D) with GAMP-ERM on the same data
+// and with the state evolution (ERM_STUDY=C).
+func TestStudyGD(t *testing.T) {
+	if os.Getenv("ERM_STUDY") != "C" {
+		t.Skip()
+	}
+	dev := cpu.New(0)
+	for _, c := range []struct {
+		a, l, noise float64
+		D, seeds    int
+	}{{0.3, 0.1, 0.25, 200, 3}, {0.6, 0.1, 0.25, 200, 2}} {
+		p, _ := Solve(Problem{Rho: 0.5, Alpha: c.a, Noise: c.noise, Lambda: c.l}, se.DefaultOptions())
+		for seed := uint64(1); seed <= uint64(c.seeds); seed++ {
+			if c.a == 0.3 && seed == 1 {
+				continue
+			}
+			pp := aim.Params{D: c.D, Alpha: c.a, Rho: 0.5, Seed: seed, Channel: channel.Spec{Kind: channel.KindLinear, T: 1, Noise: c.noise}}
+			data, err := aim.Generate(dev, pp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := amp.DefaultOptions()
+			o.ERM, o.WeightDecay, o.MaxIter, o.Tol = true, c.l, 1000, 1e-12
+			r, err := amp.Run(dev, data, o)
+			g := gd.DefaultOptions()
+			g.WeightDecay, g.R, g.Steps, g.LR = c.l, c.D, 2000, 0.05
+			start := time.Now()
+			rg, err2 := gd.Run(dev, data, g)
+			data.Free(dev)
+			fmt.Printf("a=%g l=%g D=%d seed=%d GAMP-ERM %.6f (%v) GD %.6f (%v, %.0f s, train %.5f) SE %.5f train %.5f\n", c.a, c.l, c.D, seed, r.Error, err, rg.Error, err2, time.Since(start).Seconds(), rg.FinalLoss[0]*float64(c.D)/float64(pp.N()), p.TestError, p.TrainError)
+		}
+	}
+}
