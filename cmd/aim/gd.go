@@ -12,7 +12,11 @@ const gdUsage = `Usage: aim gd [flags]
 
 Gradient-descent students of the softmax attention-indexed model (docs/theory/aim.md section 4),
 or of the extensive-width quadratic network with --channel linear (section 2.8):
-W in R^{R x D}, S = W^T W / sqrt(R D), full-batch loss sum (y-hat - y)^2 / D, Adam or plain GD.
+W in R^{R x D}, S = W^T W / sqrt(R D), full-batch loss sum (y-hat - y)^2 / D, Adam or plain GD;
+--weight-decay lambda adds lambda Tr S to the loss trained (final_loss stays the data loss, and
+the penalty column holds lambda Tr S). --direct trains S itself, symmetric and element by
+element from S = 0, instead of W: the weight decay is then lambda ||S||_F^2 (ridge), and the
+penalty column holds that.
 One training per (rho, alpha, seed); with --restarts K the estimate is the average of the final
 S of K students on the same data ("averaged GD"). The plot puts GD single, GD averaged, AMP
 (from --amp) and the SE line against alpha-bar = alpha (T^2 + T - 2), as in the paper's figure.
@@ -20,6 +24,8 @@ S of K students on the same data ("averaged GD"). The plot puts GD single, GD av
   aim gd --T 2 --rho 0.5 --D 100 --alpha 0.01,0.05,0.1,0.25 --seeds 4 --restarts 32
   aim gd --D 100 --alpha 0.1 --seeds 1 --trace results/gd_trace.csv
   aim gd --channel linear --rho 0.5 --D 100 --alpha 0.1,0.2,0.3 --seeds 2 --restarts 16
+  aim gd --channel linear --D 100 --alpha 0.2 --weight-decay 0.01 --spectrum results/gd_spectrum.csv
+  aim gd --channel linear --D 100 --alpha 0.2,0.4 --direct --weight-decay 0.1 --optimizer gd --lr 0.05
 
 Hardmax students are not offered: the hardmax output has no useful gradient.
 
@@ -37,8 +43,11 @@ func gdFlags(fs *flag.FlagSet, c *aimjob.GDConfig, pm *progressMode) {
 	fs.Float64Var(&c.LR, "lr", c.LR, "learning rate")
 	fs.StringVar(&c.Optimizer, "optimizer", c.Optimizer, "adam or gd")
 	fs.BoolVar(&c.Uncentred, "uncentred", c.Uncentred, "linear channel: train on the uncentred outputs x^T S x / sqrt(D) of student and teacher, as the authors' GD of the quadratic network does (docs/theory/aim.md 2.8), instead of the centred h")
-	fs.IntVar(&c.R, "R", c.R, "student width (0: the teacher's R = floor(rho D))")
+	fs.Float64Var(&c.WeightDecay, "weight-decay", c.WeightDecay, vocabulary["weight-decay"]+" = lambda ||W||_F^2 / sqrt(R D), nuclear-norm regularisation of S (docs/theory/aim.md 4.1); with --direct lambda ||S||_F^2")
+	fs.BoolVar(&c.Direct, "direct", c.Direct, "train S itself, element by element (symmetric, from S = 0), instead of W: the weight decay is then lambda ||S||_F^2 (ridge) instead of lambda Tr S (docs/theory/aim.md 4.1); one student (--restarts 1), no --R")
+	fs.IntVar(&c.R, "R", c.R, "student width (0: the teacher's R = floor(rho D); with --direct the R_student column holds D)")
 	fs.StringVar(&c.Trace, "trace", c.Trace, "write the training curve (loss and error against step) of the first student of each run to this CSV, and its plot beside it")
+	fs.StringVar(&c.Spectrum, "spectrum", c.Spectrum, "write the D eigenvalues of the first student's final S of each run to this CSV: columns rho, alpha, seed, weight_decay, direct, index (0 the smallest), eigenvalue")
 	fs.IntVar(&c.TraceEvery, "trace-every", c.TraceEvery, "steps between traced points (with --trace)")
 	fs.StringVar(&c.AMP, "amp", c.AMP, "an 'aim amp' CSV whose points to draw on the plot")
 	fs.StringVar(&c.SE, "se", c.SE, "an 'aim se' CSV (same T and beta, a curve at every --rho) whose lines to draw on the plot, instead of solving the SE on a dense grid")

@@ -34,6 +34,14 @@ func TestGDBadInput(t *testing.T) {
 		{[]string{"--D", "10", "--alpha", "0.001"}, "N = floor"},
 		{[]string{"--amp", filepath.Join(dir, "missing.csv")}, "--amp"},
 		{[]string{"--device", "cuda"}, "device cuda"},
+		{[]string{"--weight-decay", "-1"}, "--weight-decay -1: need a finite lambda >= 0"},
+		{[]string{"--weight-decay", "NaN"}, "--weight-decay NaN"},
+		{[]string{"--weight-decay", "+Inf"}, "--weight-decay +Inf"},
+		{[]string{"--spectrum", filepath.Join(dir, "res", "spectrum.txt")}, "must end in .csv"},
+		{[]string{"--spectrum", out}, "the same file as --out"},
+		{[]string{"--direct", "--restarts", "2"}, "--direct with --restarts 2"},
+		{[]string{"--direct", "--R", "4"}, "--direct with --R 4"},
+		{[]string{"--direct", "--channel", "hardmax"}, "no useful gradient"},
 	} {
 		args := withFlags([]string{"gd", "--quiet", "--out", out, "--plot", filepath.Join(dir, "res", "gd.png")}, tc.args...)
 		code, _, stderr := runArgs(t, args...)
@@ -76,6 +84,9 @@ func TestGDCSV(t *testing.T) {
 		res, err := gd.Run(dev, data, o)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if r[col["weight_decay"]] != "0" || r[col["penalty"]] != "0" {
+			t.Errorf("row %v: weight_decay %q, penalty %q without --weight-decay, want 0 and 0", r, r[col["weight_decay"]], r[col["penalty"]])
 		}
 		if r[col["error"]] != table.FormatFloat(res.Error) || r[col["error_single"]] != table.FormatFloat(mean(res.SingleErrors)) {
 			t.Errorf("row %v: error %s / %s, engine %s / %s", r, r[col["error"]], r[col["error_single"]], table.FormatFloat(res.Error), table.FormatFloat(mean(res.SingleErrors)))

@@ -15,10 +15,10 @@ import (
 const exitInterrupted = 130
 
 // stopsEarly reports whether the command of args stops on SIGINT or SIGTERM by writing the
-// rows it has finished (a job that takes Env.Context): aim se, amp, gd, smi se and smi amp.
+// rows it has finished (a job that takes Env.Context): aim se, amp, gd, erm, smi se and smi amp.
 func stopsEarly(args []string) bool {
 	switch args[0] {
-	case "se", "amp", "gd":
+	case "se", "amp", "gd", "erm":
 		return true
 	case "smi":
 		return len(args) > 1 && (args[1] == "amp" || args[1] == "se")

@@ -66,6 +66,8 @@ Usage:
                        the rho -> 0 weak-recovery threshold alpha-bar_c against T (hardmax to T = 6)
   aim amp [flags]      GAMP-RIE simulations at dimension D beside the state evolution
   aim gd [flags]       gradient-descent students (single and averaged) beside AMP and the SE
+  aim erm [flags]      empirical risk minimisation with weight decay in the quadratic network
+                       (state evolution) beside the Bayes-optimal error
   aim smi se|thresholds|amp|sgd [flags]
                        deep tied attention (sequence multi-index model): state evolution,
                        layer thresholds, GAMP and SGD
@@ -90,7 +92,7 @@ func main() {
 }
 
 // commands are aim's subcommands, for nearestCommand.
-var commands = []string{"se", "thresholds", "amp", "gd", "smi", "sweep", "plot", "bench", "device", "version", "help"}
+var commands = []string{"se", "thresholds", "amp", "gd", "erm", "smi", "sweep", "plot", "bench", "device", "version", "help"}
 
 // commandName is the command args run, as its messages name it: "se", "smi thresholds".
 func commandName(args []string) string {
@@ -144,6 +146,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		err = runAMP(ctx, args[1:], stdout, stderr)
 	case "gd":
 		err = runGD(ctx, args[1:], stdout, stderr)
+	case "erm":
+		err = runERM(ctx, args[1:], stdout, stderr)
 	case "smi":
 		err = runSMI(ctx, args[1:], stdout, stderr)
 	case "sweep":

@@ -13,11 +13,12 @@ const plotUsage = `Usage: aim plot [flags] file.csv [file.csv ...]
 Draws a figure from CSVs written by the run commands, with the same code the run commands
 draw their own plots with: aim se CSVs as lines (one per rho; the thresholds of the JSON
 manifest beside the CSV as vertical lines), aim amp and aim gd runs as the mean over seeds
-per alpha with its standard error, aim smi se, amp, sgd and thresholds CSVs as their
+per alpha with its standard error, aim erm CSVs as lines (the thresholds of their manifest
+beside the nuclear lambda = 0 line), aim smi se, amp, sgd and thresholds CSVs as their
 commands draw them, and the --trace CSVs of aim amp, aim gd and aim smi amp. Several files
-overlay on one figure: SE lines beside AMP points, AMP points beside GD, an aim smi
-thresholds CSV's thresholds on an aim smi se figure. The kind of each CSV is read from its
-header.
+overlay on one figure: SE lines beside AMP points, AMP points beside GD, ERM lines beside GD
+points or beside the points of aim amp --weight-decay, an aim smi thresholds CSV's thresholds
+on an aim smi se figure. The kind of each CSV is read from its header.
 
   aim plot results/demo/se_softmax.csv results/demo/amp_softmax.csv --out amp.svg
   aim plot --x alpha-bar --axes logx --out se.png se_T2.csv se_T3.csv

@@ -211,7 +211,7 @@ from ._result import Figure, Result
 from ._runner import Grid
 from ._runner import run as _run
 
-__all__ = ["ENGINE_VERSION", "se", "thresholds", "amp", "gd", "smi", "sweep", "plot", "bench", "device"]
+__all__ = ["ENGINE_VERSION", "se", "thresholds", "amp", "gd", "erm", "smi", "sweep", "plot", "bench", "device"]
 
 ENGINE_VERSION = ` + pythonString(ref.Version) + `
 """The release of the command line these functions were made from (aim version)."""

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -164,5 +165,81 @@ func TestLinearSimulations(t *testing.T) {
 				t.Errorf("aim %s row %v: error %v", cmd, r, e)
 			}
 		}
+	}
+}
+
+// TestLinearGDWeightDecay: `aim gd --channel linear --weight-decay 0.05 --spectrum` writes, row
+// for row, the engine's GD with WeightDecay 0.05 on the data of the same seed: the
+// weight_decay column holds 0.05, penalty the first student's lambda Tr S (Result.Penalty[0]),
+// final_loss the students' mean data loss and error the averaged error; the spectrum CSV holds
+// the D eigenvalues of each run's first student (Result.Eigenvalues) in order (direct false), with its
+// manifest, listed in the results' manifest. --weight-decay -1 is bad input (status 2) and
+// writes nothing.
+func TestLinearGDWeightDecay(t *testing.T) {
+	dir := t.TempDir()
+	out, spec := filepath.Join(dir, "gd.csv"), filepath.Join(dir, "spectrum.csv")
+	const D, lambda = 20, 0.05
+	args := []string{"gd", "--quiet", "--device", "cpu", "--channel", "linear", "--weight-decay", "0.05", "--D", "20", "--alpha", "0.2,0.4",
+		"--seeds", "2", "--restarts", "2", "--max-iter", "60", "--out", out, "--plot", "", "--spectrum", spec}
+	code, _, stderr := runArgs(t, args...)
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	rows := readCSV(t, out)
+	col := csvColumns(rows[0])
+	if len(rows) != 5 {
+		t.Fatalf("%d rows, want 4", len(rows)-1)
+	}
+	eig := readCSV(t, spec)
+	if strings.Join(eig[0], ",") != "rho,alpha,seed,weight_decay,direct,index,eigenvalue" || len(eig) != 1+4*D {
+		t.Fatalf("spectrum CSV: header %v, %d rows; want %d", eig[0], len(eig)-1, 4*D)
+	}
+	dev := cpu.New(0)
+	for i, r := range rows[1:] {
+		alpha, _ := strconv.ParseFloat(r[col["alpha"]], 64)
+		seed, _ := strconv.ParseUint(r[col["seed"]], 10, 64)
+		data, err := aim.Generate(dev, aim.Params{D: D, Alpha: alpha, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindLinear, T: 1}, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := gd.DefaultOptions()
+		o.Steps, o.Restarts, o.WeightDecay, o.Spectrum = 60, 2, lambda, true
+		res, err := gd.Run(dev, data, o)
+		data.Free(dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"weight_decay": "0.05", "penalty": table.FormatFloat(res.Penalty[0]),
+			"final_loss": table.FormatFloat(mean(res.FinalLoss)), "error": table.FormatFloat(res.Error)}
+		for k, v := range want {
+			if r[col[k]] != v {
+				t.Errorf("alpha %g seed %d: %s = %q, engine %q", alpha, seed, k, r[col[k]], v)
+			}
+		}
+		if p, _ := strconv.ParseFloat(r[col["penalty"]], 64); !(p > 0) {
+			t.Errorf("alpha %g seed %d: penalty %q, want > 0", alpha, seed, r[col["penalty"]])
+		}
+		for j, l := range res.Eigenvalues {
+			e := eig[1+i*D+j]
+			if e[0] != "0.5" || e[1] != r[col["alpha"]] || e[2] != r[col["seed"]] || e[3] != "0.05" || e[4] != "false" || e[5] != strconv.Itoa(j) || e[6] != table.FormatFloat(l) {
+				t.Errorf("spectrum row %v, want rho 0.5, alpha %s, seed %s, weight_decay 0.05, direct false, index %d, eigenvalue %s", e, r[col["alpha"]], r[col["seed"]], j, table.FormatFloat(l))
+			}
+		}
+	}
+	man, err := os.ReadFile(strings.TrimSuffix(out, ".csv") + ".json")
+	if err != nil || !strings.Contains(string(man), `"weight_decay": 0.05`) || !strings.Contains(string(man), spec) {
+		t.Errorf("manifest %s (%v): want weight_decay 0.05 and the spectrum among the outputs", man, err)
+	}
+	if _, err := os.Stat(strings.TrimSuffix(spec, ".csv") + ".json"); err != nil {
+		t.Errorf("no manifest beside the spectrum: %v", err)
+	}
+
+	bad := filepath.Join(dir, "bad")
+	code, _, stderr = runArgs(t, withFlags(args, "--weight-decay", "-1", "--out", filepath.Join(bad, "gd.csv"), "--spectrum", filepath.Join(bad, "spectrum.csv"))...)
+	if code != 2 || !strings.Contains(stderr, "--weight-decay -1") {
+		t.Errorf("--weight-decay -1: status %d, stderr %q; want status 2", code, stderr)
+	}
+	if entries, _ := os.ReadDir(bad); len(entries) != 0 {
+		t.Errorf("--weight-decay -1 wrote %v", entries)
 	}
 }

@@ -40,6 +40,7 @@ func cliCommands() []cliCommand {
 		{name: "thresholds", flags: func(w io.Writer) *flag.FlagSet { fs, _, _ := newThresholdsFlags(w); return fs }},
 		{name: "amp", flags: func(w io.Writer) *flag.FlagSet { fs, _, _ := newAMPFlags(w); return fs }},
 		{name: "gd", flags: func(w io.Writer) *flag.FlagSet { fs, _, _ := newGDFlags(w); return fs }},
+		{name: "erm", flags: func(w io.Writer) *flag.FlagSet { fs, _, _ := newERMFlags(w); return fs }},
 		{name: "smi", usage: smiUsage},
 		{name: "smi se", flags: func(w io.Writer) *flag.FlagSet { fs, _, _ := newSMISEFlags(w); return fs }},
 		{name: "smi thresholds", flags: func(w io.Writer) *flag.FlagSet { fs, _, _ := newSMIThresholdsFlags(w); return fs }},

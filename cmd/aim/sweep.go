@@ -87,7 +87,7 @@ var sweepJobs = map[string]*sweepJob{
 			}
 			return aimjob.AMPSchema.Header(0), aimjob.AMPSchema.Rows(res.Rows), res.Err(), nil
 		}},
-	"gd": {command: []string{"gd"}, simulation: true, device: true, owned: []string{"seeds", "device", "trace", "trace-every", "amp", "axes"},
+	"gd": {command: []string{"gd"}, simulation: true, device: true, owned: []string{"seeds", "device", "trace", "trace-every", "spectrum", "amp", "axes"},
 		parse:  func(a []string) (any, error) { return parsed(parseGD(a, io.Discard)) },
 		memory: func(cfg any, dev *job.Device) error { return cfg.(*aimjob.GDConfig).CheckMemory(dev) },
 		run: func(cfg any) ([]string, [][]string, error, error) {

@@ -35,6 +35,7 @@ func commandFlags() map[string]*flag.FlagSet {
 	add("thresholds", func(fs *flag.FlagSet) { thresholdsFlags(fs, aimjob.NewThresholdsConfig(), &q) })
 	add("amp", func(fs *flag.FlagSet) { ampFlags(fs, aimjob.NewAMPConfig(), &q) })
 	add("gd", func(fs *flag.FlagSet) { gdFlags(fs, aimjob.NewGDConfig(), &q) })
+	add("erm", func(fs *flag.FlagSet) { ermFlags(fs, aimjob.NewERMConfig(), &q) })
 	add("smi se", func(fs *flag.FlagSet) { smiSECommandFlags(fs, smijob.NewSMISEConfig(), &q) })
 	add("smi thresholds", func(fs *flag.FlagSet) { smiThresholdsFlags(fs, smijob.NewSMIThresholdsConfig(), &q) })
 	add("smi amp", func(fs *flag.FlagSet) { smiAMPFlags(fs, smijob.NewSMIAMPConfig(), &q) })
@@ -440,7 +441,7 @@ func TestDampingConvention(t *testing.T) {
 // TestHelpText checks the help of every command: flags as --name, no stray placeholders, and
 // the corrected sentences.
 func TestHelpText(t *testing.T) {
-	for _, args := range [][]string{{"se"}, {"thresholds"}, {"amp"}, {"gd"}, {"smi", "se"}, {"smi", "thresholds"}, {"smi", "amp"}, {"smi", "sgd"}, {"bench"}, {"device"}, {"plot"}} {
+	for _, args := range [][]string{{"se"}, {"thresholds"}, {"amp"}, {"gd"}, {"erm"}, {"smi", "se"}, {"smi", "thresholds"}, {"smi", "amp"}, {"smi", "sgd"}, {"bench"}, {"device"}, {"plot"}} {
 		code, _, stderr := runArgs(t, append(args, "-h")...)
 		if code != 0 || !strings.Contains(stderr, "\n  --") {
 			t.Errorf("aim %v -h: status %d, flags not listed as --name:\n%s", args, code, stderr)

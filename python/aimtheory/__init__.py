@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ._engine import binary, build, version
 from ._errors import BadInput, EngineError, EngineNotFound, Interrupted, RunWarning, Timeout
-from ._jobs import amp, bench, device, gd, plot, se, smi, sweep, thresholds
+from ._jobs import amp, bench, device, erm, gd, plot, se, smi, sweep, thresholds
 from ._result import Figure, Result, load
 
 __version__ = "0.1.0"
@@ -23,5 +23,5 @@ __version__ = "0.1.0"
 __all__ = [
     "binary", "version", "build", "load", "Result", "Figure",
     "BadInput", "EngineError", "EngineNotFound", "Interrupted", "Timeout", "RunWarning",
-    "se", "thresholds", "amp", "gd", "smi", "sweep", "plot", "bench", "device",
+    "se", "thresholds", "amp", "gd", "erm", "smi", "sweep", "plot", "bench", "device",
 ]

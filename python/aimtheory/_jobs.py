@@ -16,7 +16,7 @@ from ._result import Figure, Result
 from ._runner import Grid
 from ._runner import run as _run
 
-__all__ = ["ENGINE_VERSION", "se", "thresholds", "amp", "gd", "smi", "sweep", "plot", "bench", "device"]
+__all__ = ["ENGINE_VERSION", "se", "thresholds", "amp", "gd", "erm", "smi", "sweep", "plot", "bench", "device"]
 
 ENGINE_VERSION = "v0.1.0"
 """The release of the command line these functions were made from (aim version)."""
@@ -227,6 +227,7 @@ _AMP_FLAGS: dict[str, tuple[str, str]] = {
     "tokens": ("tokens", "string"),
     "tol": ("tol", "float"),
     "trace": ("trace", "string"),
+    "weight_decay": ("weight-decay", "float"),
     "workers": ("workers", "int"),
 }
 
@@ -261,6 +262,7 @@ def amp(
     tokens: Text | None = None,
     tol: float | None = None,
     trace: Text | None = None,
+    weight_decay: float | None = None,
     workers: int | None = None,
     progress: bool = True,
     timeout: float | None = None,
@@ -275,6 +277,14 @@ def amp(
 
           aim amp --channel softmax --T 2 --rho 0.5 --D 200 --alpha 0.05,0.1,0.15 --seeds 8
           aim amp --channel hardmax --rho 0.5 --D 100 --alpha 0.2,1 --seeds 4 --max-iter 500
+          aim amp --channel linear --rho 0.5 --D 200 --alpha 0.2,0.4,0.6 --weight-decay 0.1
+
+        --weight-decay LAMBDA (> 0, linear channel only) runs GAMP for empirical risk minimisation
+        instead: the estimator is the minimiser of the square loss plus lambda Tr S over PSD S
+        (docs/theory/aim.md 4.1), the weight_decay column holds lambda, se_mmse the ERM state
+        evolution's test error (aim erm --weight-decay LAMBDA) instead of the Bayes-optimal mmse, and
+        the plot's line is that state evolution's. The limit lambda -> 0+ has no GAMP fixed point: it
+        is aim erm --weight-decay 0.
 
         Seeds: run s of a point uses seed --seed + s for its teacher, data and start, so the same
         seed gives the same numbers on any device, and every alpha shares its teachers.
@@ -310,6 +320,7 @@ def amp(
         tokens: tokens X stored on the device, or streamed: regenerated chunk by chunk from the seed at every use, never stored (same values); auto stores when the largest run fits (default auto).
         tol: convergence tolerance; stop when the estimated distance to the fixed point, ||S-hat - S-hat*||^2/D (the step over (1 - r)^2, r the contraction rate of the last steps), is below tol (default 1e-05).
         trace: also write every iteration of every run to this CSV.
+        weight_decay: weight decay lambda >= 0: the training loss gains lambda Tr S; one lambda > 0: run GAMP for ERM, the minimiser of the square loss plus lambda Tr S over PSD S, instead of GAMP-RIE, beside the ERM state evolution instead of the Bayes-optimal one (--channel linear only; lambda -> 0+ is aim erm --weight-decay 0); not given: GAMP-RIE, column weight_decay 0 (default 0).
         workers: CPU goroutines (0: all cores); the results do not depend on it (default 0).
         progress: draw a progress bar (tqdm, when installed) from the engine's --progress json.
         timeout: seconds after which the run is interrupted as by Ctrl-C (its finished rows
@@ -332,6 +343,7 @@ _GD_FLAGS: dict[str, tuple[str, str]] = {
     "channel": ("channel", "string"),
     "chunk": ("chunk", "int"),
     "device": ("device", "list"),
+    "direct": ("direct", "bool"),
     "lr": ("lr", "float"),
     "max_iter": ("max-iter", "int"),
     "max_memory": ("max-memory", "string"),
@@ -347,12 +359,14 @@ _GD_FLAGS: dict[str, tuple[str, str]] = {
     "seed": ("seed", "uint"),
     "seeds": ("seeds", "int"),
     "size": ("size", "string"),
+    "spectrum": ("spectrum", "string"),
     "threads": ("threads", "int"),
     "title": ("title", "string"),
     "tokens": ("tokens", "string"),
     "trace": ("trace", "string"),
     "trace_every": ("trace-every", "int"),
     "uncentred": ("uncentred", "bool"),
+    "weight_decay": ("weight-decay", "float"),
     "workers": ("workers", "int"),
 }
 
@@ -369,6 +383,7 @@ def gd(
     channel: Text | None = None,
     chunk: int | None = None,
     device: Grid | None = None,
+    direct: bool | None = None,
     lr: float | None = None,
     max_iter: int | None = None,
     max_memory: Text | None = None,
@@ -383,12 +398,14 @@ def gd(
     seed: int | None = None,
     seeds: int | None = None,
     size: Text | None = None,
+    spectrum: Text | None = None,
     threads: int | None = None,
     title: Text | None = None,
     tokens: Text | None = None,
     trace: Text | None = None,
     trace_every: int | None = None,
     uncentred: bool | None = None,
+    weight_decay: float | None = None,
     workers: int | None = None,
     progress: bool = True,
     timeout: float | None = None,
@@ -399,7 +416,11 @@ def gd(
 
         Gradient-descent students of the softmax attention-indexed model (docs/theory/aim.md section 4),
         or of the extensive-width quadratic network with --channel linear (section 2.8):
-        W in R^{R x D}, S = W^T W / sqrt(R D), full-batch loss sum (y-hat - y)^2 / D, Adam or plain GD.
+        W in R^{R x D}, S = W^T W / sqrt(R D), full-batch loss sum (y-hat - y)^2 / D, Adam or plain GD;
+        --weight-decay lambda adds lambda Tr S to the loss trained (final_loss stays the data loss, and
+        the penalty column holds lambda Tr S). --direct trains S itself, symmetric and element by
+        element from S = 0, instead of W: the weight decay is then lambda ||S||_F^2 (ridge), and the
+        penalty column holds that.
         One training per (rho, alpha, seed); with --restarts K the estimate is the average of the final
         S of K students on the same data ("averaged GD"). The plot puts GD single, GD averaged, AMP
         (from --amp) and the SE line against alpha-bar = alpha (T^2 + T - 2), as in the paper's figure.
@@ -407,6 +428,8 @@ def gd(
           aim gd --T 2 --rho 0.5 --D 100 --alpha 0.01,0.05,0.1,0.25 --seeds 4 --restarts 32
           aim gd --D 100 --alpha 0.1 --seeds 1 --trace results/gd_trace.csv
           aim gd --channel linear --rho 0.5 --D 100 --alpha 0.1,0.2,0.3 --seeds 2 --restarts 16
+          aim gd --channel linear --D 100 --alpha 0.2 --weight-decay 0.01 --spectrum results/gd_spectrum.csv
+          aim gd --channel linear --D 100 --alpha 0.2,0.4 --direct --weight-decay 0.1 --optimizer gd --lr 0.05
 
         Hardmax students are not offered: the hardmax output has no useful gradient.
 
@@ -414,7 +437,7 @@ def gd(
 
     Args:
         D: token dimension (default 100).
-        R: student width (0: the teacher's R = floor(rho D)) (default 0).
+        R: student width (0: the teacher's R = floor(rho D); with --direct the R_student column holds D) (default 0).
         T: tokens per sequence, an integer (linear: 1, its default) (default 2).
         alpha: sample complexity alpha = N/D^2: a list or range (linear: default 0.1,0.2,0.3) (default 0.0025,0.0125,0.025,0.075,0.25).
         amp: an 'aim amp' CSV whose points to draw on the plot.
@@ -423,6 +446,7 @@ def gd(
         channel: output channel: softmax, or linear (y = h at T = 1: the extensive-width quadratic network, width ratio kappa = rho); the hardmax output has no useful gradient (default softmax).
         chunk: samples per chunk of streamed tokens (0: the largest that fits, at most 4096) (default 0).
         device: where it runs: a comma list of cpu, cpu:K (K CPU devices), cuda, cuda:I, cuda:all and auto, consecutive ordinals cuda:I,J,... being one group of GPUs; one device or one group (the samples sharded over its GPUs; cpu:K, a check that groups change nothing) (default auto).
+        direct: train S itself, element by element (symmetric, from S = 0), instead of W: the weight decay is then lambda ||S||_F^2 (ridge) instead of lambda Tr S (docs/theory/aim.md 4.1); one student (--restarts 1), no --R.
         lr: learning rate (default 0.1).
         max_iter: iteration cap; full-batch steps per student, every one taken (GD has no stopping rule) (default 1000).
         max_memory: cap on a run's device memory, e.g. 4GiB or 512MiB (default: the device's free memory).
@@ -437,12 +461,14 @@ def gd(
         seed: random seed; run s uses seed + s for its teacher, data and start (default 1).
         seeds: independent runs per grid point, run s with seed --seed + s; every alpha shares its teachers (default 4).
         size: figure size WxH with a unit: in, cm, mm or pt, e.g. 3.4x2.6in (a journal column) or 17x10cm (default 6x4.2in).
+        spectrum: write the D eigenvalues of the first student's final S of each run to this CSV: columns rho, alpha, seed, weight_decay, direct, index (0 the smallest), eigenvalue.
         threads: threads of the CPU backend's BLAS library, OpenBLAS or MKL (0: all cores) (default 0).
         title: the figure's title ("" for none; default: the automatic title).
         tokens: tokens X stored on the device, or streamed: regenerated chunk by chunk from the seed at every use, never stored (same values); auto stores when the largest run fits (default auto).
         trace: write the training curve (loss and error against step) of the first student of each run to this CSV, and its plot beside it.
         trace_every: steps between traced points (with --trace) (default 10).
         uncentred: linear channel: train on the uncentred outputs x^T S x / sqrt(D) of student and teacher, as the authors' GD of the quadratic network does (docs/theory/aim.md 2.8), instead of the centred h.
+        weight_decay: weight decay lambda >= 0: the training loss gains lambda Tr S = lambda ||W||_F^2 / sqrt(R D), nuclear-norm regularisation of S (docs/theory/aim.md 4.1); with --direct lambda ||S||_F^2 (default 0).
         workers: CPU goroutines (0: all cores); the results do not depend on it (default 0).
         progress: draw a progress bar (tqdm, when installed) from the engine's --progress json.
         timeout: seconds after which the run is interrupted as by Ctrl-C (its finished rows
@@ -452,6 +478,122 @@ def gd(
         Result: the CSV written, its manifest and figure.
     """
     return _run("gd", _GD_FLAGS, locals())
+
+
+_ERM_FLAGS: dict[str, tuple[str, str]] = {
+    "alpha": ("alpha", "list"),
+    "axes": ("axes", "string"),
+    "channel": ("channel", "string"),
+    "damping": ("damping", "float|auto"),
+    "eigenvalues": ("eigenvalues", "string"),
+    "gd": ("gd", "string"),
+    "max_iter": ("max-iter", "int"),
+    "noise": ("noise", "float"),
+    "out": ("out", "string"),
+    "penalty": ("penalty", "string"),
+    "plot": ("plot", "string"),
+    "progress": ("progress", "auto|json|none"),
+    "rho": ("rho", "list"),
+    "size": ("size", "string"),
+    "spectrum": ("spectrum", "float"),
+    "title": ("title", "string"),
+    "tol": ("tol", "float"),
+    "weight_decay": ("weight-decay", "list"),
+    "workers": ("workers", "int"),
+}
+
+
+def erm(
+    *,
+    alpha: Grid | None = None,
+    axes: Text | None = None,
+    channel: Text | None = None,
+    damping: float | str | None = None,
+    eigenvalues: Text | None = None,
+    gd: Text | None = None,
+    max_iter: int | None = None,
+    noise: float | None = None,
+    out: Text | None = None,
+    penalty: Text | None = None,
+    plot: Text | None = None,
+    rho: Grid | None = None,
+    size: Text | None = None,
+    spectrum: float | None = None,
+    title: Text | None = None,
+    tol: float | None = None,
+    weight_decay: Grid | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+    timeout: float | None = None,
+) -> Result:
+    """Empirical risk minimisation with weight decay in the quadratic network (state evolution) beside the Bayes-optimal error.
+
+    The command's help (``aim erm -h``)::
+
+        State evolution of empirical risk minimisation (ERM) with weight decay in the extensive-width
+        quadratic network, the attention-indexed model's linear channel at T = 1 (docs/theory/aim.md
+        2.8): the minimiser S-hat of the square loss plus lambda Tr S over PSD matrices (the nuclear
+        norm of S, what weight decay on W with S = W^T W / sqrt(R D) becomes), which gradient descent
+        reaches with a wide enough student. With --penalty ridge the regulariser is lambda ||S||_F^2
+        over symmetric S instead, what weight decay becomes when S itself is trained (aim gd
+        --direct): S-hat = s Y, a shrinkage s (column shrink) of every eigenvalue, no threshold. One
+        line per --rho and --weight-decay of its test error ||S-hat - S||_F^2 / D against alpha =
+        N/D^2, beside the Bayes-optimal error of aim se at the same point, written as CSV (one row per
+        point), a JSON manifest beside it, and a plot.
+
+          aim erm --rho 0.5 --noise 0.25 --weight-decay 0,0.1,1
+          aim erm --rho 0.5 --alpha 0.3 --spectrum 0.3 --weight-decay 0.1
+          aim erm --rho 0.5 --alpha 0.1,0.2,0.3 --weight-decay 0,0.1 --gd results/gd.csv
+          aim erm --rho 0.5 --penalty ridge --weight-decay 0,0.1 --spectrum 0.3
+
+        Weight decay 0 is the limit lambda -> 0+: the minimal nuclear-norm interpolator while the data
+        can be interpolated (column interpolating), least squares over PSD matrices beyond (ridge: the
+        minimal Frobenius-norm interpolator below alpha = 1/2, least squares above; at alpha = 1/2 its
+        error is infinite and the row is left out, the manifest says so under infinite). The manifest
+        records, per rho, the nuclear estimator's thresholds at lambda -> 0+ under thresholds:
+        perfect_recovery, alpha_c above which it recovers S from noiseless labels, and with --noise > 0
+        interpolation, alpha_interp below which it fits every label; the plot draws them beside the
+        nuclear line of lambda = 0 when --weight-decay has 0. --gd draws the points of an aim gd CSV
+        (--channel linear; its weight_decay column, 0 where it has none, picks the line's colour; only
+        its runs that match --penalty: direct true for ridge, false or no column for nuclear).
+        --spectrum ALPHA also writes <out>_spectrum.csv, the density of the continuous part of S-hat's
+        limiting spectrum on a grid of 400 points over its support for each rho and lambda, every row
+        with the atom at 0 (column atom = 1 - rank; ridge: 0, and the support can reach below 0), and
+        its figure; --eigenvalues draws the eigenvalues of an aim gd --spectrum CSV at that alpha
+        beside it as histograms (of the students that match --penalty; nuclear: those below 1e-6 left
+        out, their share set beside the predicted atom).
+
+        Grids: a list "0.05,0.1", a linear range "a:b:n" or a geometric range "a:b:n:log".
+
+    Keyword arguments are the flags of ``aim erm`` (docs/cli/erm.md), dashes written as underscores; None leaves the engine's default.
+
+    Args:
+        alpha: sample complexity grid alpha = N/D^2 (default 0.02:1:50).
+        axes: plot axes: auto, lin, logx, logy or loglog (auto: lin) (default auto).
+        channel: output channel: linear only (y = h at T = 1: the extensive-width quadratic network, width ratio kappa = rho); the ERM theory is not implemented for softmax or hardmax (default linear).
+        damping: damping theta in [0, 1), the weight on the old iterate: x <- theta x + (1 - theta) x_new (0: undamped); auto: 0.5 (default 0.5).
+        eigenvalues: with --spectrum: an 'aim gd --spectrum' CSV whose eigenvalues at that alpha, a --rho and a --weight-decay to draw beside the predicted density as histograms.
+        gd: an 'aim gd --channel linear' CSV whose points (mean and standard error over seeds of its error column per alpha and weight decay) to draw on the plot.
+        max_iter: iteration cap; ERM SE iterations (default 20000).
+        noise: label noise Delta >= 0: y = h + sqrt(Delta) xi (default 0).
+        out: CSV output (the manifest goes beside it as .json) (default results/erm.csv).
+        penalty: the estimator's regulariser: nuclear (lambda Tr S over PSD S, weight decay on W, as aim gd trains) or ridge (lambda ||S||_F^2 over symmetric S, weight decay on S itself, as aim gd --direct trains) (default nuclear).
+        plot: plot output, .png, .svg or .pdf; empty for none (default results/erm.png).
+        rho: rank ratio rho = R/D: a value, list or range; repeatable, each value once (default 0.5).
+        size: figure size WxH with a unit: in, cm, mm or pt, e.g. 3.4x2.6in (a journal column) or 17x10cm (default 6x4.2in).
+        spectrum: also write the limiting spectrum of S-hat at this alpha to <out>_spectrum.csv, and its figure beside the plot (default 0).
+        title: the figure's title ("" for none; default: the automatic title).
+        tol: convergence tolerance; stop when the ERM SE's test error moves less (default 1e-12).
+        weight_decay: weight decay lambda >= 0: the training loss gains lambda Tr S; the nuclear-norm regularisation of S (--penalty ridge: lambda ||S||_F^2); a list or range of lambda, one line each; 0 is the limit lambda -> 0+ (the minimal nuclear-norm interpolator, then PSD least squares) (default 0,0.01,0.1,1).
+        workers: CPU goroutines (0: all cores); the results do not depend on it; points solved in parallel (default 0).
+        progress: draw a progress bar (tqdm, when installed) from the engine's --progress json.
+        timeout: seconds after which the run is interrupted as by Ctrl-C (its finished rows
+            kept where the command keeps them) and Timeout is raised; None: no limit.
+
+    Returns:
+        Result: the CSV written, its manifest and figure.
+    """
+    return _run("erm", _ERM_FLAGS, locals())
 
 
 _SMI_SE_FLAGS: dict[str, tuple[str, str]] = {
@@ -614,11 +756,12 @@ def plot(
         Draws a figure from CSVs written by the run commands, with the same code the run commands
         draw their own plots with: aim se CSVs as lines (one per rho; the thresholds of the JSON
         manifest beside the CSV as vertical lines), aim amp and aim gd runs as the mean over seeds
-        per alpha with its standard error, aim smi se, amp, sgd and thresholds CSVs as their
+        per alpha with its standard error, aim erm CSVs as lines (the thresholds of their manifest
+        beside the nuclear lambda = 0 line), aim smi se, amp, sgd and thresholds CSVs as their
         commands draw them, and the --trace CSVs of aim amp, aim gd and aim smi amp. Several files
-        overlay on one figure: SE lines beside AMP points, AMP points beside GD, an aim smi
-        thresholds CSV's thresholds on an aim smi se figure. The kind of each CSV is read from its
-        header.
+        overlay on one figure: SE lines beside AMP points, AMP points beside GD, ERM lines beside GD
+        points or beside the points of aim amp --weight-decay, an aim smi thresholds CSV's thresholds
+        on an aim smi se figure. The kind of each CSV is read from its header.
 
           aim plot results/demo/se_softmax.csv results/demo/amp_softmax.csv --out amp.svg
           aim plot --x alpha-bar --axes logx --out se.png se_T2.csv se_T3.csv

@@ -56,7 +56,7 @@ def test_every_command_has_its_function(reference):
 def test_every_function_is_a_command(reference):
     names = {c["name"] for c in _commands(reference)}
     found = set()
-    for attr in ("se", "thresholds", "amp", "gd", "plot", "bench", "device"):
+    for attr in ("se", "thresholds", "amp", "gd", "erm", "plot", "bench", "device"):
         found.add(attr)
     for group in ("smi", "sweep"):
         ns = getattr(aimtheory, group)

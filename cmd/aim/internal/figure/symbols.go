@@ -13,9 +13,12 @@ const (
 	AlphaBarC = "ᾱ_{c}"               // ρ → 0 weak-recovery threshold, in ᾱ_r
 	AlphaIT   = "α_{IT}"              // information-theoretic threshold (free entropies cross)
 	AlphaAlg  = "α_{alg}"             // algorithmic threshold (the uninformed branch jumps)
+	AlphaC    = "α_{c}"               // ERM: perfect recovery of the minimal nuclear-norm interpolator
+	AlphaInt  = "α_{interp}"          // ERM: interpolation threshold of noisy labels at λ → 0+
 	Rho       = "ρ"                   // rank ratio R/D
 	Beta      = "β"                   // softmax inverse temperature
 	Delta     = "Δ"                   // label noise variance
+	Lambda    = "λ"                   // weight decay (ERM, GD)
 	Minus     = "−"                   // U+2212, the minus sign of labels and ticks
 	RhoToZero = "ρ → 0"               // the rescaled limit's curve
 	ErrorS    = "‖Ŝ − S‖^{2}_{F} / D" // the estimation error of an estimate Ŝ of S (its MMSE at the SE)

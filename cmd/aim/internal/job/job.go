@@ -148,8 +148,8 @@ func Failures(failed []string, rows int, what string) error {
 }
 
 // kindOrder is the order in which a reader tries the kinds of CSV.
-var kindOrder = []table.Kind{table.SE, table.AMP, table.GD, table.AMPTrace, table.GDTrace, table.SMISE, table.SMIAMP,
-	table.SMIAMPTrace, table.SMISGD, table.SMIThresholds, table.AIMThresholds, table.Bench}
+var kindOrder = []table.Kind{table.SE, table.AMP, table.GD, table.AMPTrace, table.GDTrace, table.ERM, table.ERMSpectrum,
+	table.SMISE, table.SMIAMP, table.SMIAMPTrace, table.SMISGD, table.SMIThresholds, table.AIMThresholds, table.Bench}
 
 var (
 	kindsMu sync.Mutex

@@ -81,9 +81,10 @@ func (r *results) summary(rows int, wall time.Duration) string {
 	return s + fmt.Sprintf(", %s in %.2f s", r.manifest.Path(), wall.Seconds())
 }
 
-// Outputs are a command's results and, when it writes one, its trace.
+// Outputs are a command's results and, when it writes them, its trace and one more table
+// (OpenExtra).
 type Outputs struct {
-	res, trace *results
+	res, trace, extra *results
 }
 
 // OpenOutputs opens the results and the trace (none when tracePath is empty, its plot none
@@ -103,6 +104,34 @@ func OpenOutputs(csvPath, plotPath, tracePath, tracePlot string) (*Outputs, erro
 	return o, nil
 }
 
+// OpenExtra opens one more CSV of the job, with its manifest beside it and no plot (the
+// eigenvalues of `aim gd --spectrum`); an unwritable path is bad input, and every pending file
+// is removed then.
+func (o *Outputs) OpenExtra(path string) error {
+	r, err := openResults(path, "")
+	if err != nil {
+		o.Abort(err)
+		return err
+	}
+	o.extra = r
+	return nil
+}
+
+// HasExtra reports whether the job writes the table of OpenExtra.
+func (o *Outputs) HasExtra() bool { return o.extra != nil }
+
+// WriteExtra writes the table of OpenExtra and its manifest; after an interruption (stop, the
+// job's ErrInterrupted) the manifest lists the missing runs.
+func WriteExtra[R any](o *Outputs, s *table.Schema[R], L int, rows []R, manifest map[string]any, stop error, missing []Missing) error {
+	if err := s.Write(o.extra.csv.File(), L, rows); err != nil {
+		return err
+	}
+	if stop != nil {
+		MarkIncomplete(manifest, missing)
+	}
+	return o.extra.finish(nil, manifest)
+}
+
 // CSV is the results file, open for the job's rows.
 func (o *Outputs) CSV() *os.File { return o.res.csv.File() }
 
@@ -112,8 +141,10 @@ func (o *Outputs) HasTrace() bool { return o.trace != nil }
 // Abort removes every pending file and returns err.
 func (o *Outputs) Abort(err error) error {
 	o.res.files.Abort()
-	if o.trace != nil {
-		o.trace.files.Abort()
+	for _, r := range []*results{o.trace, o.extra} {
+		if r != nil {
+			r.files.Abort()
+		}
 	}
 	return err
 }
@@ -123,6 +154,16 @@ func (o *Outputs) Abort(err error) error {
 // of look), and its manifest. After an interruption (stop, the job's ErrInterrupted) the manifest lists the
 // missing runs, and an empty trace gets no figure.
 func WriteTrace[R any](o *Outputs, s *table.Schema[R], L int, rows []R, look Figure, params, manifest map[string]any, stop error, missing []Missing) error {
+	draw := func(t *table.Table) (*figure.Figure, error) {
+		return DrawFigure([]*table.Table{t}, look.Options(plot.Options{}))
+	}
+	return WriteTraceDrawn(o, s, L, rows, draw, params, manifest, stop, missing)
+}
+
+// WriteTraceDrawn is WriteTrace with the trace's figure drawn by draw, from the table of the
+// rows as aim plot reads the file back (with the manifest's parameters), for a job that draws
+// more on it than the file holds.
+func WriteTraceDrawn[R any](o *Outputs, s *table.Schema[R], L int, rows []R, draw func(t *table.Table) (*figure.Figure, error), params, manifest map[string]any, stop error, missing []Missing) error {
 	r := o.trace
 	if err := s.Write(r.csv.File(), L, rows); err != nil {
 		return err
@@ -137,7 +178,7 @@ func WriteTrace[R any](o *Outputs, s *table.Schema[R], L int, rows []R, look Fig
 			return err
 		}
 		t.Params = params
-		if fig, err = DrawFigure([]*table.Table{t}, look.Options(plot.Options{})); err != nil {
+		if fig, err = draw(t); err != nil {
 			return err
 		}
 	}
@@ -174,18 +215,20 @@ func MarkIncomplete(manifest map[string]any, missing []Missing) {
 	manifest["missing"] = append([]Missing{}, missing...)
 }
 
-// Complete writes the plot and the manifest (its outputs listing the trace's files too) and
-// commits the outputs; it returns the line to
-// print and failed, the error of rows that failed (already written without values), which
-// makes the command exit with status 1.
+// Complete writes the plot and the manifest (its outputs listing the trace's and the extra
+// table's files too) and commits the outputs; it returns the line to print and failed, the
+// error of rows that failed (already written without values), which makes the command exit
+// with status 1.
 func (o *Outputs) Complete(f *figure.Figure, manifest map[string]any, rows int, start time.Time, failed error) (string, error) {
-	var trace []string
-	if o.trace != nil {
-		for _, p := range o.trace.files {
-			trace = append(trace, p.Path())
+	var also []string
+	for _, r := range []*results{o.trace, o.extra} {
+		if r != nil {
+			for _, p := range r.files {
+				also = append(also, p.Path())
+			}
 		}
 	}
-	if err := o.res.finish(f, manifest, trace...); err != nil {
+	if err := o.res.finish(f, manifest, also...); err != nil {
 		return "", err
 	}
 	return o.res.summary(rows, time.Since(start)), failed

@@ -29,6 +29,7 @@ func TestReadTable(t *testing.T) {
 	}{
 		{aimjob.SESchema.Header(0), table.SE, 0}, {aimjob.AMPSchema.Header(0), table.AMP, 0}, {aimjob.GDSchema.Header(0), table.GD, 0},
 		{aimjob.AMPTraceSchema.Header(0), table.AMPTrace, 0}, {aimjob.GDTraceSchema.Header(0), table.GDTrace, 0},
+		{aimjob.ERMSchema.Header(0), table.ERM, 0}, {aimjob.ERMSpectrumSchema.Header(0), table.ERMSpectrum, 0},
 		{smijob.SMISESchema.Header(3), table.SMISE, 3}, {smijob.SMIAMPSchema.Header(1), table.SMIAMP, 1}, {smijob.SMIAMPTraceSchema.Header(2), table.SMIAMPTrace, 2},
 		{smijob.SMISGDSchema.Header(4), table.SMISGD, 4}, {smijob.SMIThresholdsSchema.Header(3), table.SMIThresholds, 3}, {smijob.SMIThresholdsSchema.Header(1), table.SMIThresholds, 1},
 	} {
@@ -80,6 +81,8 @@ func TestReadTable(t *testing.T) {
 func FuzzReadTable(f *testing.F) {
 	f.Add([]byte(strings.Join(aimjob.SESchema.Header(0), ",") + "\nsoftmax,2,0.5,1,0,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true\n"))
 	f.Add([]byte(strings.Join(smijob.SMIAMPSchema.Header(2), ",") + "\n2,2,1,1,60,60,1,5,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,3,false,0.1\n"))
+	f.Add([]byte(strings.Join(aimjob.ERMSchema.Header(0), ",") + "\n0.5,0.1,0,0,nuclear,1,2,0,0.7,2,1,0.3,0.2,1,true,0,9\n0.5,0.2,0,0.1,ridge,,,,,,,,,,false,,3\n"))
+	f.Add([]byte(strings.Join(aimjob.ERMSpectrumSchema.Header(0), ",") + "\n0.5,0.3,0,0,nuclear,0,0.2,0.4\n0.5,0.3,0,0,ridge,-1,0.1,0\n"))
 	f.Add([]byte("a,b\n1,2\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tab, err := table.Read(bytes.NewReader(data), "fuzz.csv", job.Kinds())
@@ -123,12 +126,14 @@ func FuzzReadTable(f *testing.F) {
 
 // TestWordColumns checks that the columns a reader keeps as words are exactly those the old
 // reader listed by name (channel, converged, device, optimizer, finished), aim bench's
-// algorithm and tokens, aim se's coexist, the precision of aim amp and aim gd, and aim gd's
-// uncentred, in every kind.
+// algorithm and tokens, aim se's coexist, the precision of aim amp and aim gd, aim gd's
+// uncentred and direct and aim erm's interpolating, in every kind, and aim erm's penalty (the
+// regulariser's name; aim gd's penalty column is its value).
 func TestWordColumns(t *testing.T) {
-	want := map[string]bool{"channel": true, "converged": true, "device": true, "optimizer": true, "finished": true,
-		"algorithm": true, "tokens": true, "coexist": true, "start": true, "precision": true, "uncentred": true}
 	for _, d := range job.Kinds() {
+		want := map[string]bool{"channel": true, "converged": true, "device": true, "optimizer": true, "finished": true,
+			"algorithm": true, "tokens": true, "coexist": true, "start": true, "precision": true, "uncentred": true, "interpolating": true,
+			"direct": true, "penalty": d.Kind == table.ERM || d.Kind == table.ERMSpectrum}
 		h := d.Header(2)
 		tab, err := table.Read(strings.NewReader(strings.Join(h, ",")+"\n"), "x.csv", []table.Def{d})
 		if err != nil {

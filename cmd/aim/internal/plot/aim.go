@@ -336,50 +336,149 @@ func groupRows(t *table.Table, rho float64) (alphas []float64, rows map[float64]
 	return alphas, rows
 }
 
+// groupRowsAt returns the rows of t at rho whose weight decay (lambdaOf) is lambda, grouped by
+// alpha in the order the alphas first appear.
+func groupRowsAt(t *table.Table, rho, lambda float64) (alphas []float64, rows map[float64][]int) {
+	alphas, all := groupRows(t, rho)
+	rows = map[float64][]int{}
+	var kept []float64
+	for _, a := range alphas {
+		for _, i := range all[a] {
+			if sameValue(lambdaOf(t, i), lambda) {
+				if _, ok := rows[a]; !ok {
+					kept = append(kept, a)
+				}
+				rows[a] = append(rows[a], i)
+			}
+		}
+	}
+	return kept, rows
+}
+
+// ermSELine returns the line of the ERM state evolution beside the GAMP-ERM runs of amp table
+// t at (rho, lambda): the test error of the nuclear rows of the `aim erm` tables at rho, t's
+// noise and lambda, from the first table that has them, or without one the se_mmse column of
+// t's rows (the ERM state evolution at the runs' alphas).
+func ermSELine(erms []*table.Table, t *table.Table, rho, lambda float64, mode string, in func(float64) bool, label string, group int) (figure.Series, bool) {
+	s := figure.Series{Label: label, Group: group}
+	noise := 0.0
+	if t.Rows() > 0 {
+		noise = noiseOf(t, 0)
+	}
+	// The x of an alpha: alpha-bar by t's own ratio alpha_bar/alpha.
+	x := func(a float64) float64 {
+		switch mode {
+		case "alpha-bar":
+			if t.Rows() > 0 {
+				return a * t.V(0, "alpha_bar") / t.V(0, "alpha")
+			}
+			return math.NaN()
+		case "alpha-rho":
+			return a / rho
+		}
+		return a
+	}
+	for _, e := range erms {
+		found := false
+		for i := 0; i < e.Rows(); i++ {
+			if !sameValue(e.V(i, "rho"), rho) || !sameValue(noiseOf(e, i), noise) || !sameValue(e.V(i, "weight_decay"), lambda) || penaltyOf(e, i) != nuclear {
+				continue
+			}
+			found = true
+			if xi := x(e.V(i, "alpha")); in(xi) {
+				s.X, s.Y = append(s.X, xi), append(s.Y, e.V(i, "test_error"))
+			}
+		}
+		if found {
+			return s, true
+		}
+	}
+	alphas, rows := groupRowsAt(t, rho, lambda)
+	for _, a := range alphas {
+		if v := t.V(rows[a][0], "se_mmse"); !math.IsNaN(v) {
+			s.X, s.Y = append(s.X, aimX(t, rows[a][0], mode)), append(s.Y, v)
+		}
+	}
+	return s, len(s.X) > 0
+}
+
 // ampFigure draws, per rho of the `aim amp` tables, the SE line of the `aim se` tables and
 // the mean final error of the runs that did not diverge, with its standard error, per alpha.
-func ampFigure(amps, ses []*table.Table, o Options) *figure.Figure {
+// The runs of GAMP for ERM (weight_decay > 0) are drawn per (rho, lambda) beside the line of
+// the ERM state evolution (ermSELine: the `aim erm` tables, or their se_mmse column), never
+// beside an SE line.
+func ampFigure(amps, ses, erms []*table.Table, o Options) *figure.Figure {
 	mode := o.xMode("alpha")
 	f := &figure.Figure{XLabel: aimXLabel[mode], YLabel: figure.ErrorLabel}
-	lines := false // whether some SE line is drawn: the title says so only then
+	lines := false               // whether some SE line is drawn: the title says so only then
+	rie, ermRuns := false, false // which algorithms the points are
 	o.applyAxes(f, aimAutoAxes(amps, ses), aimAutoAxes(amps, ses))
 	if !f.LogY {
 		f.YMin, f.YMax = 0, 1.05
 	}
 	in := simWindow(amps, mode, f.LogX)
 	for _, t := range amps {
-		for gi, r := range distinctValues(t, "rho") {
-			alphas, rows := groupRows(t, r)
-			if line, ok := seLine(ses, r, mode, in, rhoLabel(r), gi); ok {
-				f.Series = append(f.Series, line)
-				lines = true
-			}
-			pts := figure.Series{Label: rhoLabel(r), Group: gi, Points: true} // one legend entry with its SE line
-			for _, a := range alphas {
-				var s, s2, n float64
-				for _, i := range rows[a] {
-					if e := t.V(i, "error"); !math.IsNaN(e) {
-						s += e
-						s2 += e * e
-						n++
-					}
-				}
-				if n == 0 {
+		rhos := distinctValues(t, "rho")
+		var lambdas []float64
+		for i := 0; i < t.Rows(); i++ {
+			lambdaIndex(&lambdas, lambdaOf(t, i))
+		}
+		for li, l := range lambdas {
+			for gi, r := range rhos {
+				alphas, rows := groupRowsAt(t, r, l)
+				if len(alphas) == 0 {
 					continue
 				}
-				mean := s / n
-				stderr := 0.0
-				if n > 1 {
-					stderr = math.Sqrt(math.Max(0, s2/n-mean*mean) * n / (n - 1) / n)
+				g := li*len(rhos) + gi
+				label := rhoLabel(r) // one legend entry with its SE line
+				if l > 0 {
+					ermRuns = true
+					label = fmt.Sprintf("GAMP-ERM %s, %s", lambdaLabel(l), rhoLabel(r))
+					if line, ok := ermSELine(erms, t, r, l, mode, in, fmt.Sprintf("ERM SE %s, %s", lambdaLabel(l), rhoLabel(r)), g); ok {
+						f.Series = append(f.Series, line)
+						lines = true
+					}
+				} else {
+					rie = true
+					if line, ok := seLine(ses, r, mode, in, rhoLabel(r), g); ok {
+						f.Series = append(f.Series, line)
+						lines = true
+					}
 				}
-				pts.X, pts.Y, pts.YErr = append(pts.X, aimX(t, rows[a][0], mode)), append(pts.Y, mean), append(pts.YErr, stderr)
+				pts := figure.Series{Label: label, Group: g, Points: true}
+				for _, a := range alphas {
+					var s, s2, n float64
+					for _, i := range rows[a] {
+						if e := t.V(i, "error"); !math.IsNaN(e) {
+							s += e
+							s2 += e * e
+							n++
+						}
+					}
+					if n == 0 {
+						continue
+					}
+					mean := s / n
+					stderr := 0.0
+					if n > 1 {
+						stderr = math.Sqrt(math.Max(0, s2/n-mean*mean) * n / (n - 1) / n)
+					}
+					pts.X, pts.Y, pts.YErr = append(pts.X, aimX(t, rows[a][0], mode)), append(pts.Y, mean), append(pts.YErr, stderr)
+				}
+				f.Series = append(f.Series, pts)
 			}
-			f.Series = append(f.Series, pts)
 		}
 	}
-	f.Title = "GAMP-RIE"
+	name := "GAMP-RIE"
+	switch {
+	case ermRuns && rie:
+		name = "GAMP-RIE and GAMP for ERM"
+	case ermRuns:
+		name = "GAMP for ERM"
+	}
+	f.Title = name
 	if t := amps[0]; t.Rows() > 0 {
-		f.Title = fmt.Sprintf("GAMP-RIE at D = %s", wholeNum(t.V(0, "D")))
+		f.Title = fmt.Sprintf("%s at D = %s", name, wholeNum(t.V(0, "D")))
 	}
 	if lines {
 		f.Title += " (points), state evolution (lines)"

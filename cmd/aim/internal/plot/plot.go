@@ -48,8 +48,9 @@ func (o Options) applyAxes(f *figure.Figure, logx, logy bool) {
 }
 
 // Build draws tables on one figure. The layout follows the kinds: GD points (with the SE
-// lines and AMP points beside them), else AMP points (with the SE lines), else SE lines with
-// their thresholds; the SMI kinds likewise; a trace or a thresholds-against-c CSV alone. An
+// lines and AMP points beside them), else AMP points (with the SE lines, and the ERM lines
+// beside GAMP for ERM), else SE lines with their thresholds; ERM lines (with GD points); the
+// SMI kinds likewise; a trace, an ERM spectrum or a thresholds-against-c CSV alone. An
 // impossible combination is an error (bad input).
 func Build(tables []*table.Table, o Options) (*figure.Figure, error) {
 	if len(tables) == 0 {
@@ -108,17 +109,38 @@ func Build(tables []*table.Table, o Options) (*figure.Figure, error) {
 		default:
 			f = smiSGDFigure(t, o)
 		}
+	case len(by[table.ERMSpectrum]) > 0:
+		t := by[table.ERMSpectrum][0]
+		if err := alone(t); err != nil {
+			return nil, err
+		}
+		f = ERMSpectrumFigure(t, nil, o)
+	case len(by[table.ERM]) > 0 && len(by[table.AMP]) == 0:
+		for _, t := range tables {
+			if t.Kind != table.ERM && t.Kind != table.GD {
+				return nil, fmt.Errorf("%s is an %s CSV: an aim erm CSV is plotted alone or with aim gd CSVs", t.Path, t.Kind)
+			}
+		}
+		if o.X != "" && o.X != "auto" && o.X != "alpha" {
+			return nil, fmt.Errorf("--x %s: an aim erm CSV is drawn against alpha = N/D^2", o.X)
+		}
+		f = ermFigure(by[table.ERM], by[table.GD], o)
 	case aim > 0 && (smi > 0 || len(by[table.SMIThresholds]) > 0):
 		return nil, fmt.Errorf("aim se/amp/gd CSVs and aim smi CSVs cannot share a figure (different models)")
 	case aim > 0:
 		if o.X != "" && o.X != "auto" && o.X != "alpha" && o.X != "alpha-bar" && o.X != "alpha-rho" {
 			return nil, fmt.Errorf("--x %q: want alpha, alpha-bar or alpha-rho", o.X)
 		}
+		for _, t := range tables {
+			if t.Kind == table.ERM && len(by[table.GD]) > 0 {
+				return nil, fmt.Errorf("%s is an aim erm CSV: it is plotted with aim gd CSVs or with aim amp CSVs, not with both", t.Path)
+			}
+		}
 		switch {
 		case len(by[table.GD]) > 0:
 			f = gdFigure(by[table.GD], by[table.SE], by[table.AMP], o)
 		case len(by[table.AMP]) > 0:
-			f = ampFigure(by[table.AMP], by[table.SE], o)
+			f = ampFigure(by[table.AMP], by[table.SE], by[table.ERM], o)
 		default:
 			f = seFigure(by[table.SE], o)
 		}

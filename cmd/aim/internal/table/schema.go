@@ -26,6 +26,9 @@ const (
 	GD            Kind = "aim gd"
 	AMPTrace      Kind = "aim amp --trace"
 	GDTrace       Kind = "aim gd --trace"
+	ERM           Kind = "aim erm"
+	ERMSpectrum   Kind = "aim erm --spectrum"
+	GDSpectrum    Kind = "aim gd --spectrum" // written only: no figure reads it
 	SMISE         Kind = "aim smi se"
 	SMIAMP        Kind = "aim smi amp"
 	SMIAMPTrace   Kind = "aim smi amp --trace"

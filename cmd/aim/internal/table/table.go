@@ -40,17 +40,26 @@ type Thresholds struct {
 	Stability []float64          // aim smi se: alpha_l = 1/F_l per layer; NaN or Inf for none
 	Fallback  []float64          // aim smi se: where stability is out of range: the onset (or the conditional threshold)
 	FromCSV   bool               // Fallback holds conditional thresholds (from an `aim smi thresholds` CSV)
+	// PerfectRecovery (aim erm): alpha_c per rho (RhoKey), above which the minimal nuclear-norm
+	// interpolator of noiseless labels recovers S exactly (erm.PerfectRecovery).
+	PerfectRecovery map[string]float64
+	// Interpolation (aim erm, label noise > 0): alpha_interp per rho, below which the nuclear
+	// estimator at lambda -> 0+ fits every label (erm.Interpolation).
+	Interpolation map[string]float64
 }
 
 // RhoKey is the key of a rho in the thresholds' maps (and the manifests' JSON).
 func RhoKey(r float64) string { return strconv.FormatFloat(r, 'g', -1, 64) }
 
 // AlphaPRAt returns the perfect-recovery threshold of rho, or false.
-func (th *Thresholds) AlphaPRAt(rho float64) (float64, bool) {
-	if a, ok := th.AlphaPR[RhoKey(rho)]; ok {
+func (th *Thresholds) AlphaPRAt(rho float64) (float64, bool) { return RhoAt(th.AlphaPR, rho) }
+
+// RhoAt returns the value of rho in a map keyed by RhoKey, or false.
+func RhoAt(m map[string]float64, rho float64) (float64, bool) {
+	if a, ok := m[RhoKey(rho)]; ok {
 		return a, true
 	}
-	for k, a := range th.AlphaPR { // a rho written with more digits than the CSV keeps
+	for k, a := range m { // a rho written with more digits than the CSV keeps
 		if r, err := strconv.ParseFloat(k, 64); err == nil && FormatFloat(r) == FormatFloat(rho) {
 			return a, true
 		}
@@ -202,12 +211,29 @@ func ReadFile(path string, defs []Def) (*Table, error) {
 				t.Th.AlphaBarC = x
 			}
 		}
+	case ERM:
+		if th != nil {
+			t.Th = &Thresholds{PerfectRecovery: jsonMap(th["perfect_recovery"]), Interpolation: jsonMap(th["interpolation"])}
+		}
 	case SMISE:
 		if th != nil {
 			t.Th = &Thresholds{Stability: jsonList(th["stability"], t.L), Fallback: jsonList(th["onset"], t.L)}
 		}
 	}
 	return t, nil
+}
+
+// jsonMap reads an object of numbers (keyed by RhoKey); entries that are not numbers are left
+// out.
+func jsonMap(v any) map[string]float64 {
+	out := map[string]float64{}
+	m, _ := v.(map[string]any)
+	for k, x := range m {
+		if f, ok := x.(float64); ok {
+			out[k] = f
+		}
+	}
+	return out
 }
 
 // NaNs returns n NaNs (n values not known).

@@ -12,10 +12,13 @@ import (
 	"github.com/aimtheory/aim/device/cuda"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/aim/amp"
+	"github.com/aimtheory/aim/engine/aim/erm"
+	"github.com/aimtheory/aim/engine/aim/se"
 )
 
 // AMPConfig is the configuration of `aim amp`: GAMP-RIE runs at dimension D, one per (rho,
-// alpha, seed), beside the state evolution.
+// alpha, seed), beside the state evolution; with ERM, GAMP for empirical risk minimisation with
+// weight decay beside the ERM state evolution (linear channel).
 type AMPConfig struct {
 	Sim
 	MaxIter   int     // iteration cap; 0: amp.ChannelOptions's, 100 for softmax, 500 for hardmax (Validate sets it)
@@ -23,6 +26,10 @@ type AMPConfig struct {
 	Tol       float64 // stop when the estimated ||S-hat - S-hat*||^2/D < Tol (amp.Options.Tol)
 	PaperInit bool    // start as the authors' code does
 	SE        string  // an `aim se` CSV whose lines the figure draws ("": solved on a dense grid)
+	// ERM runs GAMP for ERM with weight decay WeightDecay > 0 instead of GAMP-RIE
+	// (amp.Options.ERM; --weight-decay given).
+	ERM         bool
+	WeightDecay float64
 
 	seTable *table.Table
 }
@@ -41,6 +48,16 @@ func (c *AMPConfig) Validate() error {
 	c.hardmaxAnyT = true // GAMP-RIE runs the hardmax channel at any 2 <= T <= 6
 	if err := c.validate([]string{"0.5"}, "0.05,0.1,0.15"); err != nil {
 		return err
+	}
+	if c.ERM {
+		switch {
+		case c.Channel != "linear":
+			return job.Inputf("--weight-decay with --channel %s: GAMP for ERM is implemented for the linear channel (--channel linear) only", c.Channel)
+		case !(c.WeightDecay > 0) || math.IsInf(c.WeightDecay, 0):
+			return job.Inputf("--weight-decay %g: GAMP for ERM needs a finite lambda > 0 (the limit lambda -> 0+ is the state evolution's: aim erm --weight-decay 0)", c.WeightDecay)
+		case c.SE != "":
+			return job.Inputf("--se with --weight-decay: the line beside GAMP for ERM is the ERM state evolution's, solved here (aim erm), not aim se's")
+		}
 	}
 	def := amp.ChannelOptions(c.channelSpec())
 	if c.MaxIter == 0 {
@@ -80,7 +97,24 @@ func (c *AMPConfig) options() amp.Options {
 	o := amp.ChannelOptions(c.channelSpec())
 	o.MaxIter, o.Damping, o.Tol, o.PaperInit = c.MaxIter, c.Damping, c.Tol, c.PaperInit
 	o.Precision = c.prec
+	o.ERM, o.WeightDecay = c.ERM, c.WeightDecay
 	return o
+}
+
+// ermProblem is the ERM estimator that GAMP for ERM computes at (rho, alpha): the nuclear
+// penalty at the weight decay, the command's noise.
+func (c *AMPConfig) ermProblem(rho, alpha float64) erm.Problem {
+	return erm.Problem{Rho: rho, Alpha: alpha, Noise: c.Noise, Lambda: c.WeightDecay, Penalty: erm.Nuclear}
+}
+
+// ermError is the ERM state evolution's test error at (rho, alpha) beside a GAMP-ERM run (NaN
+// where it does not converge).
+func (c *AMPConfig) ermError(rho, alpha float64) float64 {
+	pt, err := erm.Solve(c.ermProblem(rho, alpha), se.DefaultOptions())
+	if err != nil {
+		return math.NaN()
+	}
+	return pt.TestError
 }
 
 // CheckMemory refuses the configuration when its largest run fits in d's memory (within
@@ -101,11 +135,12 @@ type AMPRow struct {
 	T               int
 	Rho, Beta       float64 // Beta NaN (empty) for hardmax
 	Noise           float64 // label noise Delta (0: noiseless)
+	WeightDecay     float64 // lambda of GAMP for ERM (0: Bayes-optimal GAMP-RIE)
 	D, N, R         int
 	Alpha, AlphaBar float64
 	Seed            uint64
 	Error           float64 // the final ||S-hat - S||_F^2 / D; NaN for a diverged run
-	SEMMSE          float64 // the state evolution at (rho, alpha)
+	SEMMSE          float64 // the state evolution at (rho, alpha): the Bayes-optimal mmse, or with WeightDecay > 0 the ERM test error
 	Iterations      int
 	Distance        float64 // the estimated ||S-hat - S-hat*||_F^2 / D at the end (amp.Result.Distance)
 	Converged       bool
@@ -121,6 +156,7 @@ var AMPSchema = &table.Schema[AMPRow]{Kind: table.AMP, Columns: []table.Column[A
 	table.Float("rho", func(r *AMPRow) float64 { return r.Rho }),
 	table.Float("beta", func(r *AMPRow) float64 { return r.Beta }),
 	table.Added(table.Float("noise", func(r *AMPRow) float64 { return r.Noise })),
+	table.Added(table.Float("weight_decay", func(r *AMPRow) float64 { return r.WeightDecay })),
 	table.Int("D", func(r *AMPRow) int { return r.D }),
 	table.Int("N", func(r *AMPRow) int { return r.N }),
 	table.Int("R", func(r *AMPRow) int { return r.R }),
@@ -205,9 +241,22 @@ func RunAMP(c *AMPConfig, env job.Env) (*AMPResult, error) {
 func (j *ampJob) run(env job.Env) (*AMPResult, error) {
 	c := j.c
 	res := &AMPResult{Note: j.dev.Note, Tokens: j.plan}
-	bar := env.Meter(len(c.rhos)*len(c.alphas)*c.Seeds*c.MaxIter, "amp "+c.csvChannel())
+	what := "amp " + c.csvChannel()
+	ch := j.ch
+	theory := map[[2]float64]float64{} // ERM: the ERM state evolution's test error per (rho, alpha)
+	if c.ERM {
+		what, ch = "amp erm "+c.csvChannel(), nil // no Bayes-optimal SE beside ERM runs
+	}
+	bar := env.Meter(len(c.rhos)*len(c.alphas)*c.Seeds*c.MaxIter, what)
 	defer bar.Finish()
-	err := c.eachRun(env.Ctx(), j.ch, amp.ErrDiverged, &res.Failed, &res.Missing, func(r simRun) error {
+	err := c.eachRun(env.Ctx(), ch, amp.ErrDiverged, &res.Failed, &res.Missing, func(r simRun) error {
+		if c.ERM {
+			k := [2]float64{r.rho, r.alpha}
+			if _, ok := theory[k]; !ok {
+				theory[k] = c.ermError(r.rho, r.alpha)
+			}
+			r.mmse = theory[k]
+		}
 		o := c.options()
 		o.Progress = func(amp.Iteration) { bar.Add(1) }
 		out, err := ampOnce(j.dev, j.plan, r.p, o)
@@ -218,7 +267,7 @@ func (j *ampJob) run(env job.Env) (*AMPResult, error) {
 		for _, it := range out.Trace {
 			res.Trace = append(res.Trace, AMPTraceRow{Rho: r.rho, Alpha: r.alpha, Seed: r.seed, Iter: it.Iter, Error: it.Error, Step: it.Step, Distance: it.Distance, Damping: it.Damping, Delta: it.Delta, Seconds: it.Seconds})
 		}
-		row := AMPRow{Channel: c.csvChannel(), T: c.T, Rho: r.rho, Beta: c.csvBeta(), Noise: c.csvNoise(), D: c.D, N: r.p.N(), R: r.p.R(), Alpha: r.alpha,
+		row := AMPRow{Channel: c.csvChannel(), T: c.T, Rho: r.rho, Beta: c.csvBeta(), Noise: c.csvNoise(), WeightDecay: c.WeightDecay, D: c.D, N: r.p.N(), R: r.p.R(), Alpha: r.alpha,
 			AlphaBar: r.alpha * c.directions(), Seed: r.seed, Error: out.Error, SEMMSE: r.mmse, Iterations: out.Iterations,
 			Distance: out.Distance, Converged: err == nil && out.Converged, Seconds: out.Seconds, Device: j.dev.Name(),
 			Precision: c.prec.String()}
@@ -264,7 +313,8 @@ func ExecuteAMP(c *AMPConfig, env job.Env) (string, error) {
 	for k, v := range c.tokenParams(res.Tokens) {
 		params[k] = v
 	}
-	for k, v := range map[string]any{"max_iter": c.MaxIter, "damping": c.Damping, "tol": c.Tol, "paper_init": c.PaperInit} {
+	for k, v := range map[string]any{"max_iter": c.MaxIter, "damping": c.Damping, "tol": c.Tol, "paper_init": c.PaperInit,
+		"erm": c.ERM, "weight_decay": c.WeightDecay} {
 		params[k] = v
 	}
 	man := env.Manifest("amp", res.Note, params, start)
@@ -291,11 +341,21 @@ func ExecuteAMP(c *AMPConfig, env job.Env) (string, error) {
 // figure draws the figure of `aim amp` from the rows of its CSV, as `aim plot` draws it from
 // the file beside the SE CSV of --se: per rho, the SE line (from --se, or solved on a dense
 // grid over [0, 1.1 max alpha]; none where the model has no SE yet) and the mean final error of the runs that did not diverge,
-// with its standard error, per alpha.
+// with its standard error, per alpha. With ERM the line is the ERM state evolution's test
+// error at the weight decay on that grid (as aim erm writes it), beside GAMP for ERM.
 func (c *AMPConfig) figure(rows []AMPRow) (*figure.Figure, error) {
 	t, err := AMPSchema.Table(c.Out, 0, rows)
 	if err != nil {
 		return nil, err
+	}
+	if c.ERM {
+		amin, amax := c.alphaRange()
+		logx, _ := c.logAxes()
+		lines, err := c.denseERM(amin/2, 1.1*amax, 96, logx)
+		if err != nil {
+			return nil, err
+		}
+		return job.DrawFigure([]*table.Table{lines, t}, c.Figure.Options(plot.Options{Axes: c.Axes}))
 	}
 	lines := c.seTable
 	if lines == nil && !c.hasSE() {
@@ -314,4 +374,34 @@ func (c *AMPConfig) figure(rows []AMPRow) (*figure.Figure, error) {
 		}
 	}
 	return job.DrawFigure([]*table.Table{lines, t}, c.Figure.Options(plot.Options{Axes: c.Axes}))
+}
+
+// denseERM returns the ERM state evolution's test error at the weight decay on a grid of n
+// alphas up to a1 (from a0 on a log axis) at every rho, as `aim erm` rows (the Bayes-optimal
+// error left empty): the line of the figure of GAMP for ERM. Unconverged points are left out.
+func (c *AMPConfig) denseERM(a0, a1 float64, n int, logx bool) (*table.Table, error) {
+	var rows []ERMRow
+	seen := map[float64]bool{}
+	for _, r := range c.rhos {
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		for k := 1; k <= n; k++ {
+			a := a1 * float64(k) / float64(n)
+			if logx {
+				a = a0 * math.Pow(a1/a0, float64(k)/float64(n))
+			}
+			p := c.ermProblem(r, a)
+			pt, err := erm.Solve(p, se.DefaultOptions())
+			if err != nil {
+				continue
+			}
+			rows = append(rows, ERMRow{Rho: r, Alpha: a, Noise: c.Noise, WeightDecay: p.Lambda, Penalty: p.Penalty.String(),
+				TestError: pt.TestError, GenError: pt.GenError, TrainError: pt.TrainError, BOError: math.NaN(), Tau: pt.Tau,
+				Shrink: pt.Shrink, Rank: pt.Rank, TrS: pt.TrS, DeltaEff: pt.DeltaEff, Interpolating: pt.Interpolating,
+				QuadError: pt.QuadError, Iterations: pt.Iterations})
+		}
+	}
+	return ERMSchema.Table("erm", 0, rows)
 }

@@ -3,6 +3,7 @@ package aimjob
 import (
 	"errors"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"gonum.org/v1/gonum/stat"
@@ -20,15 +21,18 @@ import (
 // averaged over restarts.
 type GDConfig struct {
 	Sim
-	Restarts   int     // students averaged per data set
-	Steps      int     // full-batch steps per student
-	LR         float64 // learning rate
-	Optimizer  string  // adam or gd
-	Uncentred  bool    // linear channel: train on x^T S x / sqrt(D), the authors' outputs (gd.Options.Uncentred)
-	R          int     // student width (0: the teacher's)
-	TraceEvery int     // steps between traced points (with Trace)
-	AMP        string  // an `aim amp` CSV whose points the figure draws
-	SE         string  // an `aim se` CSV whose lines the figure draws ("": solved on a dense grid)
+	Restarts    int     // students averaged per data set
+	Steps       int     // full-batch steps per student
+	LR          float64 // learning rate
+	Optimizer   string  // adam or gd
+	Uncentred   bool    // linear channel: train on x^T S x / sqrt(D), the authors' outputs (gd.Options.Uncentred)
+	WeightDecay float64 // lambda >= 0: the training loss gains lambda Tr S = lambda ||W||_F^2 / sqrt(R D), or lambda ||S||_F^2 with Direct (gd.Options.WeightDecay)
+	Direct      bool    // train S itself, element by element, from S = 0 (gd.Options.Direct): the weight decay is then ridge
+	R           int     // student width (0: the teacher's)
+	Spectrum    string  // a CSV of the eigenvalues of the first student's final S of every run ("" for none)
+	TraceEvery  int     // steps between traced points (with Trace)
+	AMP         string  // an `aim amp` CSV whose points the figure draws
+	SE          string  // an `aim se` CSV whose lines the figure draws ("": solved on a dense grid)
 
 	ampTable, seTable *table.Table
 }
@@ -69,6 +73,22 @@ func (c *GDConfig) Validate() error {
 		return job.Inputf("--R %d: need 0 (the teacher's width) or more", c.R)
 	case c.TraceEvery < 1:
 		return job.Inputf("--trace-every %d: need at least 1", c.TraceEvery)
+	case !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 0):
+		return job.Inputf("--weight-decay %g: need a finite lambda >= 0", c.WeightDecay)
+	case c.Direct && c.Restarts != 1:
+		return job.Inputf("--direct with --restarts %d: a direct student starts from S = 0, so every restart would repeat one training (use --restarts 1)", c.Restarts)
+	case c.Direct && c.R != 0:
+		return job.Inputf("--direct with --R %d: a direct student trains S itself, which has no width", c.R)
+	}
+	if c.Spectrum != "" {
+		switch {
+		case !strings.HasSuffix(strings.ToLower(c.Spectrum), ".csv"):
+			return job.Inputf("--spectrum %q: the spectrum file must end in .csv", c.Spectrum)
+		case filepath.Clean(c.Spectrum) == filepath.Clean(c.Out):
+			return job.Inputf("--spectrum %q: the same file as --out", c.Spectrum)
+		case c.Trace != "" && filepath.Clean(c.Spectrum) == filepath.Clean(c.Trace):
+			return job.Inputf("--spectrum %q: the same file as --trace", c.Spectrum)
+		}
 	}
 	if err := c.validateSim(); err != nil {
 		return err
@@ -97,6 +117,7 @@ func (c *GDConfig) options() gd.Options {
 	o := gd.DefaultOptions()
 	o.Restarts, o.Steps, o.LR, o.R, o.Adam = c.Restarts, c.Steps, c.LR, c.R, c.Optimizer == "adam"
 	o.Precision, o.Uncentred = c.prec, c.Uncentred
+	o.WeightDecay, o.Direct, o.Spectrum = c.WeightDecay, c.Direct, c.Spectrum != ""
 	if c.Trace != "" {
 		o.TraceEvery = c.TraceEvery
 	}
@@ -129,9 +150,12 @@ type GDRow struct {
 	LR                float64
 	Optimizer         string
 	Uncentred         bool    // the linear channel's uncentred outputs (the authors' GD)
+	Direct            bool    // S trained itself, element by element, from S = 0 (the weight decay is ridge)
+	WeightDecay       float64 // lambda of the training loss's lambda Tr S, or lambda ||S||_F^2 when Direct (0: none)
 	Error             float64 // the averaged estimate's ||S-bar - S||_F^2 / D; NaN for a diverged run
 	ErrorSingle       float64 // the mean error of the single students
-	FinalLoss         float64 // the mean final loss of the students
+	FinalLoss         float64 // the mean final data loss sum (y-hat - y)^2 / D of the students, without lambda Tr S
+	Penalty           float64 // lambda Tr S (Direct: lambda ||S||_F^2) of the first student's final S (0 when lambda = 0)
 	SEMMSE            float64
 	Finished          bool
 	Seconds           float64
@@ -158,9 +182,12 @@ var GDSchema = &table.Schema[GDRow]{Kind: table.GD, Columns: []table.Column[GDRo
 	table.Float("lr", func(r *GDRow) float64 { return r.LR }),
 	table.Word("optimizer", func(r *GDRow) string { return r.Optimizer }),
 	table.Added(table.Bool("uncentred", func(r *GDRow) bool { return r.Uncentred })),
+	table.Added(table.Bool("direct", func(r *GDRow) bool { return r.Direct })),
+	table.Added(table.Float("weight_decay", func(r *GDRow) float64 { return r.WeightDecay })),
 	table.Float("error", func(r *GDRow) float64 { return r.Error }),
 	table.Float("error_single", func(r *GDRow) float64 { return r.ErrorSingle }),
 	table.Float("final_loss", func(r *GDRow) float64 { return r.FinalLoss }),
+	table.Added(table.Float("penalty", func(r *GDRow) float64 { return r.Penalty })),
 	table.Float("se_mmse", func(r *GDRow) float64 { return r.SEMMSE }),
 	table.Bool("finished", func(r *GDRow) bool { return r.Finished }),
 	table.Seconds("seconds", func(r *GDRow) float64 { return r.Seconds }),
@@ -186,14 +213,37 @@ var GDTraceSchema = &table.Schema[GDTraceRow]{Kind: table.GDTrace, Columns: []ta
 	table.Float("error", func(r *GDTraceRow) float64 { return r.Error }),
 }}
 
+// GDSpectrumRow is one eigenvalue of the first student's final S of a run: a row of
+// `aim gd --spectrum`.
+type GDSpectrumRow struct {
+	Rho, Alpha  float64
+	Seed        uint64
+	WeightDecay float64
+	Direct      bool    // S trained itself (its eigenvalues can be negative)
+	Index       int     // 0 to D-1, the eigenvalues in ascending order
+	Eigenvalue  float64 // of S = W^T W / sqrt(R D), or of the direct student's S
+}
+
+// GDSpectrumSchema is the one definition of an `aim gd --spectrum` row.
+var GDSpectrumSchema = &table.Schema[GDSpectrumRow]{Kind: table.GDSpectrum, Columns: []table.Column[GDSpectrumRow]{
+	table.Float("rho", func(r *GDSpectrumRow) float64 { return r.Rho }),
+	table.Float("alpha", func(r *GDSpectrumRow) float64 { return r.Alpha }),
+	table.Uint("seed", func(r *GDSpectrumRow) uint64 { return r.Seed }),
+	table.Float("weight_decay", func(r *GDSpectrumRow) float64 { return r.WeightDecay }),
+	table.Added(table.Bool("direct", func(r *GDSpectrumRow) bool { return r.Direct })),
+	table.Int("index", func(r *GDSpectrumRow) int { return r.Index }),
+	table.Float("eigenvalue", func(r *GDSpectrumRow) float64 { return r.Eigenvalue }),
+}}
+
 // GDResult is what RunGD computed.
 type GDResult struct {
-	Tokens  TokenPlan     // the token mode the runs used
-	Rows    []GDRow       // per rho, per alpha, per seed
-	Trace   []GDTraceRow  // the first student of every run, every TraceEvery steps
-	Failed  []string      // the diverged runs (their rows have no values)
-	Missing []job.Missing // the runs not done when the job was interrupted (with ErrInterrupted): rho, alpha, seed
-	Note    string        // the device chosen, and why
+	Tokens   TokenPlan       // the token mode the runs used
+	Rows     []GDRow         // per rho, per alpha, per seed
+	Trace    []GDTraceRow    // the first student of every run, every TraceEvery steps
+	Spectrum []GDSpectrumRow // with Spectrum: the eigenvalues of the first student's final S of every finished run
+	Failed   []string        // the diverged runs (their rows have no values)
+	Missing  []job.Missing   // the runs not done when the job was interrupted (with ErrInterrupted): rho, alpha, seed
+	Note     string          // the device chosen, and why
 }
 
 // Err is the error of the result when runs diverged (their rows written without values).
@@ -254,6 +304,11 @@ func (j *gdJob) run(env job.Env) (*GDResult, error) {
 		for _, pt := range out.Trace {
 			res.Trace = append(res.Trace, GDTraceRow{Rho: r.rho, Alpha: r.alpha, Seed: r.seed, Step: pt.Step, Loss: pt.Loss, Error: pt.Error})
 		}
+		if err == nil {
+			for i, l := range out.Eigenvalues {
+				res.Spectrum = append(res.Spectrum, GDSpectrumRow{Rho: r.rho, Alpha: r.alpha, Seed: r.seed, WeightDecay: c.WeightDecay, Direct: c.Direct, Index: i, Eigenvalue: l})
+			}
+		}
 		res.Rows = append(res.Rows, c.row(r.rho, r.alpha, r.seed, r.p, out, err, r.mmse, j.dev.Name()))
 		return err
 	})
@@ -264,19 +319,24 @@ func (j *gdJob) run(env job.Env) (*GDResult, error) {
 }
 
 // row is the CSV row of one training; the error of the single students and the final loss are
-// their means over the restarts (computed here, not by the engine).
+// their means over the restarts (computed here, not by the engine), the penalty the first
+// student's.
 func (c *GDConfig) row(rho, alpha float64, seed uint64, p aim.Params, out gd.Result, err error, mmse float64, dev string) GDRow {
-	errAvg, errSingle, loss := math.NaN(), math.NaN(), math.NaN()
+	errAvg, errSingle, loss, penalty := math.NaN(), math.NaN(), math.NaN(), math.NaN()
 	if err == nil {
-		errAvg, errSingle, loss = out.Error, mean(out.SingleErrors), mean(out.FinalLoss)
+		errAvg, errSingle, loss, penalty = out.Error, mean(out.SingleErrors), mean(out.FinalLoss), out.Penalty[0]
 	}
 	width := c.R
-	if width == 0 {
+	switch {
+	case c.Direct:
+		width = c.D // S itself, D x D
+	case width == 0:
 		width = p.R()
 	}
 	return GDRow{Channel: c.csvChannel(), T: c.T, Rho: rho, Beta: c.csvBeta(), Noise: c.csvNoise(), D: c.D, N: p.N(), R: p.R(), RStudent: width,
 		Alpha: alpha, AlphaBar: alpha * c.directions(), Seed: seed, Restarts: c.Restarts, Steps: c.Steps, LR: c.LR,
-		Optimizer: c.Optimizer, Uncentred: c.Uncentred, Error: errAvg, ErrorSingle: errSingle, FinalLoss: loss, SEMMSE: mmse, Finished: err == nil,
+		Optimizer: c.Optimizer, Uncentred: c.Uncentred, Direct: c.Direct, WeightDecay: c.WeightDecay, Error: errAvg, ErrorSingle: errSingle, FinalLoss: loss, Penalty: penalty,
+		SEMMSE: mmse, Finished: err == nil,
 		Seconds: out.Seconds, Device: dev, Precision: c.prec.String()}
 }
 
@@ -290,10 +350,16 @@ func mean(xs []float64) float64 {
 
 // ExecuteGD runs `aim gd` as the command does: RunGD with the outputs opened once the device
 // is open and the memory checked (as ExecuteAMP, interruption included); the trace's figure
-// goes beside the trace as .png.
+// goes beside the trace as .png, and --spectrum's CSV gets its manifest and no figure.
 func ExecuteGD(c *GDConfig, env job.Env) (string, error) {
 	res, out, start, err := job.Execute(env, func() (*job.Outputs, error) {
-		return job.OpenOutputs(c.Out, c.Plot, c.Trace, strings.TrimSuffix(c.Trace, ".csv")+".png")
+		out, err := job.OpenOutputs(c.Out, c.Plot, c.Trace, strings.TrimSuffix(c.Trace, ".csv")+".png")
+		if err == nil && c.Spectrum != "" {
+			if err = out.OpenExtra(c.Spectrum); err != nil {
+				return nil, err
+			}
+		}
+		return out, err
 	}, func(e job.Env) (*GDResult, error) { return RunGD(c, e) })
 	stop := err
 	if err != nil && !job.Stopped(err, out) {
@@ -314,7 +380,7 @@ func ExecuteGD(c *GDConfig, env job.Env) (string, error) {
 		params[k] = v
 	}
 	for k, v := range map[string]any{"restarts": c.Restarts, "steps": c.Steps, "lr": c.LR, "optimizer": c.Optimizer,
-		"R_student": c.R, "amp": c.AMP} {
+		"R_student": c.R, "amp": c.AMP, "weight_decay": c.WeightDecay, "direct": c.Direct} {
 		params[k] = v
 	}
 	man := env.Manifest("gd", res.Note, params, start)
@@ -322,6 +388,11 @@ func ExecuteGD(c *GDConfig, env job.Env) (string, error) {
 	man["diverged"] = len(res.Failed)
 	if out.HasTrace() {
 		if err := job.WriteTrace(out, GDTraceSchema, 0, res.Trace, c.Figure, params, env.Manifest("gd trace", res.Note, params, start), stop, res.Missing); err != nil {
+			return "", out.Abort(err)
+		}
+	}
+	if out.HasExtra() {
+		if err := job.WriteExtra(out, GDSpectrumSchema, 0, res.Spectrum, env.Manifest("gd spectrum", res.Note, params, start), stop, res.Missing); err != nil {
 			return "", out.Abort(err)
 		}
 	}

@@ -31,8 +31,8 @@ func TestRowsFormat(t *testing.T) {
 			"hardmax-paper,2,0.5,,0,0.1,0.4,0.2,0.333333333333,2e-05,,+Inf,,,7,true,,false"},
 		{"amp", AMPSchema.Header(0), AMPSchema.Row(&AMPRow{Channel: "softmax", T: 3, Rho: 1, Beta: 2, D: 30, N: 90, R: 30, Alpha: 0.1, AlphaBar: 1,
 			Seed: 1 << 40, Error: nan, SEMMSE: 0.25, Iterations: 12, Distance: math.Inf(1), Seconds: 1.23456, Device: "cpu", Precision: "tf32"}),
-			"channel,T,rho,beta,noise,D,N,R,alpha,alpha_bar,seed,error,se_mmse,iterations,distance,converged,seconds,device,precision",
-			"softmax,3,1,2,0,30,90,30,0.1,1,1099511627776,,0.25,12,+Inf,false,1.235,cpu,tf32"},
+			"channel,T,rho,beta,noise,weight_decay,D,N,R,alpha,alpha_bar,seed,error,se_mmse,iterations,distance,converged,seconds,device,precision",
+			"softmax,3,1,2,0,0,30,90,30,0.1,1,1099511627776,,0.25,12,+Inf,false,1.235,cpu,tf32"},
 	} {
 		if got := strings.Join(tc.header, ","); got != tc.wantH {
 			t.Errorf("%s: header %s, want %s", tc.name, got, tc.wantH)

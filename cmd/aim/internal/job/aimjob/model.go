@@ -1,5 +1,6 @@
 // Package aimjob holds the jobs of the attention-indexed model (AIM): aim se (state evolution
-// and its thresholds), aim amp (GAMP-RIE), aim gd (gradient descent) and aim thresholds, with
+// and its thresholds), aim amp (GAMP-RIE), aim gd (gradient descent), aim erm (the state
+// evolution of empirical risk minimisation with weight decay) and aim thresholds, with
 // the shared Model and Sim configurations and the token plans (stored or streamed) that bound a
 // simulation's memory. It stands on the shared core, package job.
 package aimjob
@@ -19,7 +20,8 @@ import (
 
 // init registers the kinds of CSV the package's jobs write, for job.ReadTable.
 func init() {
-	job.RegisterKinds(SESchema.Def(), AMPSchema.Def(), GDSchema.Def(), AMPTraceSchema.Def(), GDTraceSchema.Def(), ThresholdsSchema.Def())
+	job.RegisterKinds(SESchema.Def(), AMPSchema.Def(), GDSchema.Def(), AMPTraceSchema.Def(), GDTraceSchema.Def(), ThresholdsSchema.Def(),
+		ERMSchema.Def(), ERMSpectrumSchema.Def())
 }
 
 // Model is the configuration every AIM job (se, amp, gd) shares: the channel, T, beta, the rho
