@@ -168,8 +168,8 @@ func (d *Discrete) stieltjes(x float64) (float64, float64) {
 	if math.IsInf(x, 0) {
 		return 0, 0
 	}
-	if p := d.piece(x); p >= 0 {
-		return d.inside(x, p)
+	if d.piece(x) >= 0 {
+		return d.inside(x)
 	}
 	// Off the support: the real zeta with F(zeta) = x on the increasing branch whose image
 	// holds x: below the first edge, above the last, or in a gap between edges 2p+1, 2p+2.
@@ -199,10 +199,10 @@ func (d *Discrete) stieltjes(x float64) (float64, float64) {
 	return d.gReal(z), 0
 }
 
-// inside returns g(x - i0) for x inside bulk p: Newton's method on F(zeta) = x in the complex
+// inside returns g(x - i0) for x inside the support: Newton's method on F(zeta) = x in the complex
 // plane, from zeta = x - i sqrt(Delta) (the semicircle's scale), each step shortened until it
 // keeps Im zeta < 0 and does not increase |F - x|.
-func (d *Discrete) inside(x float64, p int) (float64, float64) {
+func (d *Discrete) inside(x float64) (float64, float64) {
 	z := complex(x, -math.Sqrt(d.Delta))
 	res := func(z complex128) (complex128, complex128) {
 		var g, g2 complex128
@@ -249,23 +249,7 @@ func (d *Discrete) Integrate(F Integrand, from, relTol float64) (val, err float6
 		if from >= b {
 			continue
 		}
-		a = math.Max(a, from)
-		w := b - a
-		f := func(th float64) float64 {
-			sh, ch := math.Sincos(0.5 * th)
-			var x float64
-			if th < 0.5*math.Pi {
-				x = a + w*sh*sh
-			} else {
-				x = b - w*ch*ch
-			}
-			if !(x > a && x < b) {
-				return 0
-			}
-			re, im := d.inside(x, p)
-			return F(x, im/math.Pi, re) * (w * sh * ch)
-		}
-		v, e := adapt(f, 0, math.Pi, relTol, quadAbsTol)
+		v, e := edgeIntegral(math.Max(a, from), b, d.inside, F, relTol)
 		val += v
 		err += e
 	}

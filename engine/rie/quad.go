@@ -131,11 +131,16 @@ const (
 	quadAbsTol = 1e-300
 )
 
-// bulkIntegral returns ∫_{bulk k} F(x, mu(x)) dx, computed in the variable
-// x = a + (b - a)(1 - cos θ)/2, θ in [0, pi], which makes integrands with square-root edge
-// behaviour analytic in θ.
+// bulkIntegral returns ∫_{bulk k} F(x, mu(x)) dx (edgeIntegral).
 func (sp *Spectrum) bulkIntegral(k int, F func(x, mu float64) float64, relTol float64) (float64, float64) {
-	a, b := sp.edges[2*k], sp.edges[2*k+1]
+	return edgeIntegral(sp.edges[2*k], sp.edges[2*k+1], sp.inside, func(x, mu, _ float64) float64 { return F(x, mu) }, relTol)
+}
+
+// edgeIntegral returns ∫_a^b F(x, mu(x), h(x)) dx and its error estimate for (h, pi mu) =
+// inside(x), computed with adapt in the variable x = a + (b - a)(1 - cos θ)/2, θ in [0, pi],
+// which makes integrands with square-root edge behaviour analytic in θ. Each of Spectrum's and
+// Discrete's integrals over a bulk, or its part above a threshold, is one call.
+func edgeIntegral(a, b float64, inside func(x float64) (float64, float64), F Integrand, relTol float64) (float64, float64) {
 	w := b - a
 	f := func(th float64) float64 {
 		sh, ch := math.Sincos(0.5 * th)
@@ -148,8 +153,8 @@ func (sp *Spectrum) bulkIntegral(k int, F func(x, mu float64) float64, relTol fl
 		if !(x > a && x < b) {
 			return 0
 		}
-		_, im := sp.inside(x)
-		return F(x, im/math.Pi) * (w * sh * ch)
+		re, im := inside(x)
+		return F(x, im/math.Pi, re) * (w * sh * ch)
 	}
 	return adapt(f, 0, math.Pi, relTol, quadAbsTol)
 }
@@ -208,23 +213,7 @@ func (sp *Spectrum) Integrate(F Integrand, from, relTol float64) (val, err float
 		if from >= b {
 			continue
 		}
-		a = math.Max(a, from)
-		w := b - a
-		f := func(th float64) float64 {
-			sh, ch := math.Sincos(0.5 * th)
-			var x float64
-			if th < 0.5*math.Pi {
-				x = a + w*sh*sh
-			} else {
-				x = b - w*ch*ch
-			}
-			if !(x > a && x < b) {
-				return 0
-			}
-			re, im := sp.inside(x)
-			return F(x, im/math.Pi, re) * (w * sh * ch)
-		}
-		v, e := adapt(f, 0, math.Pi, relTol, quadAbsTol)
+		v, e := edgeIntegral(math.Max(a, from), b, sp.inside, F, relTol)
 		val += v
 		err += e
 	}

@@ -319,9 +319,21 @@ func seLine(ses []*table.Table, rho float64, mode string, in func(float64) bool,
 // groupRows returns the rows of t at rho, grouped by alpha in the order the alphas first
 // appear.
 func groupRows(t *table.Table, rho float64) (alphas []float64, rows map[float64][]int) {
+	return groupBy(t, func(i int) bool { return t.V(i, "rho") == rho })
+}
+
+// groupRowsAt returns the rows of t at rho whose weight decay (lambdaOf) is lambda, grouped by
+// alpha in the order the alphas first appear.
+func groupRowsAt(t *table.Table, rho, lambda float64) (alphas []float64, rows map[float64][]int) {
+	return groupBy(t, func(i int) bool { return t.V(i, "rho") == rho && sameValue(lambdaOf(t, i), lambda) })
+}
+
+// groupBy returns the rows i of t with keep(i) and a finite alpha, grouped by alpha in the order
+// the alphas first appear.
+func groupBy(t *table.Table, keep func(i int) bool) (alphas []float64, rows map[float64][]int) {
 	rows = map[float64][]int{}
 	for i := 0; i < t.Rows(); i++ {
-		if t.V(i, "rho") != rho {
+		if !keep(i) {
 			continue
 		}
 		a := t.V(i, "alpha")
@@ -334,25 +346,6 @@ func groupRows(t *table.Table, rho float64) (alphas []float64, rows map[float64]
 		rows[a] = append(rows[a], i)
 	}
 	return alphas, rows
-}
-
-// groupRowsAt returns the rows of t at rho whose weight decay (lambdaOf) is lambda, grouped by
-// alpha in the order the alphas first appear.
-func groupRowsAt(t *table.Table, rho, lambda float64) (alphas []float64, rows map[float64][]int) {
-	alphas, all := groupRows(t, rho)
-	rows = map[float64][]int{}
-	var kept []float64
-	for _, a := range alphas {
-		for _, i := range all[a] {
-			if sameValue(lambdaOf(t, i), lambda) {
-				if _, ok := rows[a]; !ok {
-					kept = append(kept, a)
-				}
-				rows[a] = append(rows[a], i)
-			}
-		}
-	}
-	return kept, rows
 }
 
 // ermSELine returns the line of the ERM state evolution beside the GAMP-ERM runs of amp table

@@ -270,18 +270,11 @@ func ermFigure(erms, gds []*table.Table, o Options) *figure.Figure {
 			}
 			for _, li := range order {
 				pts := figure.Series{Label: label("GD", li) + suffix, Group: group(ci, li), Points: true}
-				var alphas []float64
-				rows := map[float64][]int{}
+				in := map[int]bool{}
 				for _, i := range byLine[li] {
-					a := t.V(i, "alpha")
-					if math.IsNaN(a) {
-						continue
-					}
-					if _, ok := rows[a]; !ok {
-						alphas = append(alphas, a)
-					}
-					rows[a] = append(rows[a], i)
+					in[i] = true
 				}
+				alphas, rows := groupBy(t, func(i int) bool { return in[i] })
 				for _, a := range alphas {
 					if m, s, ok := meanOf(t, rows[a], "error"); ok {
 						pts.X, pts.Y, pts.YErr = append(pts.X, a), append(pts.Y, m), append(pts.YErr, s)
