@@ -9,6 +9,7 @@ import (
 
 	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
+	"github.com/aimtheory/aim/engine/rie"
 	"github.com/aimtheory/aim/engine/stream"
 )
 
@@ -19,6 +20,57 @@ type Params struct {
 	Rho     float64      // R = floor(rho D)
 	Channel channel.Spec // output channel, with T and beta
 	Seed    uint64       // fixes W and X
+	Teacher Teacher      // the law of S; the zero value is the paper's, MP(rho)
+}
+
+// Teacher is the law of the target S. The zero value is the paper's: S = W W^T / sqrt(R D) with
+// W Gaussian (D x R), spectrum MP(rho). PowerLaw draws S = O diag(w) O^T with O Haar (the
+// eigenvectors of a GOE draw from the seed's teacher stream) and w_k = c k^-Gamma for
+// k = 1..R, 0 beyond, c such that (1/D) sum w_k^2 = 1: a target whose spectrum decays as a power
+// law (the scaling-law targets of docs/theory/aim.md 4.1).
+type Teacher struct {
+	PowerLaw bool
+	Gamma    float64 // the exponent gamma >= 0 of PowerLaw
+}
+
+// String returns "mp" or "powerlaw:GAMMA", the command line's --teacher.
+func (t Teacher) String() string {
+	if !t.PowerLaw {
+		return "mp"
+	}
+	return fmt.Sprintf("powerlaw:%g", t.Gamma)
+}
+
+// Validate checks the power law's exponent.
+func (t Teacher) Validate() error {
+	if t.PowerLaw && (!(t.Gamma >= 0) || math.IsInf(t.Gamma, 0)) {
+		return fmt.Errorf("teacher power law: gamma = %g, need a finite gamma >= 0", t.Gamma)
+	}
+	return nil
+}
+
+// Eigenvalues returns the D eigenvalues of a PowerLaw teacher of rank R, descending (the
+// first R positive, the rest 0).
+func (t Teacher) Eigenvalues(D, R int) rie.Eigenvalues {
+	w := make(rie.Eigenvalues, D)
+	norm := 0.0
+	for k := 0; k < R; k++ {
+		w[k] = math.Pow(float64(k+1), -t.Gamma)
+		norm += w[k] * w[k]
+	}
+	for k := 0; k < R; k++ {
+		w[k] *= math.Sqrt(float64(D) / norm)
+	}
+	return w
+}
+
+// Prior returns the teacher's law as the state evolutions' prior sides see it: MP(rho), or the
+// power law's D eigenvalues (the theory at this D: a power law has no D-independent limit).
+func (p Params) Prior() rie.Prior {
+	if !p.Teacher.PowerLaw {
+		return rie.MP{Rho: p.Rho}
+	}
+	return p.Teacher.Eigenvalues(p.D, p.R())
 }
 
 // N returns the number of samples floor(alpha D^2).
@@ -38,6 +90,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("D = %d: need D >= 2", p.D)
 	case p.Channel.Validate() != nil:
 		return p.Channel.Validate()
+	case p.Teacher.Validate() != nil:
+		return p.Teacher.Validate()
 	case !(p.Alpha > 0) || math.IsInf(p.Alpha, 0):
 		return fmt.Errorf("alpha = %g: need alpha > 0", p.Alpha)
 	case !(p.Rho > 0) || math.IsInf(p.Rho, 0):
@@ -52,10 +106,15 @@ func (p Params) Validate() error {
 
 // Bytes returns the device memory of the teacher and n samples of the data set (all N on one
 // device, a shard in a group) while they are drawn: S, W and X S (D x D, D x R, n x T x D),
-// X (n x T x D), and the indices and outputs (n x T x T each).
+// X (n x T x D), and the indices and outputs (n x T x T each); a power-law teacher adds three
+// D x D matrices and two D-vectors.
 func (p Params) Bytes(n int) uint64 {
 	D, N, T, R := uint64(p.D), uint64(n), uint64(p.T()), uint64(p.R())
-	return 8 * (D*D + D*R + 2*N*T*D + 2*N*T*T)
+	b := 8 * (D*D + D*R + 2*N*T*D + 2*N*T*T)
+	if p.Teacher.PowerLaw {
+		b += 8 * (3*D*D + 2*D) // the GOE draw, its symmetrisation and eigendecomposition
+	}
+	return b
 }
 
 // DataBytes returns the device memory of n samples of the data set once drawn: S, X and y.
@@ -177,11 +236,17 @@ func generate(dev device.Device, p Params, lo, hi, chunk int) (*Data, error) {
 		d.Free(dev)
 		return nil, fmt.Errorf("teacher and data: %w", err)
 	}
-	if err := dev.GaussianFill(w, p.Seed, stream.Teacher, 1); err != nil {
-		return fail(err)
-	}
-	if err := dev.Gemm(false, true, D, D, R, 1/math.Sqrt(float64(R)*float64(D)), w, w, 0, d.S); err != nil {
-		return fail(err)
+	if p.Teacher.PowerLaw {
+		if err := powerLawTeacher(dev, p, d.S); err != nil {
+			return fail(err)
+		}
+	} else {
+		if err := dev.GaussianFill(w, p.Seed, stream.Teacher, 1); err != nil {
+			return fail(err)
+		}
+		if err := dev.Gemm(false, true, D, D, R, 1/math.Sqrt(float64(R)*float64(D)), w, w, 0, d.S); err != nil {
+			return fail(err)
+		}
 	}
 	tr, err := dev.SumDiag(d.S, 1, D)
 	if err != nil {
@@ -209,6 +274,29 @@ func generate(dev device.Device, p Params, lo, hi, chunk int) (*Data, error) {
 		return fail(err)
 	}
 	return d, nil
+}
+
+// powerLawTeacher writes S = O diag(w) O^T (Teacher.PowerLaw) into s: G Gaussian (D x D) from
+// the seed's teacher stream, the GOE matrix G + G^T (as I G^T + G), its eigenvectors O, and w
+// the power law's eigenvalues.
+func powerLawTeacher(dev device.Device, p Params, s device.Buffer) error {
+	D := p.D
+	b, err := device.AllocAll(dev, D*D, D*D, D*D, D, D)
+	if err != nil {
+		return err
+	}
+	defer device.FreeAll(dev, b...)
+	g, z, vecs, vals, w := b[0], b[1], b[2], b[3], b[4]
+	return device.Seq(
+		func() error { return dev.GaussianFill(g, p.Seed, stream.Teacher, 1) },
+		func() error { return dev.Upload(vecs, make([]float64, D*D)) },
+		func() error { return dev.AddDiag(vecs, 1, D, 1) }, // the identity, for the transpose
+		func() error { return dev.Copy(z, g) },
+		func() error { return dev.Gemm(false, true, D, D, D, 1, vecs, g, 1, z) },
+		func() error { return dev.EighSym(vals, vecs, z, D) },
+		func() error { return dev.Upload(w, p.Teacher.Eigenvalues(D, p.R())) },
+		func() error { return dev.SpectralCompose(s, vecs, w, D) },
+	)
 }
 
 // addNoise adds the label noise sqrt(Delta) xi (Delta = p.Channel.Noise; nothing when 0) to the

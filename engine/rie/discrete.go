@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"sync"
 )
 
 // Discrete is nu ⊞ SC(Delta) for a teacher spectrum nu given by its eigenvalues (atoms of
@@ -26,6 +27,11 @@ type Discrete struct {
 	w, c  []float64 // distinct eigenvalues, ascending, and their masses
 	edges []float64 // support edges, ascending, in pairs
 	zeta  []float64 // zeta at each edge
+	// memo holds g(x - i0) at the points inside the support already solved: the integrals over
+	// whole bulks use the same nodes every time (a threshold's root search integrates them
+	// again and again), so each costs one Newton solve per node once.
+	mu   sync.Mutex
+	memo map[float64][2]float64
 }
 
 // NewDiscrete returns nu ⊞ SC(delta) for nu the empirical measure of eigenvalues (any order,
@@ -40,7 +46,7 @@ func NewDiscrete(eigenvalues []float64, delta float64) (*Discrete, error) {
 	}
 	v := slices.Clone(eigenvalues)
 	slices.Sort(v)
-	d := &Discrete{Delta: delta}
+	d := &Discrete{Delta: delta, memo: map[float64][2]float64{}}
 	m := 1 / float64(len(v))
 	for i, x := range v {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -203,14 +209,24 @@ func (d *Discrete) stieltjes(x float64) (float64, float64) {
 // plane, from zeta = x - i sqrt(Delta) (the semicircle's scale), each step shortened until it
 // keeps Im zeta < 0 and does not increase |F - x|.
 func (d *Discrete) inside(x float64) (float64, float64) {
+	d.mu.Lock()
+	v, ok := d.memo[x]
+	d.mu.Unlock()
+	if ok {
+		return v[0], v[1]
+	}
+	re, im := d.solveInside(x)
+	d.mu.Lock()
+	d.memo[x] = [2]float64{re, im}
+	d.mu.Unlock()
+	return re, im
+}
+
+// solveInside is inside without the memo.
+func (d *Discrete) solveInside(x float64) (float64, float64) {
 	z := complex(x, -math.Sqrt(d.Delta))
 	res := func(z complex128) (complex128, complex128) {
-		var g, g2 complex128
-		for k, w := range d.w {
-			u := 1 / (z - complex(w, 0))
-			g += complex(d.c[k], 0) * u
-			g2 += complex(d.c[k], 0) * u * u
-		}
+		g, g2 := d.g12(z)
 		return z + complex(d.Delta, 0)*g - complex(x, 0), 1 - complex(d.Delta, 0)*g2
 	}
 	f, df := res(z)
@@ -229,10 +245,7 @@ func (d *Discrete) inside(x float64) (float64, float64) {
 			t /= 2
 		}
 	}
-	var g complex128
-	for k, w := range d.w {
-		g += complex(d.c[k], 0) / (z - complex(w, 0))
-	}
+	g, _ := d.g12(z)
 	if imag(g) < 0 {
 		return real(g), 0
 	}
@@ -240,6 +253,24 @@ func (d *Discrete) inside(x float64) (float64, float64) {
 }
 
 func cmplxAbs(z complex128) float64 { return math.Hypot(real(z), imag(z)) }
+
+// g12 returns G_nu(z) = sum c/(z - w) and sum c/(z - w)^2, in real arithmetic.
+func (d *Discrete) g12(z complex128) (complex128, complex128) {
+	zr, zi := real(z), imag(z)
+	var gr, gi, g2r, g2i float64
+	for k, w := range d.w {
+		ar := zr - w
+		inv := d.c[k] / (ar*ar + zi*zi)
+		ur, ui := ar*inv, -zi*inv // c/(z - w)
+		gr += ur
+		gi += ui
+		// c/(z - w)^2 = (c/(z - w)) (1/(z - w)), 1/(z - w) = (ar - i zi)/|z - w|^2
+		s := inv / d.c[k]
+		g2r += (ur*ar + ui*zi) * s
+		g2i += (ui*ar - ur*zi) * s
+	}
+	return complex(gr, gi), complex(g2r, g2i)
+}
 
 // Integrate returns ∫ F(x, mu(x), h(x)) dx over the part of the support above from and the
 // summed error estimate, bulk by bulk in the edge-regularising variable (as Spectrum.Integrate).

@@ -19,7 +19,6 @@ import (
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/fixedpoint"
-	"github.com/aimtheory/aim/engine/rie"
 	"github.com/aimtheory/aim/engine/stream"
 )
 
@@ -44,7 +43,8 @@ type Options struct {
 	BlowUp float64 // divergence when ||S-hat - S||_F^2 / D exceeds it
 	// PaperInit starts as the authors' code does: S-hat a random draw from the prior (W0 from
 	// the seed's stream at stream.Init), c-hat = 10, omega = 10, V = 10. The default
-	// starts where state evolution does: S-hat = E S = sqrt(rho) I, c-hat = 1 (its error),
+	// starts where state evolution does: S-hat = E S = sqrt(rho) I, c-hat = 1 (its error; for
+	// another teacher (aim.Teacher) its mean times I and Q0 - mean^2),
 	// and no Onsager term in the first step.
 	PaperInit bool
 	// Precision is the arithmetic of the two large contractions of each iteration (the
@@ -165,7 +165,8 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 // RunGroup runs GAMP-RIE (docs/theory/aim.md section 3, z-coordinates) on data sharded over a device
 // group (aim.GenerateGroup: parts[j] on member j):
 //
-//	init  S-hat = sqrt(rho) I, c-hat = 1, g = 0 (or, with PaperInit, the authors' start:
+//	init  S-hat = sqrt(rho) I, c-hat = 1, g = 0 (the teacher's mean and variance for another
+//	      teacher than MP(rho); or, with PaperInit, the authors' start:
 //	      S-hat = W0 W0^T / sqrt(R D), c-hat = 10, omega = 10, V = 10, g = g_out(y, omega, V))
 //	loop  V_new = 2 c-hat   (on streamed data, the tokens are regenerated chunk by chunk once per
 //	      iteration: forward product, channel and back-projection run chunk by chunk)
@@ -208,6 +209,7 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 	}
 	p := parts[0].P
 	D, N, T, R := p.D, p.N(), p.T(), p.R()
+	prior := p.Prior() // the RIE's prior: MP(rho), or the teacher's eigenvalues
 	lead, ld := g.Lead(), parts[0]
 	bufs, err := g.AllocEach(func(j int) []int {
 		n := parts[j].Samples()
@@ -289,12 +291,15 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 			return Result{}, fmt.Errorf("amp: init: %w", err)
 		}
 	} else {
-		// S-hat = sqrt(rho) I with error c-hat = 1 (the known mean removed); g = 0, so the
+		// S-hat = E S = sqrt(rho) I with error c-hat = 1 (the known mean removed; in general the
+		// teacher's mean and Q0 - mean^2); g = 0, so the
 		// first step has no Onsager term, and damping starts from Omega itself.
-		if err := g.Each(func(j int, dev device.Device) error { return dev.AddDiag(ms[j].sHat, 1, D, math.Sqrt(p.Rho)) }); err != nil {
+		mean := prior.Mean()
+		if err := g.Each(func(j int, dev device.Device) error { return dev.AddDiag(ms[j].sHat, 1, D, mean) }); err != nil {
 			return Result{}, fmt.Errorf("amp: init: %w", err)
 		}
-		cHat, V = 1, 2
+		cHat = prior.Q0() - mean*mean
+		V = 2 * cHat
 	}
 	first := !o.PaperInit
 	var steps fixedpoint.Steps
@@ -392,7 +397,7 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 		if o.ERM {
 			cHat = delta * proxNuclear(f, lambda, o.WeightDecay/A)
 		} else {
-			spec, err := rie.New(p.Rho, delta)
+			spec, err := prior.Noisy(delta)
 			if err != nil {
 				return diverged(it, "Delta", delta)
 			}

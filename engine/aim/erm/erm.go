@@ -20,6 +20,10 @@
 //	tau (2 alpha - I) = lambda/2,   I = ∫∫ (r(x) - r(y))/(x - y) dmu(x) dmu(y) = 2 ∫ r h dmu,
 //	E = Q0 - 2 m + q,  q = ∫ r^2 dmu,  m = ∫ r(y) (y - 2 Delta_eff h(y)) dmu(y),  Q0 = 1 + rho,
 //
+// for the paper's teacher MP(rho); Problem.Prior takes any rotationally invariant teacher
+// (rie.Eigenvalues: a power law w_k ~ k^-gamma), with mu its spectrum ⊞ SC(Delta_eff) and Q0
+// its (1/D) Tr S*^2.
+//
 // with h the Hilbert transform of mu (package rie): y - 2 Delta_eff h(y) is the overlap of S*
 // with an eigenvector of Y of eigenvalue y, so m = Tr(S* S-hat)/D. I/(2 alpha) is the share of
 // the data's degrees of freedom the estimator spends; at lambda = 0 without the PSD constraint
@@ -75,13 +79,26 @@ type Problem struct {
 	Noise   float64 // label noise Delta >= 0
 	Lambda  float64 // weight decay lambda >= 0; 0 is the limit lambda -> 0+
 	Penalty Penalty // Nuclear (the zero value) or Ridge
+	// Prior is the teacher's law; nil is MP(Rho), S* = W W^T / sqrt(R D). The thresholds
+	// (PerfectRecovery, Interpolation) are MP's.
+	Prior rie.Prior
+}
+
+// prior returns p.Prior, or MP(Rho) when it is nil.
+func (p Problem) prior() rie.Prior {
+	if p.Prior == nil {
+		return rie.MP{Rho: p.Rho}
+	}
+	return p.Prior
 }
 
 // Validate reports the first parameter out of range.
 func (p Problem) Validate() error {
 	switch {
-	case !(p.Rho > 0) || math.IsInf(p.Rho, 0):
+	case p.Prior == nil && (!(p.Rho > 0) || math.IsInf(p.Rho, 0)):
 		return fmt.Errorf("erm: rho = %g, need 0 < rho < inf", p.Rho)
+	case p.Prior != nil && !(p.Prior.Q0() > 0):
+		return fmt.Errorf("erm: a teacher with Q0 = %g", p.Prior.Q0())
 	case !(p.Alpha > 0) || math.IsInf(p.Alpha, 0):
 		return fmt.Errorf("erm: alpha = %g, need 0 < alpha < inf", p.Alpha)
 	case !(p.Noise >= 0) || math.IsInf(p.Noise, 0):
@@ -130,7 +147,7 @@ const quadTol = 1e-11
 
 // prior is the prior side at one Delta_eff: the spectrum, the threshold and the integrals.
 type prior struct {
-	sp                *rie.Spectrum
+	sp                rie.Noisy
 	tau, i, q, m, trS float64
 	rank, err         float64
 	interpolating     bool
@@ -138,8 +155,8 @@ type prior struct {
 
 // integrals returns I, q, m, Tr S-hat/D, the rank fraction and the summed quadrature error of
 // r(y) = max(y - tau, 0) on sp.
-func integrals(sp *rie.Spectrum, tau float64) (i, q, m, tr, rank, qerr float64) {
-	d := sp.Delta
+func integrals(sp rie.Noisy, tau float64) (i, q, m, tr, rank, qerr float64) {
+	d := sp.Noise()
 	var e [5]float64
 	i, e[0] = sp.Integrate(func(x, mu, h float64) float64 { return 2 * (x - tau) * h * mu }, tau, quadTol)
 	q, e[1] = sp.Integrate(func(x, mu, h float64) float64 { return (x - tau) * (x - tau) * mu }, tau, quadTol)
@@ -150,14 +167,14 @@ func integrals(sp *rie.Spectrum, tau float64) (i, q, m, tr, rank, qerr float64) 
 }
 
 // spentI returns I(tau) = 2 ∫ r h dmu alone.
-func spentI(sp *rie.Spectrum, tau float64) float64 {
+func spentI(sp rie.Noisy, tau float64) float64 {
 	v, _ := sp.Integrate(func(x, mu, h float64) float64 { return 2 * (x - tau) * h * mu }, tau, quadTol)
 	return v
 }
 
 // threshold returns tau >= 0 solving tau (2 alpha - I(tau)) = 2 c lambda, and at lambda = 0 the
 // limit: 0 when I(0) < 2 alpha, else the root of I(tau) = 2 alpha (interpolating).
-func threshold(sp *rie.Spectrum, alpha, lambda float64) (tau float64, interpolating bool, err error) {
+func threshold(sp rie.Noisy, alpha, lambda float64) (tau float64, interpolating bool, err error) {
 	edges := sp.Edges()
 	top := edges[len(edges)-1]
 	if lambda == 0 {
@@ -181,7 +198,7 @@ func threshold(sp *rie.Spectrum, alpha, lambda float64) (tau float64, interpolat
 func side(p Problem, e float64) (prior, error) {
 	var pr prior
 	d := (e + p.Noise/2) / (2 * p.Alpha)
-	sp, err := rie.New(p.Rho, d)
+	sp, err := p.prior().Noisy(d)
 	if err != nil {
 		return pr, fmt.Errorf("erm: Delta_eff = %g: %w", d, err)
 	}
@@ -203,7 +220,7 @@ func Solve(p Problem, o se.Options) (Point, error) {
 	if p.Penalty == Ridge {
 		return solveRidge(p)
 	}
-	Q0 := 1 + p.Rho
+	Q0 := p.prior().Q0()
 	lower := 0.0
 	if p.Noise == 0 {
 		// Without label noise E = 0 is a fixed point in the limit Delta_eff -> 0+, stable when
@@ -216,7 +233,7 @@ func Solve(p Problem, o se.Options) (Point, error) {
 			// Perfect recovery: S-hat = S*. The limits of q, m, Tr and the rank are the
 			// teacher's (at E -> 0+ half of the null space's vanishing eigenvalues would count).
 			pt, err := finish(p, pr, 0, 1)
-			pt.Q, pt.M, pt.TrS, pt.Rank = Q0, Q0, math.Sqrt(p.Rho), math.Min(p.Rho, 1)
+			pt.Q, pt.M, pt.TrS, pt.Rank = Q0, Q0, p.prior().Mean(), rankOf(p.prior())
 			pt.Tau, pt.Interpolating, pt.TrainError = 0, true, 0
 			return pt, err
 		}
@@ -249,11 +266,28 @@ func Solve(p Problem, o se.Options) (Point, error) {
 	return pt, nil
 }
 
+// rankOf returns the fraction of nonzero eigenvalues of a teacher with law pr.
+func rankOf(pr rie.Prior) float64 {
+	switch t := pr.(type) {
+	case rie.MP:
+		return math.Min(t.Rho, 1)
+	case rie.Eigenvalues:
+		n := 0
+		for _, w := range t {
+			if w != 0 {
+				n++
+			}
+		}
+		return float64(n) / float64(len(t))
+	}
+	return math.NaN()
+}
+
 // finish returns the converged Point of p with test error e and the prior side pr there.
 func finish(p Problem, pr prior, e float64, evals int) (Point, error) {
 	pt := Point{Problem: p, TestError: e, GenError: 2 * e, Iterations: evals, Converged: true,
 		Q: pr.q, M: pr.m, TrS: pr.trS, Rank: pr.rank, Tau: pr.tau, Shrink: 1, I: pr.i,
-		DeltaEff: pr.sp.Delta, Interpolating: pr.interpolating, QuadError: pr.err}
+		DeltaEff: pr.sp.Noise(), Interpolating: pr.interpolating, QuadError: pr.err}
 	if !pr.interpolating {
 		f := 1 - pr.i/(2*p.Alpha)
 		pt.TrainError = (2*e + p.Noise) * f * f
@@ -269,7 +303,7 @@ func finish(p Problem, pr prior, e float64, evals int) (Point, error) {
 //
 //	E = [Q0 (1 - s)^2 + s^2 Delta/(4 alpha)] / (1 - s^2/(2 alpha)).
 func solveRidge(p Problem) (Point, error) {
-	Q0 := 1 + p.Rho
+	Q0 := p.prior().Q0()
 	b := 2*p.Alpha + p.Lambda + 1
 	s := 2 * 2 * p.Alpha / (b + math.Sqrt(b*b-8*p.Alpha)) // the smaller root, without cancellation
 	den := 1 - s*s/(2*p.Alpha)
@@ -282,7 +316,7 @@ func solveRidge(p Problem) (Point, error) {
 	e := (Q0*(1-s)*(1-s) + s*s*p.Noise/(4*p.Alpha)) / den
 	pt.TestError, pt.GenError, pt.Converged = e, 2*e, true
 	pt.DeltaEff = (e + p.Noise/2) / (2 * p.Alpha)
-	pt.Q, pt.M, pt.TrS = s*s*(Q0+pt.DeltaEff), s*Q0, s*math.Sqrt(p.Rho)
+	pt.Q, pt.M, pt.TrS = s*s*(Q0+pt.DeltaEff), s*Q0, s*p.prior().Mean()
 	f := 1 - s/(2*p.Alpha)
 	pt.TrainError = (2*e + p.Noise) * f * f
 	pt.Interpolating = p.Lambda == 0 && p.Alpha < 0.5
@@ -303,7 +337,7 @@ type Spectrum struct {
 	Tau   float64 // the shift (Nuclear)
 	Scale float64 // the scale s (Ridge; 1 for Nuclear)
 	psd   bool    // Nuclear: S-hat is PSD, its spectrum lies in [0, inf)
-	y     *rie.Spectrum
+	y     rie.Noisy
 }
 
 // Spectrum returns the limiting spectrum of S-hat at p (which must be converged).
@@ -311,7 +345,7 @@ func (p Point) Spectrum() (*Spectrum, error) {
 	if !p.Converged {
 		return nil, errors.New("erm: the spectrum of an unconverged point")
 	}
-	sp, err := rie.New(p.Rho, p.DeltaEff)
+	sp, err := p.prior().Noisy(p.DeltaEff)
 	if err != nil {
 		return nil, fmt.Errorf("erm: %w", err)
 	}

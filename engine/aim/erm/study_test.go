@@ -16,9 +16,12 @@ import (
 	"github.com/aimtheory/aim/engine/aim/se"
 )
 
+// TestStudy is the finite-size study of GAMP-ERM against the state evolution recorded in
+// docs/validation/erm.md (ERM_STUDY=A: alpha = 0.6 at D = 100, 200, 400; B: the interpolating
+// point without noise and alpha = 0.3, lambda = 1 at D = 400). It prints; it asserts nothing.
 func TestStudy(t *testing.T) {
 	if os.Getenv("ERM_STUDY") == "" {
-		t.Skip()
+		t.Skip("the finite-size study of docs/validation/erm.md: ERM_STUDY=A or B")
 	}
 	dev := cpu.New(0)
 	type pt struct {
@@ -62,7 +65,7 @@ func TestStudy(t *testing.T) {
 // and with the state evolution (ERM_STUDY=C).
 func TestStudyGD(t *testing.T) {
 	if os.Getenv("ERM_STUDY") != "C" {
-		t.Skip()
+		t.Skip("GD against GAMP-ERM at D = 200 (docs/validation/erm.md): ERM_STUDY=C")
 	}
 	dev := cpu.New(0)
 	for _, c := range []struct {

@@ -84,12 +84,17 @@ type Point struct {
 // returns the last iterate, the number of evaluations of G, and ErrNotConverged (wrapped)
 // when MaxIter is reached.
 func solveScalar(G func(m float64) (float64, error), m0 float64, o Options) (float64, int, error) {
+	return solveScalarIn(G, m0, o, o.solver())
+}
+
+// solveScalarIn is solveScalar with the fixed-point options fo (a domain other than [0, 1]).
+func solveScalarIn(G func(m float64) (float64, error), m0 float64, o Options, fo fixedpoint.Options) (float64, int, error) {
 	x0 := NewOverlaps(1, m0)
 	r, err := fixedpoint.Solve(func(dst, m []float64) error {
 		g, err := G(m[0])
 		dst[0] = g
 		return err
-	}, x0.MMSE, o.solver())
+	}, x0.MMSE, fo)
 	if err != nil && r.X == nil {
 		return math.NaN(), r.Evals, fmt.Errorf("se: %w", err)
 	}
@@ -132,6 +137,61 @@ func Solve(ch aim.Channel, rho, alpha float64, o Options) (Point, error) {
 	Q0 := 1 + rho
 	m, n, err := solveScalar(seMap(ch, rho, alpha), m0(o.Start), o)
 	return finish(ch, rho, alpha, Q0, m, n, err)
+}
+
+// SolvePrior is Solve for a teacher of any rotationally invariant law (rie.Prior, from
+// aim.Params.Prior: a power-law spectrum):
+//
+//	q-hat = 2 alpha FisherSum(q, Q0 - q),   q = Q0 - mmse(1/q-hat),
+//
+// with Q0 = (1/D) Tr S^2 and mmse the RIE's error of that prior (rie.Noisy.MMSE), from the
+// uninformed start m = Q0 - mean^2 (the error of E S) or the informed one. MP(rho) is Solve
+// itself; for another prior the Point's Rho is the fraction of nonzero eigenvalues when the
+// prior lists them, and Start Both (the free entropy) is refused: it is computed for MP only.
+func SolvePrior(ch aim.Channel, prior rie.Prior, alpha float64, o Options) (Point, error) {
+	if mp, ok := prior.(rie.MP); ok {
+		return Solve(ch, mp.Rho, alpha, o)
+	}
+	if o.Start == Both {
+		return Point{}, errors.New("se: the free entropy (both starts) is computed for the Marchenko-Pastur teacher only")
+	}
+	if !(alpha > 0) || math.IsInf(alpha, 0) {
+		return Point{}, fmt.Errorf("se: alpha = %g, need 0 < alpha < inf", alpha)
+	}
+	Q0, mean := prior.Q0(), prior.Mean()
+	v := Q0 - mean*mean
+	G := func(m float64) (float64, error) {
+		qh, err := qHat(ch, alpha, Q0, m)
+		if err != nil {
+			return math.NaN(), err
+		}
+		if math.IsInf(qh, 1) {
+			return 0, nil
+		}
+		sp, err := prior.Noisy(1 / qh)
+		if err != nil {
+			return math.NaN(), err
+		}
+		return sp.MMSE(), nil
+	}
+	start := v
+	if o.Start == Informed {
+		start = MInformed
+	}
+	fo := o.solver()
+	fo.Upper = v
+	m, n, err := solveScalarIn(G, start, o, fo)
+	rank := math.NaN()
+	if e, ok := prior.(rie.Eigenvalues); ok {
+		k := 0
+		for _, w := range e {
+			if w != 0 {
+				k++
+			}
+		}
+		rank = float64(k) / float64(len(e))
+	}
+	return finish(ch, rank, alpha, Q0, m, n, err)
 }
 
 // seMap is the single-layer SE map G(m) = mmse_S(1/q-hat(m); rho).
