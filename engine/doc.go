@@ -17,7 +17,8 @@
 //	engine/smi/se       its state evolution, stability and conditional thresholds, e_gen
 //	engine/smi/amp      GAMP for the SMI
 //	engine/smi/sgd      SGD of the teacher's architecture
-//	engine/rie          Marchenko-Pastur (+) semicircle: the RIE denoiser of extensive-rank S
+//	engine/rie          Marchenko-Pastur (+) semicircle, and any teacher spectrum (+) semicircle
+//	                    (Discrete): the RIE denoiser of extensive-rank S, the priors (Prior)
 //	engine/fixedpoint   the one fixed-point solver (damping theta, stopping rule, Aitken jumps)
 //	engine/root         the one bracketing root finder (Illinois regula falsi, bracket growth)
 //	engine/stream       the one registry of the random-stream offsets a seed's draws use
@@ -124,6 +125,9 @@
 //	                             spent per D^2/2; interpolation at I = 2 alpha
 //	alpha_c    PerfectRecovery   ERM's perfect-recovery threshold (noiseless, lambda -> 0+)  AIM 4.1
 //	alpha_interp Interpolation   ERM's interpolation threshold (noisy, lambda -> 0+)         AIM 4.1
+//	gamma      Teacher.Gamma,    a power-law target's exponent: w_k ∝ k^-gamma, k <= R       AIM 4.1
+//	           --teacher         (Teacher.PowerLaw; the zero Teacher is MP(rho))
+//	nu         rie.Prior         the teacher's spectrum: MP(rho) or its eigenvalues          AIM 4.1
 //
 // The engine's own terms, beside the papers' (docs/guide/amp.md):
 //
@@ -191,6 +195,7 @@
 //   - lambda is hardmax's ratio q/V (AIM 2.3), an eigenvalue in the RIE's f(lambda), and the
 //     weight decay (AIM 4.1): the code calls the last WeightDecay (gd, amp) or Lambda (erm).
 //   - tau is the AMP pattern h -> z (AIM 3) and ERM's eigenvalue threshold (code Tau).
+//   - gamma is a power-law target's exponent (AIM 4.1, Teacher.Gamma); the SMI has none.
 //   - rho is the AIM's rank ratio R/D (code rho, Rho); the SMI authors' damping rho is the
 //     command line's smi --damping only, translated at the CLI's edge to theta = 1 - rho.
 package engine
