@@ -17,6 +17,7 @@ manifest, and a plot of the mean final error with its standard error over the SE
   aim amp --channel softmax --T 2 --rho 0.5 --D 200 --alpha 0.05,0.1,0.15 --seeds 8
   aim amp --channel hardmax --rho 0.5 --D 100 --alpha 0.2,1 --seeds 4 --max-iter 500
   aim amp --channel linear --rho 0.5 --D 200 --alpha 0.2,0.4,0.6 --weight-decay 0.1
+  aim amp --channel linear --teacher powerlaw:1.25 --rho 1 --D 100 --alpha 0.1,0.2,0.3
 
 --weight-decay LAMBDA (> 0, linear channel only) runs GAMP for empirical risk minimisation
 instead: the estimator is the minimiser of the square loss plus lambda Tr S over PSD S
@@ -36,6 +37,7 @@ func ampFlags(fs *flag.FlagSet, c *aimjob.AMPConfig, pm *progressMode) {
 	simFlags(fs, &c.Sim, pm, true)
 	noiseFlag(fs, &c.Sim.Model)
 	gridVar(fs, &c.Alpha, "alpha", "sample complexity alpha = N/D^2: a list or range (linear: default "+aimjob.LinearAlpha+")")
+	teacherFlag(fs, &c.Sim.Model, "the runs draw it at --D; with a power law, the se_mmse column and the plot's line are its state evolution at that D (the ERM one with --weight-decay)")
 	fs.StringVar(&c.Trace, "trace", c.Trace, "also write every iteration of every run to this CSV")
 	fs.IntVar(&c.MaxIter, "max-iter", c.MaxIter, usage("max-iter", "GAMP-RIE iterations (0: 100 for softmax, 500 for hardmax, as in the paper)"))
 	dampingFlag(fs, &c.Damping, "of omega and V; auto: 0.5 for softmax, as in the paper, 0 for hardmax, which converges several times faster undamped; hardmax raises it halfway to 1, at most to 0.75, when the iteration cycles")

@@ -26,6 +26,7 @@ point), a JSON manifest beside it, and a plot.
   aim erm --rho 0.5 --alpha 0.3 --spectrum 0.3 --weight-decay 0.1
   aim erm --rho 0.5 --alpha 0.1,0.2,0.3 --weight-decay 0,0.1 --gd results/gd.csv
   aim erm --rho 0.5 --penalty ridge --weight-decay 0,0.1 --spectrum 0.3
+  aim erm --teacher powerlaw:1.25 --D 100 --rho 1 --noise 0.1 --weight-decay 0.05 --spectrum 0.3
 
 Weight decay 0 is the limit lambda -> 0+: the minimal nuclear-norm interpolator while the data
 can be interpolated (column interpolating), least squares over PSD matrices beyond (ridge: the
@@ -44,6 +45,11 @@ its figure; --eigenvalues draws the eigenvalues of an aim gd --spectrum CSV at t
 beside it as histograms (of the students that match --penalty; nuclear: those below 1e-6 left
 out, their share set beside the predicted atom).
 
+--teacher powerlaw:GAMMA puts a target whose eigenvalues decay as k^-gamma in place of the
+paper's Marchenko-Pastur one: the ERM and Bayes-optimal theories are solved at each --D (one
+line each, column D; empty for mp), the thresholds are the MP teacher's and left out, and the
+spectrum of --spectrum has the teacher's outliers beside its bulk.
+
 Grids: a list "0.05,0.1", a linear range "a:b:n" or a geometric range "a:b:n:log".
 
 Flags:
@@ -57,6 +63,8 @@ func ermFlags(fs *flag.FlagSet, c *aimjob.ERMConfig, pm *progressMode) {
 	gridVar(fs, &c.Alpha, "alpha", "sample complexity grid alpha = N/D^2 (default "+aimjob.ERMAlpha+")")
 	fs.Float64Var(&c.Noise, "noise", c.Noise, "label noise Delta >= 0: y = h + sqrt(Delta) xi")
 	gridVar(fs, &c.WeightDecay, "weight-decay", usage("weight-decay", "the nuclear-norm regularisation of S (--penalty ridge: lambda ||S||_F^2); a list or range of lambda, one line each; 0 is the limit lambda -> 0+ (the minimal nuclear-norm interpolator, then PSD least squares)"))
+	teacherFlag(fs, &c.Model, "a power law's theory (ERM and Bayes-optimal) is at each --D; the thresholds alpha_c and alpha_interp are the MP teacher's, neither recorded nor drawn for it")
+	theoryDFlag(fs, &c.Model)
 	fs.StringVar(&c.Penalty, "penalty", c.Penalty, "the estimator's regulariser: nuclear (lambda Tr S over PSD S, weight decay on W, as aim gd trains) or ridge (lambda ||S||_F^2 over symmetric S, weight decay on S itself, as aim gd --direct trains)")
 	fs.Float64Var(&c.Spectrum, "spectrum", c.Spectrum, "also write the limiting spectrum of S-hat at this alpha to <out>_spectrum.csv, and its figure beside the plot")
 	fs.StringVar(&c.GD, "gd", c.GD, "an 'aim gd --channel linear' CSV whose points (mean and standard error over seeds of its error column per alpha and weight decay) to draw on the plot")

@@ -110,6 +110,7 @@ var vocabulary = map[string]string{
 	"gen-samples":  "Monte Carlo samples of the generalisation error (0: none)",
 	"gen-inner":    "inner samples per Monte Carlo sample of the generalisation error",
 	"weight-decay": "weight decay lambda >= 0: the training loss gains lambda Tr S",
+	"teacher":      "the law of the target S: mp (the paper's, S = W W^T / sqrt(R D), spectrum Marchenko-Pastur) or powerlaw:GAMMA (eigenvalues w_k ~ k^-gamma for k <= R = floor(rho D), 0 beyond, Haar eigenvectors, (1/D) sum w^2 = 1)",
 	"precision":    "arithmetic of the two large contractions of every iteration or step, the forward product X S and the back-projection sum_mu X_mu^T (C_mu X_mu): fp64, fp32, tf32 (TF32 inputs, fp32 sums) or bf16x9 (fp32 emulated by three bfloat16 parts); the eigendecomposition, the RIE map, the channel and everything else stay fp64",
 }
 
@@ -535,6 +536,18 @@ func modelFlags(fs *flag.FlagSet, m *aimjob.Model, pm *progressMode, withHardmax
 	repeatable(fs, "rho")
 	outputFlags(fs, &m.Out, &m.Plot, &m.Figure, pm)
 	fs.StringVar(&m.Axes, "axes", m.Axes, "plot axes: auto, lin, logx, logy or loglog (auto: lin for softmax, loglog for hardmax)")
+}
+
+// teacherFlag registers --teacher, the law of the target S, into m; more is the command's own
+// words.
+func teacherFlag(fs *flag.FlagSet, m *aimjob.Model, more string) {
+	fs.StringVar(&m.Teacher, "teacher", m.Teacher, usage("teacher", more))
+}
+
+// theoryDFlag registers --D of the theory commands (se, erm), the power-law teacher's
+// dimensions, into m.
+func theoryDFlag(fs *flag.FlagSet, m *aimjob.Model) {
+	gridVar(fs, &m.Dims, "D", "the power-law teacher's dimension D: a list or range of integers, one curve each (--teacher powerlaw:GAMMA only, which needs it: its theory is that of the D eigenvalues, with no D-independent limit; the MP teacher's theory is D-independent)")
 }
 
 // checkRhos refuses a rho given twice (in one list or over repeated --rho): it would write

@@ -37,6 +37,7 @@ func gdFlags(fs *flag.FlagSet, c *aimjob.GDConfig, pm *progressMode) {
 	simFlags(fs, &c.Sim, pm, false)
 	noiseFlag(fs, &c.Sim.Model)
 	gridVar(fs, &c.Alpha, "alpha", "sample complexity alpha = N/D^2: a list or range (linear: default "+aimjob.LinearAlpha+")")
+	teacherFlag(fs, &c.Sim.Model, "the runs draw it at --D; with a power law, the se_mmse column and the plot's line are its state evolution at that D")
 	fs.IntVar(&c.Restarts, "restarts", c.Restarts, "students averaged per data set (1: GD single; the paper's averaged GD uses 32)")
 	fs.IntVar(&c.Steps, "max-iter", c.Steps, usage("max-iter", "full-batch steps per student, every one taken (GD has no stopping rule)"))
 	deprecate(fs, "steps", "max-iter", "")

@@ -171,9 +171,9 @@ func TestPlotBadInput(t *testing.T) {
 		return path
 	}
 	header := strings.Join(aimjob.SESchema.Header(0), ",")
-	good := write("good.csv", header+"\nsoftmax,2,0.5,1,0,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\n")
+	good := write("good.csv", header+"\nsoftmax,2,0.5,1,0,mp,,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\n")
 	unknown := write("unknown.csv", "a,b,c\n1,2,3\n")
-	malformed := write("bad.csv", header+"\nsoftmax,2,0.5,1,0,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\nsoftmax,2,0.5,1,0,0.2,0.8,0.4,zero,0,0.3,1.5,,,10,true,,false\n")
+	malformed := write("bad.csv", header+"\nsoftmax,2,0.5,1,0,mp,,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\nsoftmax,2,0.5,1,0,mp,,0.2,0.8,0.4,zero,0,0.3,1.5,,,10,true,,false\n")
 	ragged := write("ragged.csv", header+"\nsoftmax,2,0.5\n")
 	empty := write("empty.csv", "")
 	smi := write("smi.csv", strings.Join(smijob.SMISESchema.Header(2), ",")+"\n2,2,1,1,1.2,0.8,0.99,,,,,,,,,,,4000,10,true,0,uninformed,false,-1.6,0.04\n")
@@ -233,7 +233,7 @@ func TestPlotBadInput(t *testing.T) {
 func TestSEFlagBadInput(t *testing.T) {
 	src := t.TempDir()
 	se := filepath.Join(src, "se.csv")
-	os.WriteFile(se, []byte(strings.Join(aimjob.SESchema.Header(0), ",")+"\nsoftmax,2,0.5,1,0,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\n"), 0o644)
+	os.WriteFile(se, []byte(strings.Join(aimjob.SESchema.Header(0), ",")+"\nsoftmax,2,0.5,1,0,mp,,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\n"), 0o644)
 	amp := filepath.Join(src, "amp.csv")
 	os.WriteFile(amp, []byte(strings.Join(aimjob.AMPSchema.Header(0), ",")+"\n"), 0o644)
 	for _, tc := range []struct {

@@ -23,12 +23,19 @@ written as CSV (one row per point), a JSON manifest beside it, and a plot.
   aim se --channel hardmax --rescaled --rho 0.1,1 --alpha 0.1:20:64:log
   aim se --threshold --channel softmax --T 3 --rho 0.5
   aim se --channel hardmax --rho 0.5 --start both
+  aim se --channel linear --noise 0.1 --teacher powerlaw:1.25 --D 100,400 --rho 1 --alpha 0.05:0.6:12
 
 Columns free_entropy (Phi of the reported fixed point, per D^2, up to alpha times the channel's
 q-independent constant) and coexist (two stable fixed points: the row reports the one of
 largest Phi, the manifest lists both). --threshold also prints, per rho, a first-order
 transition on the alpha grid: the information-theoretic alpha_IT (the branches' free entropies
 cross) and the algorithmic alpha_alg (the uninformed branch jumps), or none.
+
+--teacher powerlaw:GAMMA puts a target whose eigenvalues decay as k^-gamma in place of the
+paper's Marchenko-Pastur one. Its theory is at a given dimension: one curve per --rho and --D
+(column D; empty for mp), from the prior side of the D eigenvalues. The thresholds, the free
+entropy (--start both) and the rho -> 0 limit (--rescaled) are the MP teacher's: refused with
+a power law, and its manifest has no thresholds.
 
 Grids: a list "0.05,0.1", a linear range "a:b:n" or a geometric range "a:b:n:log".
 
@@ -50,6 +57,8 @@ func seFlags(fs *flag.FlagSet, c *aimjob.SEConfig, pm *progressMode) {
 	fs.IntVar(&c.MaxIter, "max-iter", c.MaxIter, usage("max-iter", "SE iterations"))
 	dampingFlag(fs, &c.Damping, "auto: 0.5")
 	fs.IntVar(&c.Workers, "workers", c.Workers, usage("workers", "points solved in parallel"))
+	teacherFlag(fs, &c.Model, "a power law's theory is at each --D, with the prior side of its D eigenvalues (every channel); --start both, --threshold and --rescaled are the MP teacher's")
+	theoryDFlag(fs, &c.Model)
 	fs.StringVar(&c.Start, "start", c.Start, "SE start: uninformed (m = 1), informed (m = 1e-6) or both (report the fixed point of largest free entropy, flag where two coexist); both falls back to uninformed for channels without a free entropy (hardmax --paper-compat)")
 }
 

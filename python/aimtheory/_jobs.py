@@ -27,6 +27,7 @@ Text = Union[str, "os.PathLike[str]"]
 
 
 _SE_FLAGS: dict[str, tuple[str, str]] = {
+    "D": ("D", "list"),
     "T": ("T", "int"),
     "alpha": ("alpha", "list"),
     "axes": ("axes", "string"),
@@ -47,6 +48,7 @@ _SE_FLAGS: dict[str, tuple[str, str]] = {
     "seed": ("seed", "uint"),
     "size": ("size", "string"),
     "start": ("start", "string"),
+    "teacher": ("teacher", "string"),
     "threshold": ("threshold", "bool"),
     "title": ("title", "string"),
     "tol": ("tol", "float"),
@@ -56,6 +58,7 @@ _SE_FLAGS: dict[str, tuple[str, str]] = {
 
 def se(
     *,
+    D: Grid | None = None,
     T: int | None = None,
     alpha: Grid | None = None,
     axes: Text | None = None,
@@ -75,6 +78,7 @@ def se(
     seed: int | None = None,
     size: Text | None = None,
     start: Text | None = None,
+    teacher: Text | None = None,
     threshold: bool | None = None,
     title: Text | None = None,
     tol: float | None = None,
@@ -95,6 +99,7 @@ def se(
           aim se --channel hardmax --rescaled --rho 0.1,1 --alpha 0.1:20:64:log
           aim se --threshold --channel softmax --T 3 --rho 0.5
           aim se --channel hardmax --rho 0.5 --start both
+          aim se --channel linear --noise 0.1 --teacher powerlaw:1.25 --D 100,400 --rho 1 --alpha 0.05:0.6:12
 
         Columns free_entropy (Phi of the reported fixed point, per D^2, up to alpha times the channel's
         q-independent constant) and coexist (two stable fixed points: the row reports the one of
@@ -102,11 +107,18 @@ def se(
         transition on the alpha grid: the information-theoretic alpha_IT (the branches' free entropies
         cross) and the algorithmic alpha_alg (the uninformed branch jumps), or none.
 
+        --teacher powerlaw:GAMMA puts a target whose eigenvalues decay as k^-gamma in place of the
+        paper's Marchenko-Pastur one. Its theory is at a given dimension: one curve per --rho and --D
+        (column D; empty for mp), from the prior side of the D eigenvalues. The thresholds, the free
+        entropy (--start both) and the rho -> 0 limit (--rescaled) are the MP teacher's: refused with
+        a power law, and its manifest has no thresholds.
+
         Grids: a list "0.05,0.1", a linear range "a:b:n" or a geometric range "a:b:n:log".
 
     Keyword arguments are the flags of ``aim se`` (docs/cli/se.md), dashes written as underscores; None leaves the engine's default.
 
     Args:
+        D: the power-law teacher's dimension D: a list or range of integers, one curve each (--teacher powerlaw:GAMMA only, which needs it: its theory is that of the D eigenvalues, with no D-independent limit; the MP teacher's theory is D-independent).
         T: tokens per sequence, an integer (hardmax: 2 to 6; linear: 1, its default) (default 2).
         alpha: sample complexity grid alpha = N/D^2 (alpha-bar_r = N/(D R) with --rescaled); default 0.001:0.25:128 for softmax, 0.01:10:128:log for hardmax, 0.005:0.6:120 for linear, 0.1:20:128:log rescaled.
         axes: plot axes: auto, lin, logx, logy or loglog (auto: lin for softmax, loglog for hardmax) (default auto).
@@ -126,6 +138,7 @@ def se(
         seed: random seed; it seeds the Monte Carlo generalisation error (default 1).
         size: figure size WxH with a unit: in, cm, mm or pt, e.g. 3.4x2.6in (a journal column) or 17x10cm (default 6x4.2in).
         start: SE start: uninformed (m = 1), informed (m = 1e-6) or both (report the fixed point of largest free entropy, flag where two coexist); both falls back to uninformed for channels without a free entropy (hardmax --paper-compat) (default both).
+        teacher: the law of the target S: mp (the paper's, S = W W^T / sqrt(R D), spectrum Marchenko-Pastur) or powerlaw:GAMMA (eigenvalues w_k ~ k^-gamma for k <= R = floor(rho D), 0 beyond, Haar eigenvectors, (1/D) sum w^2 = 1); a power law's theory is at each --D, with the prior side of its D eigenvalues (every channel); --start both, --threshold and --rescaled are the MP teacher's (default mp).
         threshold: print alpha_PR per rho and alpha-bar_c, write no file.
         title: the figure's title ("" for none; default: the automatic title).
         tol: convergence tolerance; stop when the SE's estimation error moves less (default 1e-12).
@@ -222,6 +235,7 @@ _AMP_FLAGS: dict[str, tuple[str, str]] = {
     "seed": ("seed", "uint"),
     "seeds": ("seeds", "int"),
     "size": ("size", "string"),
+    "teacher": ("teacher", "string"),
     "threads": ("threads", "int"),
     "title": ("title", "string"),
     "tokens": ("tokens", "string"),
@@ -257,6 +271,7 @@ def amp(
     seed: int | None = None,
     seeds: int | None = None,
     size: Text | None = None,
+    teacher: Text | None = None,
     threads: int | None = None,
     title: Text | None = None,
     tokens: Text | None = None,
@@ -278,6 +293,7 @@ def amp(
           aim amp --channel softmax --T 2 --rho 0.5 --D 200 --alpha 0.05,0.1,0.15 --seeds 8
           aim amp --channel hardmax --rho 0.5 --D 100 --alpha 0.2,1 --seeds 4 --max-iter 500
           aim amp --channel linear --rho 0.5 --D 200 --alpha 0.2,0.4,0.6 --weight-decay 0.1
+          aim amp --channel linear --teacher powerlaw:1.25 --rho 1 --D 100 --alpha 0.1,0.2,0.3
 
         --weight-decay LAMBDA (> 0, linear channel only) runs GAMP for empirical risk minimisation
         instead: the estimator is the minimiser of the square loss plus lambda Tr S over PSD S
@@ -315,6 +331,7 @@ def amp(
         seed: random seed; run s uses seed + s for its teacher, data and start (default 1).
         seeds: independent runs per grid point, run s with seed --seed + s; every alpha shares its teachers (default 8).
         size: figure size WxH with a unit: in, cm, mm or pt, e.g. 3.4x2.6in (a journal column) or 17x10cm (default 6x4.2in).
+        teacher: the law of the target S: mp (the paper's, S = W W^T / sqrt(R D), spectrum Marchenko-Pastur) or powerlaw:GAMMA (eigenvalues w_k ~ k^-gamma for k <= R = floor(rho D), 0 beyond, Haar eigenvectors, (1/D) sum w^2 = 1); the runs draw it at --D; with a power law, the se_mmse column and the plot's line are its state evolution at that D (the ERM one with --weight-decay) (default mp).
         threads: threads of the CPU backend's BLAS library, OpenBLAS or MKL (0: all cores) (default 0).
         title: the figure's title ("" for none; default: the automatic title).
         tokens: tokens X stored on the device, or streamed: regenerated chunk by chunk from the seed at every use, never stored (same values); auto stores when the largest run fits (default auto).
@@ -360,6 +377,7 @@ _GD_FLAGS: dict[str, tuple[str, str]] = {
     "seeds": ("seeds", "int"),
     "size": ("size", "string"),
     "spectrum": ("spectrum", "string"),
+    "teacher": ("teacher", "string"),
     "threads": ("threads", "int"),
     "title": ("title", "string"),
     "tokens": ("tokens", "string"),
@@ -399,6 +417,7 @@ def gd(
     seeds: int | None = None,
     size: Text | None = None,
     spectrum: Text | None = None,
+    teacher: Text | None = None,
     threads: int | None = None,
     title: Text | None = None,
     tokens: Text | None = None,
@@ -462,6 +481,7 @@ def gd(
         seeds: independent runs per grid point, run s with seed --seed + s; every alpha shares its teachers (default 4).
         size: figure size WxH with a unit: in, cm, mm or pt, e.g. 3.4x2.6in (a journal column) or 17x10cm (default 6x4.2in).
         spectrum: write the D eigenvalues of the first student's final S of each run to this CSV: columns rho, alpha, seed, weight_decay, direct, index (0 the smallest), eigenvalue.
+        teacher: the law of the target S: mp (the paper's, S = W W^T / sqrt(R D), spectrum Marchenko-Pastur) or powerlaw:GAMMA (eigenvalues w_k ~ k^-gamma for k <= R = floor(rho D), 0 beyond, Haar eigenvectors, (1/D) sum w^2 = 1); the runs draw it at --D; with a power law, the se_mmse column and the plot's line are its state evolution at that D (default mp).
         threads: threads of the CPU backend's BLAS library, OpenBLAS or MKL (0: all cores) (default 0).
         title: the figure's title ("" for none; default: the automatic title).
         tokens: tokens X stored on the device, or streamed: regenerated chunk by chunk from the seed at every use, never stored (same values); auto stores when the largest run fits (default auto).
@@ -481,6 +501,7 @@ def gd(
 
 
 _ERM_FLAGS: dict[str, tuple[str, str]] = {
+    "D": ("D", "list"),
     "alpha": ("alpha", "list"),
     "axes": ("axes", "string"),
     "channel": ("channel", "string"),
@@ -496,6 +517,7 @@ _ERM_FLAGS: dict[str, tuple[str, str]] = {
     "rho": ("rho", "list"),
     "size": ("size", "string"),
     "spectrum": ("spectrum", "float"),
+    "teacher": ("teacher", "string"),
     "title": ("title", "string"),
     "tol": ("tol", "float"),
     "weight_decay": ("weight-decay", "list"),
@@ -505,6 +527,7 @@ _ERM_FLAGS: dict[str, tuple[str, str]] = {
 
 def erm(
     *,
+    D: Grid | None = None,
     alpha: Grid | None = None,
     axes: Text | None = None,
     channel: Text | None = None,
@@ -519,6 +542,7 @@ def erm(
     rho: Grid | None = None,
     size: Text | None = None,
     spectrum: float | None = None,
+    teacher: Text | None = None,
     title: Text | None = None,
     tol: float | None = None,
     weight_decay: Grid | None = None,
@@ -545,6 +569,7 @@ def erm(
           aim erm --rho 0.5 --alpha 0.3 --spectrum 0.3 --weight-decay 0.1
           aim erm --rho 0.5 --alpha 0.1,0.2,0.3 --weight-decay 0,0.1 --gd results/gd.csv
           aim erm --rho 0.5 --penalty ridge --weight-decay 0,0.1 --spectrum 0.3
+          aim erm --teacher powerlaw:1.25 --D 100 --rho 1 --noise 0.1 --weight-decay 0.05 --spectrum 0.3
 
         Weight decay 0 is the limit lambda -> 0+: the minimal nuclear-norm interpolator while the data
         can be interpolated (column interpolating), least squares over PSD matrices beyond (ridge: the
@@ -563,11 +588,17 @@ def erm(
         beside it as histograms (of the students that match --penalty; nuclear: those below 1e-6 left
         out, their share set beside the predicted atom).
 
+        --teacher powerlaw:GAMMA puts a target whose eigenvalues decay as k^-gamma in place of the
+        paper's Marchenko-Pastur one: the ERM and Bayes-optimal theories are solved at each --D (one
+        line each, column D; empty for mp), the thresholds are the MP teacher's and left out, and the
+        spectrum of --spectrum has the teacher's outliers beside its bulk.
+
         Grids: a list "0.05,0.1", a linear range "a:b:n" or a geometric range "a:b:n:log".
 
     Keyword arguments are the flags of ``aim erm`` (docs/cli/erm.md), dashes written as underscores; None leaves the engine's default.
 
     Args:
+        D: the power-law teacher's dimension D: a list or range of integers, one curve each (--teacher powerlaw:GAMMA only, which needs it: its theory is that of the D eigenvalues, with no D-independent limit; the MP teacher's theory is D-independent).
         alpha: sample complexity grid alpha = N/D^2 (default 0.02:1:50).
         axes: plot axes: auto, lin, logx, logy or loglog (auto: lin) (default auto).
         channel: output channel: linear only (y = h at T = 1: the extensive-width quadratic network, width ratio kappa = rho); the ERM theory is not implemented for softmax or hardmax (default linear).
@@ -582,6 +613,7 @@ def erm(
         rho: rank ratio rho = R/D: a value, list or range; repeatable, each value once (default 0.5).
         size: figure size WxH with a unit: in, cm, mm or pt, e.g. 3.4x2.6in (a journal column) or 17x10cm (default 6x4.2in).
         spectrum: also write the limiting spectrum of S-hat at this alpha to <out>_spectrum.csv, and its figure beside the plot (default 0).
+        teacher: the law of the target S: mp (the paper's, S = W W^T / sqrt(R D), spectrum Marchenko-Pastur) or powerlaw:GAMMA (eigenvalues w_k ~ k^-gamma for k <= R = floor(rho D), 0 beyond, Haar eigenvectors, (1/D) sum w^2 = 1); a power law's theory (ERM and Bayes-optimal) is at each --D; the thresholds alpha_c and alpha_interp are the MP teacher's, neither recorded nor drawn for it (default mp).
         title: the figure's title ("" for none; default: the automatic title).
         tol: convergence tolerance; stop when the ERM SE's test error moves less (default 1e-12).
         weight_decay: weight decay lambda >= 0: the training loss gains lambda Tr S; the nuclear-norm regularisation of S (--penalty ridge: lambda ||S||_F^2); a list or range of lambda, one line each; 0 is the limit lambda -> 0+ (the minimal nuclear-norm interpolator, then PSD least squares) (default 0,0.01,0.1,1).

@@ -164,7 +164,8 @@ class Result:
 
     def _list_columns(self) -> list[str]:
         """The numeric columns named after the command's list-typed (grid) flags (not --device,
-        which is list-typed too but names where the run ran)."""
+        which is list-typed too but names where the run ran), but a column without a value (aim
+        se's and aim erm's D, empty for the MP teacher, whose theory has no D)."""
         from . import _jobs
         command = self.manifest.get("job") or self.command or ""
         name = "_" + command.upper().replace(" ", "_").replace("-", "_") + "_FLAGS"
@@ -174,7 +175,7 @@ class Result:
             if typ != "list":
                 continue
             for col in (py, flag.replace("-", "_"), flag):
-                if col in self.df.columns and col not in cols and self.df[col].dtype.kind in "iuf":
+                if col in self.df.columns and col not in cols and self.df[col].dtype.kind in "iuf" and self.df[col].notna().any():
                     cols.append(col)
                     break
         order = list(self.df.columns)

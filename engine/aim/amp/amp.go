@@ -315,6 +315,7 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 	for it := 1; it <= o.MaxIter; it++ {
 		vNew := 2 * cHat
 		damp := !first
+		vOld := V
 		if first {
 			V, first = vNew, false // nothing to damp against yet
 		} else {
@@ -440,7 +441,9 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 		if math.IsNaN(rec.Error) || math.IsNaN(rec.Step) || rec.Error > o.BlowUp {
 			return diverged(it, "||S-hat - S||^2/D", rec.Error)
 		}
-		if rec.Distance < o.Tol {
+		// ERM's soft threshold can hold S-hat exactly still (at 0, say) while V still moves, so
+		// there the variance must have settled too.
+		if rec.Distance < o.Tol && (!o.ERM || math.Abs(V-vOld) <= 1e-6*math.Abs(V)) {
 			res.Converged = true
 			break
 		}

@@ -278,3 +278,46 @@ func TestPowerLawSimulation(t *testing.T) {
 		}
 	}
 }
+
+// TestMinimalNuclearNorm: the lambda -> 0+ limit and alpha_c against the minimiser at lambda =
+// 1e-4 (GAMP-ERM's fixed point, the exact minimiser, TestMinimiserAgreement), noiseless, rho = 0.5,
+// D = 40, 3 seeds: above alpha_c = 0.4222 (alpha = 0.46) it recovers S* (measured error 2e-6, of
+// order lambda^2; at lambda = 1e-3 1.3e-4); between the Bayes-optimal alpha_PR = 0.375 and alpha_c
+// (alpha = 0.38) it does not (0.0235 +- 0.0055, the SE's lambda -> 0+ limit 0.0189; 0.0228 at D =
+// 80), nor in the interpolating phase (alpha = 0.3: 0.177, SE 0.161; 0.172 at D = 80). Asserted:
+// below 1e-4 above alpha_c, and within 3 standard errors plus 0.01 of the SE below it.
+func TestMinimalNuclearNorm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 3 s")
+	}
+	dev := cpu.New(0)
+	for _, alpha := range []float64{0.3, 0.38, 0.46} {
+		pt, err := Solve(Problem{Rho: 0.5, Alpha: alpha}, se.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var es []float64
+		for seed := uint64(1); seed <= 3; seed++ {
+			data, err := aim.Generate(dev, linear(40, alpha, 0.5, 0, seed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := amp.DefaultOptions()
+			o.ERM, o.WeightDecay, o.MaxIter, o.Tol = true, 1e-4, 3000, 1e-12
+			r, err := amp.Run(dev, data, o)
+			data.Free(dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			es = append(es, r.Error)
+		}
+		m, sd := meanSD(es)
+		t.Logf("alpha %g: minimiser at lambda = 1e-4 %.6f +- %.6f, SE (lambda -> 0+) %.6f", alpha, m, sd, pt.TestError)
+		switch {
+		case pt.TestError == 0 && !(m < 1e-4):
+			t.Errorf("alpha %g above alpha_c: error %g, want perfect recovery", alpha, m)
+		case pt.TestError > 0 && !(math.Abs(m-pt.TestError) < 3*sd/math.Sqrt(3)+0.01):
+			t.Errorf("alpha %g: error %.6f +- %.6f, SE %.6f", alpha, m, sd, pt.TestError)
+		}
+	}
+}

@@ -94,3 +94,51 @@ func TestStudyGD(t *testing.T) {
 		}
 	}
 }
+
+// TestStudyScaling compares GAMP-ERM (lambda = 0.01, damping 0.8, noiseless, a gamma = 1.25
+// power-law teacher, rho = 1) with the ERM state evolution at N/D = 8 to 32 and D = 100 to 400,
+// with the local exponents d log E / d log N of both (ERM_STUDY=D; docs/validation/erm.md).
+func TestStudyScaling(t *testing.T) {
+	if os.Getenv("ERM_STUDY") != "D" {
+		t.Skip("the scaling-law study of docs/validation/erm.md: ERM_STUDY=D")
+	}
+	dev := cpu.New(0)
+	for _, D := range []int{100, 200, 400} {
+		seeds := 3
+		if D == 400 {
+			seeds = 2
+		}
+		var prevS, prevG, prevA float64
+		for _, nd := range []float64{8, 16, 32} {
+			a := nd / float64(D)
+			pp := aim.Params{D: D, Alpha: a, Rho: 1, Channel: channel.Spec{Kind: channel.KindLinear, T: 1}, Teacher: aim.Teacher{PowerLaw: true, Gamma: 1.25}}
+			p, err := Solve(Problem{Alpha: a, Lambda: 0.01, Prior: pp.Prior()}, se.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var es []float64
+			for seed := uint64(1); seed <= uint64(seeds); seed++ {
+				pp.Seed = seed
+				data, err := aim.Generate(dev, pp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o := amp.DefaultOptions()
+				o.ERM, o.WeightDecay, o.MaxIter, o.Tol, o.Damping = true, 0.01, 3000, 1e-12, 0.8
+				r, err := amp.Run(dev, data, o)
+				data.Free(dev)
+				if err != nil || !r.Converged {
+					fmt.Printf("  D=%d N/D=%g seed=%d: %v converged %v\n", D, nd, seed, err, r.Converged)
+				}
+				es = append(es, r.Error)
+			}
+			m, sd := meanSD(es)
+			ss, sg := math.NaN(), math.NaN()
+			if prevA > 0 {
+				ss, sg = math.Log(p.TestError/prevS)/math.Log(a/prevA), math.Log(m/prevG)/math.Log(a/prevA)
+			}
+			fmt.Printf("D=%d N/D=%g alpha=%.4f SE %.5f (slope %.3f) GAMP-ERM %.5f +- %.5f (slope %.3f)\n", D, nd, a, p.TestError, ss, m, sd, sg)
+			prevS, prevG, prevA = p.TestError, m, a
+		}
+	}
+}

@@ -46,12 +46,12 @@ func TestReadTable(t *testing.T) {
 	if !math.IsInf(tab.V(0, "alpha_stability_1"), 1) || tab.V(0, "alpha_stability_2") != 0.25 || !math.IsNaN(tab.V(0, "alpha_conditional_1")) || tab.V(0, "c") != 0.5 {
 		t.Errorf("values %v", tab.Values(0))
 	}
-	tab, err = readTable(strings.NewReader(strings.Join(aimjob.SESchema.Header(0), ",")+"\nhardmax-paper,2,0.5,,0,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\n"), "se.csv")
+	tab, err = readTable(strings.NewReader(strings.Join(aimjob.SESchema.Header(0), ",")+"\nhardmax-paper,2,0.5,,0,mp,,0.1,0.4,0.2,0.5,0,0.4,1.2,,,10,true,,false\n"), "se.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// An SE CSV from before noise, mmse_err, free_entropy and coexist (table.Added) still plots,
-	// and reads as noiseless.
+	// An SE CSV from before noise, teacher, D, mmse_err, free_entropy and coexist (table.Added)
+	// still plots, and reads as noiseless.
 	old := "channel,T,rho,beta,alpha,alpha_bar,alpha_r,mmse,q,qhat,gen_error,gen_error_stderr,iterations,converged\n" +
 		"softmax,2,0.5,1,0.1,0.4,0.2,0.5,1,2,,,10,true\n"
 	if ot, err := readTable(strings.NewReader(old), "old.csv"); err != nil || ot.Kind != table.SE || ot.V(0, "mmse") != 0.5 || !math.IsNaN(ot.V(0, "free_entropy")) || ot.S(0, "noise") != "" {
@@ -127,13 +127,14 @@ func FuzzReadTable(f *testing.F) {
 // TestWordColumns checks that the columns a reader keeps as words are exactly those the old
 // reader listed by name (channel, converged, device, optimizer, finished), aim bench's
 // algorithm and tokens, aim se's coexist, the precision of aim amp and aim gd, aim gd's
-// uncentred and direct and aim erm's interpolating, in every kind, and aim erm's penalty (the
-// regulariser's name; aim gd's penalty column is its value).
+// uncentred and direct, aim erm's interpolating and the teacher of aim se, amp, gd and erm, in
+// every kind, and aim erm's penalty (the regulariser's name; aim gd's penalty column is its
+// value).
 func TestWordColumns(t *testing.T) {
 	for _, d := range job.Kinds() {
 		want := map[string]bool{"channel": true, "converged": true, "device": true, "optimizer": true, "finished": true,
 			"algorithm": true, "tokens": true, "coexist": true, "start": true, "precision": true, "uncentred": true, "interpolating": true,
-			"direct": true, "penalty": d.Kind == table.ERM || d.Kind == table.ERMSpectrum}
+			"direct": true, "teacher": true, "penalty": d.Kind == table.ERM || d.Kind == table.ERMSpectrum}
 		h := d.Header(2)
 		tab, err := table.Read(strings.NewReader(strings.Join(h, ",")+"\n"), "x.csv", []table.Def{d})
 		if err != nil {

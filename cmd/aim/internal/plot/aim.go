@@ -45,6 +45,71 @@ func noiseTitle(t *table.Table) string {
 	return ""
 }
 
+// teacherOf is the teacher of row i, the law of S: mp where the table has no teacher column
+// or the cell is empty (a file from before the power-law teacher).
+func teacherOf(t *table.Table, i int) string {
+	if s := t.S(i, "teacher"); s != "" {
+		return s
+	}
+	return "mp"
+}
+
+// theoryDOf is the D of row i of a theory table (aim se, aim erm): a power-law teacher's, whose
+// theory is at a given D; 0 for the MP teacher's (an empty cell, or no column), which has none.
+func theoryDOf(t *table.Table, i int) float64 {
+	if d := t.V(i, "D"); !math.IsNaN(d) {
+		return d
+	}
+	return 0
+}
+
+// teacherTitle returns ", teacher powerlaw:1.25" for a table whose first row has a teacher other
+// than mp, else "".
+func teacherTitle(t *table.Table) string {
+	if t.Rows() == 0 || teacherOf(t, 0) == "mp" {
+		return ""
+	}
+	return ", teacher " + teacherOf(t, 0)
+}
+
+// dLabel is ", D = 60" for a power-law teacher's theory at D (D > 0), else "".
+func dLabel(D float64) string {
+	if D > 0 {
+		return ", D = " + wholeNum(D)
+	}
+	return ""
+}
+
+// theoryAt is the teacher and the dimension of simulation runs, which the theory lines beside
+// them must share: a power-law teacher's theory is at the runs' D.
+type theoryAt struct {
+	teacher string
+	D       float64
+}
+
+// runsAt returns the theoryAt of row i of a simulation table (aim amp, aim gd).
+func runsAt(t *table.Table, i int) theoryAt { return theoryAt{teacherOf(t, i), t.V(i, "D")} }
+
+// matches reports whether row i of a theory table is the theory of the runs: the same teacher
+// and, for a power law (a row with a D), the same D.
+func (a theoryAt) matches(t *table.Table, i int) bool {
+	if teacherOf(t, i) != a.teacher {
+		return false
+	}
+	D := theoryDOf(t, i)
+	return D == 0 || sameValue(D, a.D)
+}
+
+// firstAt returns the first row of t at rho (0 where there is none).
+func firstAt(t *table.Table, rho float64) int {
+	for i := 0; i < t.Rows(); i++ {
+		if t.V(i, "rho") == rho {
+			return i
+		}
+	}
+	return 0
+}
+
 // channelInfo returns the first row's channel (without the -paper mark), whether it is the
 // paper-compat form, T and beta.
 func channelInfo(t *table.Table) (name string, paper bool, T, beta float64) {
@@ -123,7 +188,7 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 		if name == "softmax" {
 			f.Title += fmt.Sprintf(", %s = %g", figure.Beta, beta)
 		}
-		f.Title += noiseTitle(ses[0])
+		f.Title += noiseTitle(ses[0]) + teacherTitle(ses[0])
 	}
 	// Tables of one channel at different T (the T comparison of README's hardmax figure) are
 	// told apart by T, each in its own colour; others by their file names, dashed after the first.
@@ -155,15 +220,18 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 			_, _, T, _ := channelInfo(t)
 			suffix = ", T = " + wholeNum(T)
 		}
-		var rhos []float64 // the positive rhos, whose index is the colour
-		byRho := map[float64]*figure.Series{}
-		var order []float64
+		// One line per rho, and per D for a power-law teacher, whose theory is at a given D.
+		type curve struct{ rho, D float64 }
+		var rhos []float64 // the rho of each curve of positive rho, whose index is the colour
+		byRho := map[curve]*figure.Series{}
+		var order []curve
 		for i := 0; i < t.Rows(); i++ {
 			r := t.V(i, "rho")
 			if math.IsNaN(r) {
 				continue
 			}
-			s, ok := byRho[r]
+			key := curve{r, theoryDOf(t, i)}
+			s, ok := byRho[key]
 			if !ok {
 				s = &figure.Series{Label: figure.RhoToZero + suffix, Group: -1, Dashed: k > 0 && !byT}
 				if byT {
@@ -174,17 +242,17 @@ func seFigure(ses []*table.Table, o Options) *figure.Figure {
 					if byT {
 						s.Group = k
 					}
-					s.Label = rhoLabel(r) + suffix
+					s.Label = rhoLabel(r) + dLabel(key.D) + suffix
 					rhos = append(rhos, r)
 				}
-				byRho[r] = s
-				order = append(order, r)
+				byRho[key] = s
+				order = append(order, key)
 			}
 			s.X = append(s.X, aimX(t, i, mode))
 			s.Y = append(s.Y, t.V(i, "mmse"))
 		}
-		for _, r := range order {
-			f.Series = append(f.Series, *byRho[r])
+		for _, key := range order {
+			f.Series = append(f.Series, *byRho[key])
 		}
 		if t.Th == nil {
 			continue
@@ -295,13 +363,14 @@ func simWindow(sims []*table.Table, mode string, logx bool) func(x float64) bool
 	return func(x float64) bool { return x > 0 && x <= 1.1*xmax*(1+tol) }
 }
 
-// seLine returns the SE line at rho from the first of the tables that has it, inside the window.
-func seLine(ses []*table.Table, rho float64, mode string, in func(float64) bool, label string, group int) (figure.Series, bool) {
+// seLine returns the SE line at rho of the runs' teacher and D (at) from the first of the
+// tables that has it, inside the window.
+func seLine(ses []*table.Table, rho float64, at theoryAt, mode string, in func(float64) bool, label string, group int) (figure.Series, bool) {
 	s := figure.Series{Label: label, Group: group}
 	for _, t := range ses {
 		found := false
 		for i := 0; i < t.Rows(); i++ {
-			if t.V(i, "rho") != rho {
+			if t.V(i, "rho") != rho || !at.matches(t, i) {
 				continue
 			}
 			found = true
@@ -352,7 +421,7 @@ func groupBy(t *table.Table, keep func(i int) bool) (alphas []float64, rows map[
 // t at (rho, lambda): the test error of the nuclear rows of the `aim erm` tables at rho, t's
 // noise and lambda, from the first table that has them, or without one the se_mmse column of
 // t's rows (the ERM state evolution at the runs' alphas).
-func ermSELine(erms []*table.Table, t *table.Table, rho, lambda float64, mode string, in func(float64) bool, label string, group int) (figure.Series, bool) {
+func ermSELine(erms []*table.Table, t *table.Table, rho, lambda float64, at theoryAt, mode string, in func(float64) bool, label string, group int) (figure.Series, bool) {
 	s := figure.Series{Label: label, Group: group}
 	noise := 0.0
 	if t.Rows() > 0 {
@@ -374,7 +443,7 @@ func ermSELine(erms []*table.Table, t *table.Table, rho, lambda float64, mode st
 	for _, e := range erms {
 		found := false
 		for i := 0; i < e.Rows(); i++ {
-			if !sameValue(e.V(i, "rho"), rho) || !sameValue(noiseOf(e, i), noise) || !sameValue(e.V(i, "weight_decay"), lambda) || penaltyOf(e, i) != nuclear {
+			if !sameValue(e.V(i, "rho"), rho) || !sameValue(noiseOf(e, i), noise) || !sameValue(e.V(i, "weight_decay"), lambda) || penaltyOf(e, i) != nuclear || !at.matches(e, i) {
 				continue
 			}
 			found = true
@@ -423,17 +492,18 @@ func ampFigure(amps, ses, erms []*table.Table, o Options) *figure.Figure {
 					continue
 				}
 				g := li*len(rhos) + gi
+				at := runsAt(t, rows[alphas[0]][0])
 				label := rhoLabel(r) // one legend entry with its SE line
 				if l > 0 {
 					ermRuns = true
 					label = fmt.Sprintf("GAMP-ERM %s, %s", lambdaLabel(l), rhoLabel(r))
-					if line, ok := ermSELine(erms, t, r, l, mode, in, fmt.Sprintf("ERM SE %s, %s", lambdaLabel(l), rhoLabel(r)), g); ok {
+					if line, ok := ermSELine(erms, t, r, l, at, mode, in, fmt.Sprintf("ERM SE %s, %s", lambdaLabel(l), rhoLabel(r)), g); ok {
 						f.Series = append(f.Series, line)
 						lines = true
 					}
 				} else {
 					rie = true
-					if line, ok := seLine(ses, r, mode, in, rhoLabel(r), g); ok {
+					if line, ok := seLine(ses, r, at, mode, in, rhoLabel(r), g); ok {
 						f.Series = append(f.Series, line)
 						lines = true
 					}
@@ -477,7 +547,7 @@ func ampFigure(amps, ses, erms []*table.Table, o Options) *figure.Figure {
 		f.Title += " (points), state evolution (lines)"
 	}
 	if t := amps[0]; t.Rows() > 0 {
-		f.Title += fmt.Sprintf(": %s, T = %s", t.S(0, "channel"), wholeNum(t.V(0, "T"))) + noiseTitle(t)
+		f.Title += fmt.Sprintf(": %s, T = %s", t.S(0, "channel"), wholeNum(t.V(0, "T"))) + noiseTitle(t) + teacherTitle(t)
 	}
 	return f
 }
@@ -504,7 +574,7 @@ func gdFigure(gds, ses, amps []*table.Table, o Options) *figure.Figure {
 	mode := o.xMode("alpha")
 	f := &figure.Figure{XLabel: aimXLabel[mode], YLabel: figure.ErrorLabel, Title: "Gradient descent"}
 	if t := gds[0]; t.Rows() > 0 {
-		f.Title = fmt.Sprintf("Gradient descent at D = %s (%s steps, lr %g): %s, T = %s", wholeNum(t.V(0, "D")), wholeNum(t.V(0, "steps")), t.V(0, "lr"), t.S(0, "channel"), wholeNum(t.V(0, "T"))) + noiseTitle(t)
+		f.Title = fmt.Sprintf("Gradient descent at D = %s (%s steps, lr %g): %s, T = %s", wholeNum(t.V(0, "D")), wholeNum(t.V(0, "steps")), t.V(0, "lr"), t.S(0, "channel"), wholeNum(t.V(0, "T"))) + noiseTitle(t) + teacherTitle(t)
 	}
 	o.applyAxes(f, false, false)
 	if !f.LogY {
@@ -514,7 +584,7 @@ func gdFigure(gds, ses, amps []*table.Table, o Options) *figure.Figure {
 	for _, t := range gds {
 		for gi, r := range distinctValues(t, "rho") {
 			alphas, rows := groupRows(t, r)
-			if line, ok := seLine(ses, r, mode, in, "SE "+rhoLabel(r), gi); ok {
+			if line, ok := seLine(ses, r, runsAt(t, firstAt(t, r)), mode, in, "SE "+rhoLabel(r), gi); ok {
 				f.Series = append(f.Series, line)
 			}
 			restarts := t.V(0, "restarts")

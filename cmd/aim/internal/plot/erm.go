@@ -14,16 +14,39 @@ import (
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 )
 
-// ermCurve is one (rho, noise) of aim erm tables: the lambdas drawn at it share its colours.
-type ermCurve struct{ rho, noise float64 }
+// ermCurve is one (rho, noise, teacher, D) of aim erm tables: the lambdas drawn at it share its
+// colours. D is a power-law teacher's, whose theory is at a given D (0 for mp).
+type ermCurve struct {
+	rho, noise float64
+	teacher    string
+	D          float64
+}
 
-// ermCurves returns the (rho, noise) of the rows of ts in the order they first appear.
+// has reports whether row i of an aim erm table is at curve c.
+func (c ermCurve) has(t *table.Table, i int) bool {
+	return sameValue(t.V(i, "rho"), c.rho) && sameValue(noiseOf(t, i), c.noise) && teacherOf(t, i) == c.teacher && theoryDOf(t, i) == c.D
+}
+
+// label is ", teacher powerlaw:1.25 at D = 60" for a power-law teacher's curve, else "".
+func (c ermCurve) label() string {
+	if c.teacher == "mp" {
+		return ""
+	}
+	s := ", teacher " + c.teacher
+	if c.D > 0 {
+		s += " at D = " + wholeNum(c.D)
+	}
+	return s
+}
+
+// ermCurves returns the (rho, noise, teacher, D) of the rows of ts in the order they first
+// appear.
 func ermCurves(ts []*table.Table) []ermCurve {
 	var out []ermCurve
 	seen := map[ermCurve]bool{}
 	for _, t := range ts {
 		for i := 0; i < t.Rows(); i++ {
-			c := ermCurve{t.V(i, "rho"), noiseOf(t, i)}
+			c := ermCurve{t.V(i, "rho"), noiseOf(t, i), teacherOf(t, i), theoryDOf(t, i)}
 			if math.IsNaN(c.rho) || math.IsNaN(c.noise) || seen[c] {
 				continue
 			}
@@ -59,20 +82,22 @@ func sameValue(a, b float64) bool { return table.FormatFloat(a) == table.FormatF
 // lambdaLabel is the legend label of a weight decay: "λ = 0.1".
 func lambdaLabel(l float64) string { return fmt.Sprintf("%s = %g", figure.Lambda, l) }
 
-// curveTitle is ": ρ = 0.5, Δ = 0.25" for a figure of one (rho, noise), else "".
+// curveTitle is ": ρ = 0.5, Δ = 0.25" for a figure of one (rho, noise) (with a power-law
+// teacher's, its teacher and D), else "".
 func curveTitle(cs []ermCurve) string {
 	if len(cs) != 1 {
 		return ""
 	}
-	return fmt.Sprintf(": %s = %g, %s = %g", figure.Rho, cs[0].rho, figure.Delta, cs[0].noise)
+	return fmt.Sprintf(": %s = %g, %s = %g", figure.Rho, cs[0].rho, figure.Delta, cs[0].noise) + cs[0].label()
 }
 
-// curveSuffix is ", ρ = 0.5, Δ = 0.25" in a legend of several (rho, noise), else "".
+// curveSuffix is ", ρ = 0.5, Δ = 0.25" in a legend of several (rho, noise) (with a power-law
+// teacher's, its teacher and D), else "".
 func curveSuffix(cs []ermCurve, c ermCurve) string {
 	if len(cs) < 2 {
 		return ""
 	}
-	return fmt.Sprintf(", %s = %g, %s = %g", figure.Rho, c.rho, figure.Delta, c.noise)
+	return fmt.Sprintf(", %s = %g, %s = %g", figure.Rho, c.rho, figure.Delta, c.noise) + c.label()
 }
 
 // lambdaIndex returns the index of l in *ls, appending it when absent.
@@ -153,10 +178,11 @@ func ermFigure(erms, gds []*table.Table, o Options) *figure.Figure {
 			}
 		}
 	}
-	// gdRow reports whether row i of an aim gd table is drawn at curve c: a run at its rho and
-	// noise whose penalty some line has.
+	// gdRow reports whether row i of an aim gd table is drawn at curve c: a run at its rho,
+	// noise and teacher (a power law's at its D) whose penalty some line has.
 	gdRow := func(t *table.Table, i int, c ermCurve) bool {
-		return sameValue(t.V(i, "rho"), c.rho) && sameValue(noiseOf(t, i), c.noise) && penalties[gdPenaltyOf(t, i)]
+		return sameValue(t.V(i, "rho"), c.rho) && sameValue(noiseOf(t, i), c.noise) && penalties[gdPenaltyOf(t, i)] &&
+			teacherOf(t, i) == c.teacher && (c.D == 0 || sameValue(t.V(i, "D"), c.D))
 	}
 	title := "ERM with weight decay"
 	mixed := len(penalties) > 1
@@ -211,7 +237,7 @@ func ermFigure(erms, gds []*table.Table, o Options) *figure.Figure {
 			var order []int
 			var bo *figure.Series
 			for i := 0; i < t.Rows(); i++ {
-				if !sameValue(t.V(i, "rho"), c.rho) || !sameValue(noiseOf(t, i), c.noise) {
+				if !c.has(t, i) {
 					continue
 				}
 				l := t.V(i, "weight_decay")
@@ -337,7 +363,7 @@ func ERMSpectrumFigure(t *table.Table, hists []Histogram, o Options) *figure.Fig
 		var order []int
 		for i := 0; i < t.Rows(); i++ {
 			l := t.V(i, "weight_decay")
-			if math.IsNaN(l) || !sameValue(t.V(i, "rho"), c.rho) || !sameValue(noiseOf(t, i), c.noise) {
+			if math.IsNaN(l) || !c.has(t, i) {
 				continue
 			}
 			li := lambdaIndex(&lambdas, l)

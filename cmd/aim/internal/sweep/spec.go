@@ -164,7 +164,8 @@ func ParseSpec(src []byte) (*Spec, error) {
 }
 
 // axisValues expands a grid value: a scalar is one value, a list its elements, and a string
-// with a colon a range "a:b:n" or "a:b:n:log" (package grid).
+// with a colon a range "a:b:n" or "a:b:n:log" (package grid), unless what comes before its
+// first colon is not a number: then it is one word value ("powerlaw:1.25", a --teacher).
 func axisValues(v Value) ([]string, error) {
 	switch v.Kind {
 	case Array:
@@ -180,7 +181,8 @@ func axisValues(v Value) ([]string, error) {
 		if strings.TrimSpace(v.Str) == "" {
 			return nil, fmt.Errorf("empty value")
 		}
-		if !strings.Contains(v.Str, ":") {
+		first, _, isRange := strings.Cut(v.Str, ":")
+		if _, err := strconv.ParseFloat(strings.TrimSpace(first), 64); !isRange || err != nil {
 			return []string{v.Str}, nil
 		}
 		xs, err := grid.Parse(v.Str)

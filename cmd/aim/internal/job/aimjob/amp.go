@@ -86,7 +86,7 @@ func (c *AMPConfig) Validate() error {
 	c.seTable = nil
 	if c.SE != "" {
 		var err error
-		if c.seTable, err = c.readSETable(c.SE); err != nil {
+		if c.seTable, err = c.readSETable(c.SE, c.D); err != nil {
 			return err
 		}
 	}
@@ -102,9 +102,14 @@ func (c *AMPConfig) options() amp.Options {
 }
 
 // ermProblem is the ERM estimator that GAMP for ERM computes at (rho, alpha): the nuclear
-// penalty at the weight decay, the command's noise.
+// penalty at the weight decay, the command's noise, and a power-law teacher's law at the runs'
+// D (nil, MP(rho), for mp).
 func (c *AMPConfig) ermProblem(rho, alpha float64) erm.Problem {
-	return erm.Problem{Rho: rho, Alpha: alpha, Noise: c.Noise, Lambda: c.WeightDecay, Penalty: erm.Nuclear}
+	p := erm.Problem{Rho: rho, Alpha: alpha, Noise: c.Noise, Lambda: c.WeightDecay, Penalty: erm.Nuclear}
+	if c.teacher.PowerLaw {
+		p.Prior = c.prior(rho, c.D)
+	}
+	return p
 }
 
 // ermError is the ERM state evolution's test error at (rho, alpha) beside a GAMP-ERM run (NaN
@@ -136,11 +141,12 @@ type AMPRow struct {
 	Rho, Beta       float64 // Beta NaN (empty) for hardmax
 	Noise           float64 // label noise Delta (0: noiseless)
 	WeightDecay     float64 // lambda of GAMP for ERM (0: Bayes-optimal GAMP-RIE)
+	Teacher         string  // the law of S: mp or powerlaw:GAMMA (aim.Teacher.String)
 	D, N, R         int
 	Alpha, AlphaBar float64
 	Seed            uint64
 	Error           float64 // the final ||S-hat - S||_F^2 / D; NaN for a diverged run
-	SEMMSE          float64 // the state evolution at (rho, alpha): the Bayes-optimal mmse, or with WeightDecay > 0 the ERM test error
+	SEMMSE          float64 // the state evolution at (rho, alpha) (a power-law teacher's at D): the Bayes-optimal mmse, or with WeightDecay > 0 the ERM test error
 	Iterations      int
 	Distance        float64 // the estimated ||S-hat - S-hat*||_F^2 / D at the end (amp.Result.Distance)
 	Converged       bool
@@ -157,6 +163,7 @@ var AMPSchema = &table.Schema[AMPRow]{Kind: table.AMP, Columns: []table.Column[A
 	table.Float("beta", func(r *AMPRow) float64 { return r.Beta }),
 	table.Added(table.Float("noise", func(r *AMPRow) float64 { return r.Noise })),
 	table.Added(table.Float("weight_decay", func(r *AMPRow) float64 { return r.WeightDecay })),
+	table.Added(table.Word("teacher", func(r *AMPRow) string { return r.Teacher })),
 	table.Int("D", func(r *AMPRow) int { return r.D }),
 	table.Int("N", func(r *AMPRow) int { return r.N }),
 	table.Int("R", func(r *AMPRow) int { return r.R }),
@@ -267,7 +274,7 @@ func (j *ampJob) run(env job.Env) (*AMPResult, error) {
 		for _, it := range out.Trace {
 			res.Trace = append(res.Trace, AMPTraceRow{Rho: r.rho, Alpha: r.alpha, Seed: r.seed, Iter: it.Iter, Error: it.Error, Step: it.Step, Distance: it.Distance, Damping: it.Damping, Delta: it.Delta, Seconds: it.Seconds})
 		}
-		row := AMPRow{Channel: c.csvChannel(), T: c.T, Rho: r.rho, Beta: c.csvBeta(), Noise: c.csvNoise(), WeightDecay: c.WeightDecay, D: c.D, N: r.p.N(), R: r.p.R(), Alpha: r.alpha,
+		row := AMPRow{Channel: c.csvChannel(), T: c.T, Rho: r.rho, Beta: c.csvBeta(), Noise: c.csvNoise(), WeightDecay: c.WeightDecay, Teacher: c.csvTeacher(), D: c.D, N: r.p.N(), R: r.p.R(), Alpha: r.alpha,
 			AlphaBar: r.alpha * c.directions(), Seed: r.seed, Error: out.Error, SEMMSE: r.mmse, Iterations: out.Iterations,
 			Distance: out.Distance, Converged: err == nil && out.Converged, Seconds: out.Seconds, Device: j.dev.Name(),
 			Precision: c.prec.String()}
@@ -351,7 +358,13 @@ func (c *AMPConfig) figure(rows []AMPRow) (*figure.Figure, error) {
 	if c.ERM {
 		amin, amax := c.alphaRange()
 		logx, _ := c.logAxes()
-		lines, err := c.denseERM(amin/2, 1.1*amax, 96, logx)
+		n := 96
+		if c.teacher.PowerLaw {
+			// The ERM state evolution of a power-law teacher costs up to a second a point at
+			// D = 30 (the spectrum of its D eigenvalues under noise): a coarser line.
+			n = 24
+		}
+		lines, err := c.denseERM(amin/2, 1.1*amax, n, logx)
 		if err != nil {
 			return nil, err
 		}
@@ -369,7 +382,7 @@ func (c *AMPConfig) figure(rows []AMPRow) (*figure.Figure, error) {
 	if lines == nil {
 		amin, amax := c.alphaRange()
 		logx, _ := c.logAxes()
-		if lines, err = denseSE(&c.Model, amin/2, 1.1*amax, 0, 96, logx); err != nil {
+		if lines, err = denseSE(&c.Model, c.D, amin/2, 1.1*amax, 0, 96, logx); err != nil {
 			return nil, err
 		}
 	}
@@ -397,7 +410,7 @@ func (c *AMPConfig) denseERM(a0, a1 float64, n int, logx bool) (*table.Table, er
 			if err != nil {
 				continue
 			}
-			rows = append(rows, ERMRow{Rho: r, Alpha: a, Noise: c.Noise, WeightDecay: p.Lambda, Penalty: p.Penalty.String(),
+			rows = append(rows, ERMRow{Rho: r, Alpha: a, Noise: c.Noise, Teacher: c.csvTeacher(), D: csvD(c.theoryD(c.D)), WeightDecay: p.Lambda, Penalty: p.Penalty.String(),
 				TestError: pt.TestError, GenError: pt.GenError, TrainError: pt.TrainError, BOError: math.NaN(), Tau: pt.Tau,
 				Shrink: pt.Shrink, Rank: pt.Rank, TrS: pt.TrS, DeltaEff: pt.DeltaEff, Interpolating: pt.Interpolating,
 				QuadError: pt.QuadError, Iterations: pt.Iterations})

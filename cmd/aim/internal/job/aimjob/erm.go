@@ -89,6 +89,9 @@ func (c *ERMConfig) Validate() error {
 	if err := c.validate([]string{"0.5"}, ERMAlpha); err != nil {
 		return err
 	}
+	if err := c.validateDims(); err != nil {
+		return err
+	}
 	switch c.Penalty {
 	case erm.Nuclear.String():
 		c.penalty = erm.Nuclear
@@ -169,13 +172,22 @@ func (c *ERMConfig) readGD(path string) (*table.Table, error) {
 		if math.IsNaN(noise) {
 			noise = 0
 		}
+		teacher := t.S(i, "teacher")
+		if teacher == "" {
+			teacher = aim.Teacher{}.String()
+		}
+		atD := !c.teacher.PowerLaw || slices.Contains(c.dims, int(t.V(i, "D")))
 		for _, r := range c.rhos {
-			found = found || same(t.V(i, "rho"), r) && same(noise, c.Noise) && GDPenalty(t, i) == c.penalty
+			found = found || same(t.V(i, "rho"), r) && same(noise, c.Noise) && GDPenalty(t, i) == c.penalty && teacher == c.csvTeacher() && atD
 		}
 	}
 	if !found {
-		return nil, job.Inputf("--gd %s: no run at rho = %s with noise %g and direct = %v (the %s penalty's students)", path, joinFloats(c.rhos), c.Noise,
-			c.penalty == erm.Ridge, c.penalty)
+		at := ""
+		if c.teacher.PowerLaw {
+			at = fmt.Sprintf(" and D in %s", c.Dims)
+		}
+		return nil, job.Inputf("--gd %s: no run at rho = %s with noise %g, teacher %s%s and direct = %v (the %s penalty's students)", path, joinFloats(c.rhos), c.Noise,
+			c.csvTeacher(), at, c.penalty == erm.Ridge, c.penalty)
 	}
 	return t, nil
 }
@@ -292,12 +304,14 @@ func (c *ERMConfig) SpectrumPaths() (csvPath, plotPath string) {
 // ERMRow is one point of an `aim erm` line: a row of its CSV.
 type ERMRow struct {
 	Rho, Alpha, Noise float64
+	Teacher           string  // the law of S*: mp or powerlaw:GAMMA (aim.Teacher.String)
+	D                 float64 // the power-law teacher's D, whose theory is at a given D; NaN (empty) for mp
 	WeightDecay       float64 // lambda; 0 is the limit lambda -> 0+
 	Penalty           string  // the regulariser: nuclear or ridge (erm.Penalty's word)
 	TestError         float64 // E = ||S-hat - S*||_F^2 / D
 	GenError          float64 // 2E: the mean squared error of a new sample's noiseless output
 	TrainError        float64 // the mean squared training residual at the minimiser
-	BOError           float64 // the Bayes-optimal E at (rho, alpha, noise): se.Point.MMSE; NaN where that SE did not converge
+	BOError           float64 // the Bayes-optimal E at (rho, alpha, noise) and the teacher: se.Point.MMSE; NaN where that SE did not converge
 	Tau               float64 // the eigenvalue threshold (nuclear; 0 for ridge)
 	Shrink            float64 // s of S-hat = s Y (ridge; 1 for nuclear)
 	Rank              float64 // the fraction of nonzero eigenvalues of S-hat
@@ -313,6 +327,8 @@ var ERMSchema = &table.Schema[ERMRow]{Kind: table.ERM, Columns: []table.Column[E
 	table.Float("rho", func(r *ERMRow) float64 { return r.Rho }),
 	table.Float("alpha", func(r *ERMRow) float64 { return r.Alpha }),
 	table.Float("noise", func(r *ERMRow) float64 { return r.Noise }),
+	table.Added(table.Word("teacher", func(r *ERMRow) string { return r.Teacher })),
+	table.Added(table.Float("D", func(r *ERMRow) float64 { return r.D })),
 	table.Float("weight_decay", func(r *ERMRow) float64 { return r.WeightDecay }),
 	table.Added(table.Word("penalty", func(r *ERMRow) string { return r.Penalty })),
 	table.Float("test_error", func(r *ERMRow) float64 { return r.TestError }),
@@ -333,6 +349,8 @@ var ERMSchema = &table.Schema[ERMRow]{Kind: table.ERM, Columns: []table.Column[E
 // --spectrum`. Every row carries the atom at 0 of its spectrum.
 type ERMSpectrumRow struct {
 	Rho, Alpha, Noise float64
+	Teacher           string  // mp or powerlaw:GAMMA
+	D                 float64 // the power-law teacher's D; NaN (empty) for mp
 	WeightDecay       float64
 	Penalty           string  // nuclear or ridge
 	X                 float64 // an eigenvalue: nuclear > 0 (0 at an edge clipped at 0: the density there is the limit from above); ridge any sign
@@ -345,6 +363,8 @@ var ERMSpectrumSchema = &table.Schema[ERMSpectrumRow]{Kind: table.ERMSpectrum, C
 	table.Float("rho", func(r *ERMSpectrumRow) float64 { return r.Rho }),
 	table.Float("alpha", func(r *ERMSpectrumRow) float64 { return r.Alpha }),
 	table.Float("noise", func(r *ERMSpectrumRow) float64 { return r.Noise }),
+	table.Added(table.Word("teacher", func(r *ERMSpectrumRow) string { return r.Teacher })),
+	table.Added(table.Float("D", func(r *ERMSpectrumRow) float64 { return r.D })),
 	table.Float("weight_decay", func(r *ERMSpectrumRow) float64 { return r.WeightDecay }),
 	table.Added(table.Word("penalty", func(r *ERMSpectrumRow) string { return r.Penalty })),
 	table.Float("x", func(r *ERMSpectrumRow) float64 { return r.X }),
@@ -355,13 +375,14 @@ var ERMSpectrumSchema = &table.Schema[ERMSpectrumRow]{Kind: table.ERMSpectrum, C
 // ERMResult is what RunERM computed.
 type ERMResult struct {
 	Rows     []ERMRow         // per rho, per lambda, per alpha; the unconverged points left out
-	Spectrum []ERMSpectrumRow // with --spectrum: per rho, per lambda, the density on its grid
+	Spectrum []ERMSpectrumRow // with --spectrum: per rho, per D (a power law's), per lambda, the density on its grid
 	Failed   []string         // the state evolutions that did not converge: ERM (row not written) or Bayes-optimal (bo_error empty)
 	Infinite []string         // the points whose test error is infinite (ridge at lambda = 0, alpha = 1/2): rows not written
-	Missing  []job.Missing    // the points not solved when the job was interrupted: rho, alpha
+	Missing  []job.Missing    // the points not solved when the job was interrupted: rho, alpha (and a power law's D)
 	// Thresholds are the nuclear estimator's at lambda -> 0+ per rho (table.RhoKey): alpha_c
 	// (erm.PerfectRecovery, noiseless labels) and, with label noise, alpha_interp
-	// (erm.Interpolation at the command's noise).
+	// (erm.Interpolation at the command's noise). They are the MP teacher's: nil for a power
+	// law.
 	Thresholds *table.Thresholds
 }
 
@@ -395,20 +416,28 @@ func RunERM(c *ERMConfig, env job.Env) (*ERMResult, error) {
 	if err := env.Begin(); err != nil {
 		return nil, err
 	}
-	th, err := c.thresholds()
-	if err != nil {
-		return nil, err
+	var th *table.Thresholds
+	if !c.teacher.PowerLaw { // the thresholds are the MP teacher's
+		if th, err = c.thresholds(); err != nil {
+			return nil, err
+		}
 	}
-	type point struct{ rho, alpha float64 }
+	type point struct {
+		rho, alpha float64
+		D          int // the power-law teacher's; 0 for mp
+	}
 	var points []point
+	dims := c.theoryDims()
 	for _, r := range c.rhos {
-		for _, a := range c.alphas {
-			points = append(points, point{r, a})
+		for _, D := range dims {
+			for _, a := range c.alphas {
+				points = append(points, point{r, a, D})
+			}
 		}
 	}
 	bar := env.Meter(len(points), "erm linear")
 	out, done, err := job.ForPoints(env.Ctx(), c.Workers, len(points), bar, func(i int) ermPoint {
-		return c.solvePoint(ch, points[i].rho, points[i].alpha)
+		return c.solvePoint(ch, points[i].rho, points[i].alpha, points[i].D)
 	})
 	if err != nil {
 		return nil, err
@@ -417,7 +446,11 @@ func RunERM(c *ERMConfig, env job.Env) (*ERMResult, error) {
 	res := &ERMResult{Thresholds: th}
 	for i, p := range out {
 		if !done[i] {
-			res.Missing = append(res.Missing, job.Missing{"rho": points[i].rho, "alpha": points[i].alpha})
+			m := job.Missing{"rho": points[i].rho, "alpha": points[i].alpha}
+			if points[i].D > 0 {
+				m["D"] = points[i].D
+			}
+			res.Missing = append(res.Missing, m)
 			continue
 		}
 		if p.err != nil {
@@ -426,13 +459,15 @@ func RunERM(c *ERMConfig, env job.Env) (*ERMResult, error) {
 		res.Failed = append(res.Failed, p.failed...)
 		res.Infinite = append(res.Infinite, p.infinite...)
 	}
-	// The rows per rho, per lambda, per alpha: each lambda's line in one piece.
+	// The rows per rho, per D, per lambda, per alpha: each lambda's line in one piece.
 	for ri := range c.rhos {
-		for li := range c.lambdas {
-			for ai := range c.alphas {
-				k := ri*len(c.alphas) + ai
-				if done[k] && out[k].ok[li] {
-					res.Rows = append(res.Rows, out[k].rows[li])
+		for di := range dims {
+			for li := range c.lambdas {
+				for ai := range c.alphas {
+					k := (ri*len(dims)+di)*len(c.alphas) + ai
+					if done[k] && out[k].ok[li] {
+						res.Rows = append(res.Rows, out[k].rows[li])
+					}
 				}
 			}
 		}
@@ -484,11 +519,22 @@ func infinite(p erm.Problem, pt erm.Point, err error) (string, bool) {
 		p.Rho, p.Alpha, p.Lambda), true
 }
 
-// solvePoint solves the Bayes-optimal SE at (rho, alpha) and the ERM SE of every lambda there.
-func (c *ERMConfig) solvePoint(ch aim.Channel, rho, alpha float64) ermPoint {
+// problem is the ERM estimator of lambda at (rho, alpha): the power-law teacher's law at D
+// (nil, MP(rho), for mp).
+func (c *ERMConfig) problem(rho, alpha, lambda float64, D int) erm.Problem {
+	p := erm.Problem{Rho: rho, Alpha: alpha, Noise: c.Noise, Lambda: lambda, Penalty: c.penalty}
+	if c.teacher.PowerLaw {
+		p.Prior = c.prior(rho, D)
+	}
+	return p
+}
+
+// solvePoint solves the Bayes-optimal SE at (rho, alpha) (a power-law teacher's at D) and the
+// ERM SE of every lambda there.
+func (c *ERMConfig) solvePoint(ch aim.Channel, rho, alpha float64, D int) ermPoint {
 	p := ermPoint{rows: make([]ERMRow, len(c.lambdas)), ok: make([]bool, len(c.lambdas))}
 	bo := math.NaN()
-	b, err := se.Solve(ch, rho, alpha, se.DefaultOptions())
+	b, err := c.solveSE(ch, rho, alpha, D, se.DefaultOptions())
 	switch {
 	case errors.Is(err, se.ErrNotConverged):
 		p.failed = append(p.failed, "Bayes-optimal "+err.Error()+" (bo_error left empty)")
@@ -499,7 +545,7 @@ func (c *ERMConfig) solvePoint(ch aim.Channel, rho, alpha float64) ermPoint {
 		bo = b.MMSE
 	}
 	for li, l := range c.lambdas {
-		prob := erm.Problem{Rho: rho, Alpha: alpha, Noise: c.Noise, Lambda: l, Penalty: c.penalty}
+		prob := c.problem(rho, alpha, l, D)
 		pt, err := erm.Solve(prob, c.options())
 		if msg, ok := infinite(prob, pt, err); ok {
 			p.infinite = append(p.infinite, msg)
@@ -513,7 +559,7 @@ func (c *ERMConfig) solvePoint(ch aim.Channel, rho, alpha float64) ermPoint {
 			p.err = err
 			return p
 		}
-		p.rows[li] = ERMRow{Rho: rho, Alpha: alpha, Noise: c.Noise, WeightDecay: l, Penalty: c.penalty.String(), TestError: pt.TestError, GenError: pt.GenError,
+		p.rows[li] = ERMRow{Rho: rho, Alpha: alpha, Noise: c.Noise, Teacher: c.csvTeacher(), D: csvD(D), WeightDecay: l, Penalty: c.penalty.String(), TestError: pt.TestError, GenError: pt.GenError,
 			TrainError: pt.TrainError, BOError: bo, Tau: pt.Tau, Shrink: pt.Shrink, Rank: pt.Rank, TrS: pt.TrS, DeltaEff: pt.DeltaEff,
 			Interpolating: pt.Interpolating, QuadError: pt.QuadError, Iterations: pt.Iterations}
 		p.ok[li] = true
@@ -521,42 +567,55 @@ func (c *ERMConfig) solvePoint(ch aim.Channel, rho, alpha float64) ermPoint {
 	return p
 }
 
-// spectra returns the rows of --spectrum: per rho, per lambda, the density of the continuous
-// part of S-hat's limiting spectrum at alpha = c.Spectrum on SpectrumGrid (SpectrumPoints
-// points), each row with the atom. An unconverged point is added to failed, one of infinite
-// error to inf, and neither has rows.
+// spectra returns the rows of --spectrum: per rho, per D (a power-law teacher's), per lambda,
+// the density of the continuous part of S-hat's limiting spectrum at alpha = c.Spectrum on
+// SpectrumGrid (SpectrumPoints points, over every piece of its support: a power-law teacher's
+// has outliers), each row with the atom. An unconverged point is added to failed, one of
+// infinite error to inf, and neither has rows.
 func (c *ERMConfig) spectra(failed, inf *[]string) ([]ERMSpectrumRow, error) {
 	var rows []ERMSpectrumRow
 	for _, r := range c.rhos {
-		for _, l := range c.lambdas {
-			prob := erm.Problem{Rho: r, Alpha: c.Spectrum, Noise: c.Noise, Lambda: l, Penalty: c.penalty}
-			pt, err := erm.Solve(prob, c.options())
-			if msg, ok := infinite(prob, pt, err); ok {
-				*inf = append(*inf, "spectrum: "+msg)
-				continue
-			}
-			if errors.Is(err, erm.ErrNotConverged) {
-				*failed = append(*failed, "spectrum: "+err.Error()+" (no rows written)")
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			sp, err := pt.Spectrum()
-			if err != nil {
-				return nil, err
-			}
-			row := ERMSpectrumRow{Rho: r, Alpha: c.Spectrum, Noise: c.Noise, WeightDecay: l, Penalty: c.penalty.String(), Atom: sp.Atom}
-			xs := SpectrumGrid(sp.Edges(), SpectrumPoints)
-			if len(xs) == 0 { // every eigenvalue at 0: the atom alone
-				rows = append(rows, row)
-				continue
-			}
-			for _, x := range xs {
-				row.X, row.Density = x, spectrumDensity(sp, x, c.penalty)
-				rows = append(rows, row)
+		for _, D := range c.theoryDims() {
+			for _, l := range c.lambdas {
+				rs, err := c.spectrum(r, l, D, failed, inf)
+				if err != nil {
+					return nil, err
+				}
+				rows = append(rows, rs...)
 			}
 		}
+	}
+	return rows, nil
+}
+
+// spectrum returns the rows of --spectrum at (rho, lambda) and a power law's D (spectra).
+func (c *ERMConfig) spectrum(r, l float64, D int, failed, inf *[]string) ([]ERMSpectrumRow, error) {
+	prob := c.problem(r, c.Spectrum, l, D)
+	pt, err := erm.Solve(prob, c.options())
+	if msg, ok := infinite(prob, pt, err); ok {
+		*inf = append(*inf, "spectrum: "+msg)
+		return nil, nil
+	}
+	if errors.Is(err, erm.ErrNotConverged) {
+		*failed = append(*failed, "spectrum: "+err.Error()+" (no rows written)")
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	sp, err := pt.Spectrum()
+	if err != nil {
+		return nil, err
+	}
+	row := ERMSpectrumRow{Rho: r, Alpha: c.Spectrum, Noise: c.Noise, Teacher: c.csvTeacher(), D: csvD(D), WeightDecay: l, Penalty: c.penalty.String(), Atom: sp.Atom}
+	xs := SpectrumGrid(sp.Edges(), SpectrumPoints)
+	if len(xs) == 0 { // every eigenvalue at 0: the atom alone
+		return []ERMSpectrumRow{row}, nil
+	}
+	rows := make([]ERMSpectrumRow, 0, len(xs))
+	for _, x := range xs {
+		row.X, row.Density = x, spectrumDensity(sp, x, c.penalty)
+		rows = append(rows, row)
 	}
 	return rows, nil
 }
@@ -710,6 +769,9 @@ func ExecuteERM(c *ERMConfig, env job.Env) (string, error) {
 	}
 	if c.SpectrumGiven {
 		params["spectrum"] = c.Spectrum
+	}
+	if c.teacher.PowerLaw {
+		params["D"] = c.dims
 	}
 	man := env.Manifest("erm", "cpu (theory: scalar state evolution)", params, start)
 	man["points"] = len(res.Rows)

@@ -106,7 +106,7 @@ func (c *GDConfig) Validate() error {
 	}
 	if c.SE != "" {
 		var err error
-		if c.seTable, err = c.readSETable(c.SE); err != nil {
+		if c.seTable, err = c.readSETable(c.SE, c.D); err != nil {
 			return err
 		}
 	}
@@ -143,6 +143,7 @@ type GDRow struct {
 	T                 int
 	Rho, Beta         float64
 	Noise             float64 // label noise Delta of the teacher's outputs (0: noiseless)
+	Teacher           string  // the law of S: mp or powerlaw:GAMMA (aim.Teacher.String)
 	D, N, R, RStudent int
 	Alpha, AlphaBar   float64
 	Seed              uint64
@@ -170,6 +171,7 @@ var GDSchema = &table.Schema[GDRow]{Kind: table.GD, Columns: []table.Column[GDRo
 	table.Float("rho", func(r *GDRow) float64 { return r.Rho }),
 	table.Float("beta", func(r *GDRow) float64 { return r.Beta }),
 	table.Added(table.Float("noise", func(r *GDRow) float64 { return r.Noise })),
+	table.Added(table.Word("teacher", func(r *GDRow) string { return r.Teacher })),
 	table.Int("D", func(r *GDRow) int { return r.D }),
 	table.Int("N", func(r *GDRow) int { return r.N }),
 	table.Int("R", func(r *GDRow) int { return r.R }),
@@ -333,7 +335,7 @@ func (c *GDConfig) row(rho, alpha float64, seed uint64, p aim.Params, out gd.Res
 	case width == 0:
 		width = p.R()
 	}
-	return GDRow{Channel: c.csvChannel(), T: c.T, Rho: rho, Beta: c.csvBeta(), Noise: c.csvNoise(), D: c.D, N: p.N(), R: p.R(), RStudent: width,
+	return GDRow{Channel: c.csvChannel(), T: c.T, Rho: rho, Beta: c.csvBeta(), Noise: c.csvNoise(), Teacher: c.csvTeacher(), D: c.D, N: p.N(), R: p.R(), RStudent: width,
 		Alpha: alpha, AlphaBar: alpha * c.directions(), Seed: seed, Restarts: c.Restarts, Steps: c.Steps, LR: c.LR,
 		Optimizer: c.Optimizer, Uncentred: c.Uncentred, Direct: c.Direct, WeightDecay: c.WeightDecay, Error: errAvg, ErrorSingle: errSingle, FinalLoss: loss, Penalty: penalty,
 		SEMMSE: mmse, Finished: err == nil,
@@ -413,7 +415,7 @@ func (c *GDConfig) figure(rows []GDRow) (*figure.Figure, error) {
 	lines := c.seTable
 	if lines == nil {
 		_, amax := c.alphaRange()
-		if lines, err = denseSE(&c.Model, 0, 1.1*amax, 1, 96, false); err != nil {
+		if lines, err = denseSE(&c.Model, c.D, 0, 1.1*amax, 1, 96, false); err != nil {
 			return nil, err
 		}
 	}

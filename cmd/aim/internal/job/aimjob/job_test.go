@@ -25,14 +25,14 @@ func TestRowsFormat(t *testing.T) {
 		header, row  []string
 		wantH, wantR string
 	}{
-		{"se", SESchema.Header(0), SESchema.Row(&SERow{Channel: "hardmax-paper", T: 2, Rho: 0.5, Beta: nan, Alpha: 0.1, AlphaBar: 0.4, AlphaR: 0.2,
+		{"se", SESchema.Header(0), SESchema.Row(&SERow{Channel: "hardmax-paper", T: 2, Rho: 0.5, Beta: nan, Teacher: "mp", D: nan, Alpha: 0.1, AlphaBar: 0.4, AlphaR: 0.2,
 			MMSE: 1.0 / 3, MMSEErr: 2e-5, Q: nan, QHat: math.Inf(1), GenError: nan, GenErrorStderr: nan, Iterations: 7, Converged: true, FreeEntropy: nan}),
-			"channel,T,rho,beta,noise,alpha,alpha_bar,alpha_r,mmse,mmse_err,q,qhat,gen_error,gen_error_stderr,iterations,converged,free_entropy,coexist",
-			"hardmax-paper,2,0.5,,0,0.1,0.4,0.2,0.333333333333,2e-05,,+Inf,,,7,true,,false"},
-		{"amp", AMPSchema.Header(0), AMPSchema.Row(&AMPRow{Channel: "softmax", T: 3, Rho: 1, Beta: 2, D: 30, N: 90, R: 30, Alpha: 0.1, AlphaBar: 1,
+			"channel,T,rho,beta,noise,teacher,D,alpha,alpha_bar,alpha_r,mmse,mmse_err,q,qhat,gen_error,gen_error_stderr,iterations,converged,free_entropy,coexist",
+			"hardmax-paper,2,0.5,,0,mp,,0.1,0.4,0.2,0.333333333333,2e-05,,+Inf,,,7,true,,false"},
+		{"amp", AMPSchema.Header(0), AMPSchema.Row(&AMPRow{Channel: "softmax", T: 3, Rho: 1, Beta: 2, Teacher: "mp", D: 30, N: 90, R: 30, Alpha: 0.1, AlphaBar: 1,
 			Seed: 1 << 40, Error: nan, SEMMSE: 0.25, Iterations: 12, Distance: math.Inf(1), Seconds: 1.23456, Device: "cpu", Precision: "tf32"}),
-			"channel,T,rho,beta,noise,weight_decay,D,N,R,alpha,alpha_bar,seed,error,se_mmse,iterations,distance,converged,seconds,device,precision",
-			"softmax,3,1,2,0,0,30,90,30,0.1,1,1099511627776,,0.25,12,+Inf,false,1.235,cpu,tf32"},
+			"channel,T,rho,beta,noise,weight_decay,teacher,D,N,R,alpha,alpha_bar,seed,error,se_mmse,iterations,distance,converged,seconds,device,precision",
+			"softmax,3,1,2,0,0,mp,30,90,30,0.1,1,1099511627776,,0.25,12,+Inf,false,1.235,cpu,tf32"},
 	} {
 		if got := strings.Join(tc.header, ","); got != tc.wantH {
 			t.Errorf("%s: header %s, want %s", tc.name, got, tc.wantH)

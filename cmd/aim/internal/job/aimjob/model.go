@@ -8,6 +8,7 @@ package aimjob
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
 	"github.com/aimtheory/aim/engine/aim"
+	"github.com/aimtheory/aim/engine/rie"
 )
 
 // init registers the kinds of CSV the package's jobs write, for job.ReadTable.
@@ -38,10 +40,19 @@ type Model struct {
 	AlphaGiven  bool     // Alpha was given explicitly: an empty one is an error, not the default
 	Out, Plot   string   // the CSV (its manifest goes beside it) and the figure ("" for none)
 	Axes        string   // plot axes: auto, lin, logx, logy or loglog
+	// Teacher is the law of the target S (--teacher): mp, the paper's ("" too), or
+	// powerlaw:GAMMA (ParseTeacher); validate parses it.
+	Teacher string
+	// Dims is the list of D of a theory command (se, erm) at which a power-law teacher's
+	// theory is solved (--D): its prior is the D eigenvalues, with no D-independent limit.
+	// validateDims parses it; the simulations have their own D (Sim.D).
+	Dims string
 
 	job.Figure // the figure's size and title (--size, --title)
 
 	rhos, alphas []float64
+	teacher      aim.Teacher
+	dims         []int
 	// hardmaxAnyT admits hardmax with 2 < T <= 6: `aim amp` (GAMP-RIE) and `aim se` (the
 	// curves where aim ships the channel's table, the threshold at every T).
 	hardmaxAnyT bool
@@ -53,7 +64,7 @@ const LinearAlpha = "0.1,0.2,0.3"
 
 // defaultModel is the Model of the flags' defaults, with its outputs under results/.
 func defaultModel(command string) Model {
-	return Model{Channel: "softmax", T: 2, Beta: 1, Out: "results/" + command + ".csv", Plot: "results/" + command + ".png", Axes: "auto"}
+	return Model{Channel: "softmax", T: 2, Beta: 1, Teacher: "mp", Out: "results/" + command + ".csv", Plot: "results/" + command + ".png", Axes: "auto"}
 }
 
 // Rhos returns the rho grid (after Validate).
@@ -62,10 +73,105 @@ func (m *Model) Rhos() []float64 { return m.rhos }
 // Alphas returns the alpha grid (after Validate).
 func (m *Model) Alphas() []float64 { return m.alphas }
 
+// ParseTeacher parses --teacher: "mp" (or "", the zero value: the paper's teacher, spectrum
+// Marchenko-Pastur) or "powerlaw:GAMMA" with GAMMA a finite number >= 0 (aim.Teacher).
+func ParseTeacher(s string) (aim.Teacher, error) {
+	spec := strings.TrimSpace(s)
+	if spec == "" || spec == "mp" {
+		return aim.Teacher{}, nil
+	}
+	g, ok := strings.CutPrefix(spec, "powerlaw:")
+	if !ok {
+		if spec == "powerlaw" {
+			return aim.Teacher{}, job.Inputf("--teacher %s: the power law needs its exponent, powerlaw:GAMMA (e.g. powerlaw:1.25)", s)
+		}
+		return aim.Teacher{}, job.Inputf("--teacher %q: want mp or powerlaw:GAMMA", s)
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(g), 64)
+	if err != nil || !(v >= 0) || math.IsInf(v, 0) {
+		return aim.Teacher{}, job.Inputf("--teacher %s: the exponent GAMMA must be a finite number >= 0", s)
+	}
+	return aim.Teacher{PowerLaw: true, Gamma: v}, nil
+}
+
+// TeacherLaw returns the parsed teacher (after Validate).
+func (m *Model) TeacherLaw() aim.Teacher { return m.teacher }
+
+// Dimensions returns the D of a power-law teacher's theory (after validateDims; none for MP).
+func (m *Model) Dimensions() []int { return m.dims }
+
+// validateDims parses --D of a theory command (se, erm): a list of integers D >= 2, each at
+// least one rank R = floor(rho D) at every rho, given with a power-law teacher only and
+// needed by it.
+func (m *Model) validateDims() error {
+	m.dims = nil
+	if !m.teacher.PowerLaw {
+		if strings.TrimSpace(m.Dims) != "" {
+			return job.Inputf("--D is the power-law teacher's dimension; the MP teacher's theory is D-independent")
+		}
+		return nil
+	}
+	if strings.TrimSpace(m.Dims) == "" {
+		return job.Inputf("--teacher %s needs --D: the power-law teacher's theory is at a given dimension D (its prior is the D eigenvalues)", m.teacher)
+	}
+	vs, err := grid.Parse(m.Dims)
+	if err != nil {
+		return job.Inputf("--D: %v", err)
+	}
+	for _, v := range vs {
+		D := int(v)
+		switch {
+		case v != math.Trunc(v) || v < 2 || v > 1<<20:
+			return job.Inputf("--D %s: every D must be an integer >= 2, got %g", m.Dims, v)
+		case slices.Contains(m.dims, D):
+			return job.Inputf("--D %s: D = %d given twice", m.Dims, D)
+		}
+		for _, r := range m.rhos {
+			if p := (aim.Params{D: D, Rho: r}); p.R() < 1 {
+				return job.Inputf("--D %s: rho = %g at D = %d gives R = floor(rho D) = 0", m.Dims, r, D)
+			}
+		}
+		m.dims = append(m.dims, D)
+	}
+	return nil
+}
+
+// theoryDims returns the D at which the theory is solved: the power law's, or one 0 for the MP
+// teacher, whose theory has no D.
+func (m *Model) theoryDims() []int {
+	if m.teacher.PowerLaw {
+		return m.dims
+	}
+	return []int{0}
+}
+
+// prior returns the teacher's law at (rho, D) as the state evolutions see it: MP(rho), or the
+// power law's D eigenvalues (aim.Params.Prior).
+func (m *Model) prior(rho float64, D int) rie.Prior {
+	return aim.Params{D: D, Rho: rho, Teacher: m.teacher}.Prior()
+}
+
+// csvTeacher is the teacher column: mp or powerlaw:GAMMA (aim.Teacher.String).
+func (m *Model) csvTeacher() string { return m.teacher.String() }
+
+// csvD is the D column of the theory commands (se, erm): the power law's D, none (NaN, an
+// empty cell) for the MP teacher, whose theory is D-independent.
+func csvD(D int) float64 {
+	if D == 0 {
+		return math.NaN()
+	}
+	return float64(D)
+}
+
 // validate checks the shared fields: defaultRho is used when Rho is empty, and defaultAlpha
 // when Alpha is empty and was not given (an explicitly empty Alpha is an error).
 func (m *Model) validate(defaultRho []string, defaultAlpha string) error {
 	m.rhos, m.alphas = nil, nil
+	t, err := ParseTeacher(m.Teacher)
+	if err != nil {
+		return err
+	}
+	m.teacher = t
 	switch m.Channel {
 	case "softmax":
 		if m.PaperCompat {
@@ -226,7 +332,7 @@ func (m *Model) directions() float64 {
 
 // params returns the shared fields for a manifest.
 func (m *Model) params() map[string]any {
-	p := map[string]any{"channel": m.Channel, "paper_compat": m.PaperCompat, "T": m.T, "rho": m.rhos, "alpha": m.Alpha}
+	p := map[string]any{"channel": m.Channel, "paper_compat": m.PaperCompat, "T": m.T, "rho": m.rhos, "alpha": m.Alpha, "teacher": m.teacher.String()}
 	switch m.Channel {
 	case "softmax":
 		p["beta"] = m.Beta
@@ -241,8 +347,9 @@ func (m *Model) params() map[string]any {
 func (m *Model) csvNoise() float64 { return m.Noise }
 
 // readSETable reads the `aim se` CSV of a simulation's --se: it must have the job's channel, T,
-// beta and noise (a CSV without the noise column is noiseless), and a curve at each of its rho.
-func (m *Model) readSETable(path string) (*table.Table, error) {
+// beta, noise (a CSV without the noise column is noiseless) and teacher (without the column:
+// mp), and a curve at each of its rho; a power-law teacher's at the simulation's dimension D.
+func (m *Model) readSETable(path string, D int) (*table.Table, error) {
 	t, err := job.ReadTable(path)
 	if err != nil {
 		return nil, job.Inputf("--se: %v", err)
@@ -264,10 +371,22 @@ func (m *Model) readSETable(path string) (*table.Table, error) {
 		if noise != table.FormatFloat(m.csvNoise()) {
 			return nil, job.Inputf("--se %s line %d: noise %s; the command has --noise %g", path, i+2, noise, m.Noise)
 		}
-		have[t.S(i, "rho")] = true
+		teacher := t.S(i, "teacher")
+		if teacher == "" {
+			teacher = aim.Teacher{}.String()
+		}
+		if teacher != m.csvTeacher() {
+			return nil, job.Inputf("--se %s line %d: teacher %s; the command has --teacher %s", path, i+2, teacher, m.csvTeacher())
+		}
+		if !m.teacher.PowerLaw || t.V(i, "D") == float64(D) {
+			have[t.S(i, "rho")] = true
+		}
 	}
 	for _, r := range m.rhos {
 		if !have[table.FormatFloat(r)] {
+			if m.teacher.PowerLaw {
+				return nil, job.Inputf("--se %s: no curve at rho = %g and D = %d (the power-law teacher's theory is at the runs' D)", path, r, D)
+			}
 			return nil, job.Inputf("--se %s: no curve at rho = %g", path, r)
 		}
 	}

@@ -74,6 +74,18 @@ func (c *SEConfig) Validate() error {
 	if err := c.validate(defaultRho, defaultAlpha); err != nil {
 		return err
 	}
+	if err := c.validateDims(); err != nil {
+		return err
+	}
+	if c.teacher.PowerLaw {
+		// The thresholds and the rho -> 0 limit are the MP teacher's.
+		switch {
+		case c.Threshold:
+			return job.Inputf("--threshold with --teacher %s: the thresholds are the MP teacher's", c.teacher)
+		case c.Rescaled:
+			return job.Inputf("--rescaled with --teacher %s: the rho -> 0 limit is the MP teacher's", c.teacher)
+		}
+	}
 	if c.Channel == "hardmax" && c.T > 2 && !c.Threshold && !aim.HardmaxTTabulated(c.T) {
 		_, err := c.theoryChannel()
 		return job.InputError{Err: err}
@@ -118,6 +130,13 @@ func (c *SEConfig) validateStart() error {
 		return job.Inputf("--start: %v", err)
 	}
 	c.start = st
+	if st == se.Both && c.teacher.PowerLaw {
+		if c.StartGiven {
+			return job.Inputf("--start both with --teacher %s: the free entropy that chooses between fixed points is the MP teacher's; use --start uninformed or informed", c.teacher)
+		}
+		c.start = se.Uninformed
+		return nil
+	}
 	if st != se.Both || c.Channel == "hardmax" && c.T > 2 && !aim.HardmaxTTabulated(c.T) {
 		if st == se.Both && c.StartGiven {
 			return job.Inputf("--start both: hardmax at T = %d has no free entropy to choose between fixed points", c.T)
@@ -162,6 +181,8 @@ type SERow struct {
 	Rho            float64 // 0: the rescaled rho -> 0 limit
 	Beta           float64 // NaN (empty) for hardmax
 	Noise          float64 // label noise Delta (0: noiseless)
+	Teacher        string  // the law of S: mp or powerlaw:GAMMA (aim.Teacher.String)
+	D              float64 // the power-law teacher's D, whose theory is at a given D; NaN (empty) for mp
 	Alpha          float64 // N/D^2; NaN in the rescaled limit
 	AlphaBar       float64 // alpha (T^2 + T - 2); NaN in the rescaled limit
 	AlphaR         float64 // alpha/rho = N/(D R)
@@ -187,6 +208,8 @@ var SESchema = &table.Schema[SERow]{Kind: table.SE, Columns: []table.Column[SERo
 	table.Float("rho", func(r *SERow) float64 { return r.Rho }),
 	table.Float("beta", func(r *SERow) float64 { return r.Beta }),
 	table.Added(table.Float("noise", func(r *SERow) float64 { return r.Noise })),
+	table.Added(table.Word("teacher", func(r *SERow) string { return r.Teacher })),
+	table.Added(table.Float("D", func(r *SERow) float64 { return r.D })),
 	table.Float("alpha", func(r *SERow) float64 { return r.Alpha }),
 	table.Float("alpha_bar", func(r *SERow) float64 { return r.AlphaBar }),
 	table.Float("alpha_r", func(r *SERow) float64 { return r.AlphaR }),
@@ -202,14 +225,18 @@ var SESchema = &table.Schema[SERow]{Kind: table.SE, Columns: []table.Column[SERo
 	table.Added(table.Bool("coexist", func(r *SERow) bool { return r.Coexist })),
 }}
 
-// seRow is the row of a solved point of model m.
-func seRow(m *Model, rho, alphaR float64, p se.Point) SERow {
+// seRow is the row of a solved point of model m, without D (the MP teacher's, whose theory has
+// none; seRowAt gives a power-law teacher's).
+func seRow(m *Model, rho, alphaR float64, p se.Point) SERow { return seRowAt(m, rho, alphaR, 0, p) }
+
+// seRowAt is the row of a solved point of model m at the power-law teacher's D (0: none, mp).
+func seRowAt(m *Model, rho, alphaR float64, D int, p se.Point) SERow {
 	alpha, alphaBar := math.NaN(), math.NaN()
 	if rho > 0 {
 		alpha = alphaR * rho // the rescaled grid's alpha
 		alphaBar = alpha * m.directions()
 	}
-	return SERow{Channel: m.csvChannel(), T: m.T, Rho: rho, Beta: m.csvBeta(), Noise: m.csvNoise(), Alpha: alpha, AlphaBar: alphaBar, AlphaR: alphaR,
+	return SERow{Channel: m.csvChannel(), T: m.T, Rho: rho, Beta: m.csvBeta(), Noise: m.csvNoise(), Teacher: m.csvTeacher(), D: csvD(D), Alpha: alpha, AlphaBar: alphaBar, AlphaR: alphaR,
 		MMSE: p.MMSE, MMSEErr: math.NaN(), Q: p.Q, QHat: p.QHat, GenError: math.NaN(), GenErrorStderr: math.NaN(), Iterations: p.Iterations, Converged: p.Converged,
 		FreeEntropy: math.NaN()}
 }
@@ -332,27 +359,35 @@ func RunSE(c *SEConfig, env job.Env) (*SEResult, error) {
 }
 
 func runSE(c *SEConfig, ch aim.Channel, env job.Env) (*SEResult, error) {
-	type point struct{ rho, alphaR float64 }
+	type point struct {
+		rho, alphaR float64
+		D           int // the power-law teacher's; 0 for mp
+	}
 	var points []point
 	curves := c.rhos
 	if c.Rescaled {
 		curves = append([]float64{0}, c.rhos...)
 	}
 	for _, r := range curves {
-		for _, a := range c.alphas {
-			if c.Rescaled || r == 0 {
-				points = append(points, point{r, a})
-			} else {
-				points = append(points, point{r, a / r})
+		for _, D := range c.theoryDims() {
+			for _, a := range c.alphas {
+				if c.Rescaled || r == 0 {
+					points = append(points, point{r, a, D})
+				} else {
+					points = append(points, point{r, a / r, D})
+				}
 			}
 		}
 	}
 	ctx := env.Ctx()
-	th, err := seThresholds(c, ch)
-	if err != nil {
-		return nil, err
+	res := &SEResult{}
+	if !c.teacher.PowerLaw { // the thresholds are the MP teacher's
+		th, err := seThresholds(c, ch)
+		if err != nil {
+			return nil, err
+		}
+		res.Thresholds = th
 	}
-	res := &SEResult{Thresholds: th}
 	type solved struct {
 		row  SERow
 		coex *Coexisting
@@ -364,7 +399,7 @@ func runSE(c *SEConfig, ch aim.Channel, env job.Env) (*SEResult, error) {
 	genWorkers := max(1, par.Workers(0)/max(1, min(c.Workers, len(points))))
 	out, done, err := job.ForPoints(ctx, c.Workers, len(points), bar, func(i int) solved {
 		var s solved
-		s.row, s.coex, s.err = solvePoint(c, ch, points[i].rho, points[i].alphaR, genWorkers)
+		s.row, s.coex, s.err = solvePoint(c, ch, points[i].rho, points[i].alphaR, points[i].D, genWorkers)
 		return s
 	})
 	if err != nil {
@@ -377,6 +412,9 @@ func runSE(c *SEConfig, ch aim.Channel, env job.Env) (*SEResult, error) {
 			m := job.Missing{"rho": points[i].rho, "alpha_r": points[i].alphaR}
 			if points[i].rho > 0 {
 				m["alpha"] = points[i].alphaR * points[i].rho
+			}
+			if points[i].D > 0 {
+				m["D"] = points[i].D
 			}
 			res.Missing = append(res.Missing, m)
 			continue
@@ -411,10 +449,10 @@ func runSE(c *SEConfig, ch aim.Channel, env job.Env) (*SEResult, error) {
 	return res, nil
 }
 
-// solvePoint solves one point (rho = 0: the rescaled limit at alpha-bar_r), its free entropy
-// and its generalisation error; with --start both it also returns the two branches where they
-// coexist.
-func solvePoint(c *SEConfig, ch aim.Channel, rho, alphaR float64, genWorkers int) (SERow, *Coexisting, error) {
+// solvePoint solves one point (rho = 0: the rescaled limit at alpha-bar_r; D > 0: the
+// power-law teacher at dimension D), its free entropy and its generalisation error; with
+// --start both it also returns the two branches where they coexist.
+func solvePoint(c *SEConfig, ch aim.Channel, rho, alphaR float64, D int, genWorkers int) (SERow, *Coexisting, error) {
 	var p se.Point
 	var err error
 	var coex *Coexisting
@@ -437,24 +475,29 @@ func solvePoint(c *SEConfig, ch aim.Channel, rho, alphaR float64, genWorkers int
 		} else {
 			p = b.Uninformed
 		}
+	case c.teacher.PowerLaw: // no free entropy: it is the MP teacher's
+		p, err = c.solveSE(ch, rho, alphaR*rho, D, c.options())
 	default:
 		p, err = se.Solve(ch, rho, alphaR*rho, c.options())
 		if err == nil && hasEntropy(ch) {
 			phi, err = se.FreeEntropy(ch, p)
 		}
 	}
-	row := seRow(&c.Model, rho, alphaR, p)
+	row := seRowAt(&c.Model, rho, alphaR, D, p)
 	row.FreeEntropy, row.Coexist = phi, coex != nil
 	if err == nil {
-		row.MMSEErr, err = mmseErr(c, ch, rho, alphaR, p)
+		row.MMSEErr, err = mmseErr(c, ch, rho, alphaR, D, p)
 	}
 	if hc, ok := ch.(*aim.HardmaxTChannel); ok && err == nil && c.IntTol > 0 && p.MMSE > 0 {
 		q, V := 1+rho-p.MMSE, p.MMSE // Q0 = 1 + rho (1 in the rescaled limit, rho = 0)
+		if c.teacher.PowerLaw {
+			q = c.prior(rho, D).Q0() - p.MMSE
+		}
 		f, _ := hc.FisherSum(q, V)
 		if rel := hc.FisherSumErr(q, V) / f; rel > c.IntTol {
 			err = fmt.Errorf("se hardmax: rho = %g, alpha = %g: %w: the integral's relative error %.2g is above --int-tol %g",
 				rho, alphaR*rho, se.ErrNotConverged, rel, c.IntTol)
-			row = seRow(&c.Model, rho, alphaR, se.Point{MMSE: math.NaN(), Q: math.NaN(), QHat: math.NaN(), Iterations: p.Iterations})
+			row = seRowAt(&c.Model, rho, alphaR, D, se.Point{MMSE: math.NaN(), Q: math.NaN(), QHat: math.NaN(), Iterations: p.Iterations})
 		}
 	}
 	if err != nil || c.GenSamples == 0 {
@@ -471,7 +514,7 @@ func solvePoint(c *SEConfig, ch aim.Channel, rho, alphaR float64, genWorkers int
 // difference from a coarser rule) the larger distance from MMSE to the fixed points solved,
 // from the same start, with FisherSum moved up and down by its error. It is 0 for the channels
 // computed to 1e-12 (softmax, hardmax T = 2).
-func mmseErr(c *SEConfig, ch aim.Channel, rho, alphaR float64, p se.Point) (float64, error) {
+func mmseErr(c *SEConfig, ch aim.Channel, rho, alphaR float64, D int, p se.Point) (float64, error) {
 	var bound func(sign float64) aim.Channel
 	switch b := ch.(type) {
 	case *aim.HardmaxTChannel:
@@ -490,7 +533,7 @@ func mmseErr(c *SEConfig, ch aim.Channel, rho, alphaR float64, p se.Point) (floa
 		if rho == 0 {
 			b, err = se.SolveRescaled(bound(sign), alphaR, c.options())
 		} else {
-			b, err = se.Solve(bound(sign), rho, alphaR*rho, c.options())
+			b, err = c.solveSE(bound(sign), rho, alphaR*rho, D, c.options())
 		}
 		if err != nil {
 			return math.NaN(), err
@@ -533,7 +576,9 @@ func ExecuteSE(c *SEConfig, env job.Env) (string, error) {
 	if err != nil {
 		return "", out.Abort(err)
 	}
-	t.Th = figureThresholds(res.Thresholds)
+	if !c.teacher.PowerLaw { // the thresholds are the MP teacher's
+		t.Th = figureThresholds(res.Thresholds)
+	}
 	var fig *figure.Figure
 	if stop == nil || len(res.Rows) > 0 {
 		if fig, err = job.DrawFigure([]*table.Table{t}, c.Figure.Options(plot.Options{Axes: c.Axes})); err != nil {
@@ -545,8 +590,13 @@ func ExecuteSE(c *SEConfig, env job.Env) (string, error) {
 		"accelerate": c.Accelerate, "gen_samples": c.GenSamples, "gen_inner": c.GenInner, "seed": c.Seed, "start": c.start.String()} {
 		params[k] = v
 	}
+	if c.teacher.PowerLaw {
+		params["D"] = c.dims
+	}
 	man := env.Manifest("se", "cpu (theory: scalar state evolution)", params, start)
-	man["thresholds"] = jsonThresholds(res.Thresholds)
+	if !c.teacher.PowerLaw { // the thresholds are the MP teacher's
+		man["thresholds"] = jsonThresholds(res.Thresholds)
+	}
 	man["points"] = len(res.Rows)
 	man["unconverged"] = len(res.Failed)
 	coex := []map[string]any{}
@@ -611,8 +661,9 @@ func jsonThresholds(th SEThresholds) map[string]any {
 }
 
 // denseSE solves the SE on a dense grid for the lines of a simulation's figure, at every rho
-// of m: alpha = a1 k / n for k = from..n (when logx, the geometric grid a0 (a1/a0)^(k/n)).
-func denseSE(m *Model, a0, a1 float64, from, n int, logx bool) (*table.Table, error) {
+// of m: alpha = a1 k / n for k = from..n (when logx, the geometric grid a0 (a1/a0)^(k/n)). A
+// power-law teacher's is at the simulations' dimension D (unused for mp).
+func denseSE(m *Model, D int, a0, a1 float64, from, n int, logx bool) (*table.Table, error) {
 	ch, err := m.theoryChannel()
 	if err != nil {
 		return nil, err
@@ -637,11 +688,11 @@ func denseSE(m *Model, a0, a1 float64, from, n int, logx bool) (*table.Table, er
 			if a <= 0 {
 				continue
 			}
-			p, err := se.Solve(ch, r, a, se.DefaultOptions())
+			p, err := m.solveSE(ch, r, a, D, se.DefaultOptions())
 			if err != nil {
 				continue
 			}
-			row := seRow(m, r, a/r, p)
+			row := seRowAt(m, r, a/r, m.theoryD(D), p)
 			row.Alpha, row.AlphaBar = a, a*m.directions()
 			rows = append(rows, row)
 		}
@@ -649,12 +700,31 @@ func denseSE(m *Model, a0, a1 float64, from, n int, logx bool) (*table.Table, er
 	return SESchema.Table("se", 0, rows)
 }
 
-// seMMSE is the state evolution's mmse at (rho, alpha) beside a simulation (NaN where it does
-// not converge).
-func seMMSE(ch aim.Channel, rho, alpha float64) float64 {
-	p, err := se.Solve(ch, rho, alpha, se.DefaultOptions())
+// seMMSE is the state evolution's mmse at (rho, alpha) beside a simulation at dimension D
+// (NaN where it does not converge): a power-law teacher's at that D.
+func (m *Model) seMMSE(ch aim.Channel, rho, alpha float64, D int) float64 {
+	p, err := m.solveSE(ch, rho, alpha, D, se.DefaultOptions())
 	if err != nil {
 		return math.NaN()
 	}
 	return p.MMSE
+}
+
+// solveSE solves the Bayes-optimal state evolution at (rho, alpha): the MP teacher's
+// (se.Solve), or the power-law teacher's at dimension D (se.SolvePrior with its D
+// eigenvalues).
+func (m *Model) solveSE(ch aim.Channel, rho, alpha float64, D int, o se.Options) (se.Point, error) {
+	if !m.teacher.PowerLaw {
+		return se.Solve(ch, rho, alpha, o)
+	}
+	return se.SolvePrior(ch, m.prior(rho, D), alpha, o)
+}
+
+// theoryD is the D of the theory's rows beside a simulation at dimension D: D for a power-law
+// teacher, 0 (none) for mp.
+func (m *Model) theoryD(D int) int {
+	if m.teacher.PowerLaw {
+		return D
+	}
+	return 0
 }

@@ -97,7 +97,7 @@ func (c *Sim) params(rho, alpha float64, seed uint64) aim.Params {
 	if c.lattice() {
 		ch.Points, ch.Tol = c.Points, -1
 	}
-	return aim.Params{D: c.D, Alpha: alpha, Rho: rho, Channel: ch, Seed: seed}
+	return aim.Params{D: c.D, Alpha: alpha, Rho: rho, Channel: ch, Seed: seed, Teacher: c.teacher}
 }
 
 // lattice reports whether the channel estimates each g_out on a lattice rule (Points): hardmax
@@ -216,7 +216,7 @@ func (c *Sim) eachRun(ctx context.Context, ch aim.Channel, diverged error, faile
 					continue
 				}
 				if s == 0 && ch != nil {
-					mmse = seMMSE(ch, rho, alpha)
+					mmse = c.seMMSE(ch, rho, alpha, c.D)
 				}
 				r := simRun{rho: rho, alpha: alpha, mmse: mmse, seed: seed, p: c.params(rho, alpha, seed)}
 				if err := run(r); err != nil {
