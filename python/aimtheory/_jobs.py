@@ -556,7 +556,7 @@ def erm(
 
         State evolution of empirical risk minimisation (ERM) with weight decay in the extensive-width
         quadratic network, the attention-indexed model's linear channel at T = 1 (docs/theory/aim.md
-        2.8): the minimiser S-hat of the square loss plus lambda Tr S over PSD matrices (the nuclear
+        4.1, docs/guide/erm.md): the minimiser S-hat of the square loss plus lambda Tr S over PSD matrices (the nuclear
         norm of S, what weight decay on W with S = W^T W / sqrt(R D) becomes), which gradient descent
         reaches with a wide enough student. With --penalty ridge the regulariser is lambda ||S||_F^2
         over symmetric S instead, what weight decay becomes when S itself is trained (aim gd
