@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,17 +117,9 @@ func (c *ERMConfig) Validate() error {
 		return job.Inputf("--spectrum %g: need one alpha > 0", c.Spectrum)
 	case c.Eigenvalues != "" && !c.SpectrumGiven:
 		return job.Inputf("--eigenvalues needs --spectrum (the alpha of the spectrum its eigenvalues are drawn beside)")
-	case !(c.Tol > 0):
-		return job.Inputf("--tol %g: need a positive tolerance", c.Tol)
-	case c.MaxIter < 1:
-		return job.Inputf("--max-iter %d: need at least 1", c.MaxIter)
-	case !(c.Damping >= 0 && c.Damping < 1):
-		return job.Inputf("--damping %g: need 0 <= damping < 1", c.Damping)
-	case c.Workers < 0:
-		return job.Inputf("--workers %d: need 0 (all cores) or more", c.Workers)
 	}
-	if c.Workers == 0 {
-		c.Workers = runtime.GOMAXPROCS(0)
+	if err := validateSolver(c.Tol, c.MaxIter, c.Damping, &c.Workers); err != nil {
+		return err
 	}
 	c.gdTable, c.eigen = nil, nil
 	if c.GD != "" {

@@ -108,19 +108,30 @@ func (c *SEConfig) Validate() error {
 		return job.Inputf("--gen-samples %d: need 0 (skip) or at least 2", c.GenSamples)
 	case c.GenInner < 2:
 		return job.Inputf("--gen-inner %d: need at least 2", c.GenInner)
-	case !(c.Tol > 0):
-		return job.Inputf("--tol %g: need a positive tolerance", c.Tol)
-	case c.MaxIter < 1:
-		return job.Inputf("--max-iter %d: need at least 1", c.MaxIter)
-	case !(c.Damping >= 0 && c.Damping < 1):
-		return job.Inputf("--damping %g: need 0 <= damping < 1", c.Damping)
-	case c.Workers < 0:
-		return job.Inputf("--workers %d: need 0 (all cores) or more", c.Workers)
 	}
-	if c.Workers == 0 {
-		c.Workers = runtime.GOMAXPROCS(0)
+	if err := validateSolver(c.Tol, c.MaxIter, c.Damping, &c.Workers); err != nil {
+		return err
 	}
 	return c.validateStart()
+}
+
+// validateSolver checks the state evolution's solver flags shared by `aim se` and `aim erm`
+// (--tol, --max-iter, --damping, --workers) and sets workers 0 to all cores.
+func validateSolver(tol float64, maxIter int, damping float64, workers *int) error {
+	switch {
+	case !(tol > 0):
+		return job.Inputf("--tol %g: need a positive tolerance", tol)
+	case maxIter < 1:
+		return job.Inputf("--max-iter %d: need at least 1", maxIter)
+	case !(damping >= 0 && damping < 1):
+		return job.Inputf("--damping %g: need 0 <= damping < 1", damping)
+	case *workers < 0:
+		return job.Inputf("--workers %d: need 0 (all cores) or more", *workers)
+	}
+	if *workers == 0 {
+		*workers = runtime.GOMAXPROCS(0)
+	}
+	return nil
 }
 
 // validateStart parses --start; both needs a channel with a free entropy (see Start).
