@@ -55,6 +55,10 @@ figures: build
 	$(BIN) se --quiet --channel hardmax --rho 0.5,1 --alpha 0.01:10:48:log --size 5x3.5in \
 		--out $(FIG)/data/se_hardmax.csv --plot $(FIG)/se_hardmax.png
 	$(BIN) smi se --quiet --alpha 0.1:2:12 --samples 64 --size 5x3.5in --out $(FIG)/data/smi_se.csv --plot $(FIG)/smi_se.png
+	$(BIN) gd --quiet --channel linear --rho 0.5 --noise 0.25 --weight-decay 0.1 --R 40 --D 40 --alpha 0.2,0.4,0.6 --seeds 2 \
+		--lr 0.05 --max-iter 1500 --device cpu --spectrum $(FIG)/data/gd_spectrum.csv --out $(FIG)/data/gd_erm.csv --plot ""
+	$(BIN) erm --quiet --rho 0.5 --noise 0.25 --weight-decay 0,0.1,1 --gd $(FIG)/data/gd_erm.csv --spectrum 0.4 \
+		--eigenvalues $(FIG)/data/gd_spectrum.csv --size 5x3.5in --out $(FIG)/data/erm.csv --plot $(FIG)/erm.png
 	for T in 2 3 4; do \
 		$(BIN) se --quiet --channel hardmax --T $$T --rho 0.5 --alpha 0.003:3:48:log --gen-samples 0 --plot "" \
 			--out $(FIG)/data/hardmax_T$$T.csv && \
