@@ -142,3 +142,47 @@ func TestStudyScaling(t *testing.T) {
 		}
 	}
 }
+
+// TestStudyScalingGD is TestStudyScaling with gradient descent on W (R = D, weight decay 0.01,
+// Adam lr 0.05, 3000 steps) in place of GAMP-ERM, on the same data (ERM_STUDY=E).
+func TestStudyScalingGD(t *testing.T) {
+	if os.Getenv("ERM_STUDY") != "E" {
+		t.Skip("the scaling-law study with GD of docs/validation/erm.md: ERM_STUDY=E")
+	}
+	dev := cpu.New(0)
+	for _, D := range []int{100, 200} {
+		var prevS, prevG, prevA float64
+		for _, nd := range []float64{8, 16, 32} {
+			a := nd / float64(D)
+			pp := aim.Params{D: D, Alpha: a, Rho: 1, Channel: channel.Spec{Kind: channel.KindLinear, T: 1}, Teacher: aim.Teacher{PowerLaw: true, Gamma: 1.25}}
+			p, err := Solve(Problem{Alpha: a, Lambda: 0.01, Prior: pp.Prior()}, se.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var es []float64
+			start := time.Now()
+			for seed := uint64(1); seed <= 2; seed++ {
+				pp.Seed = seed
+				data, err := aim.Generate(dev, pp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g := gd.DefaultOptions()
+				g.WeightDecay, g.R, g.Steps, g.LR = 0.01, D, 3000, 0.05
+				r, err := gd.Run(dev, data, g)
+				data.Free(dev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				es = append(es, r.Error)
+			}
+			m, sd := meanSD(es)
+			ss, sg := math.NaN(), math.NaN()
+			if prevA > 0 {
+				ss, sg = math.Log(p.TestError/prevS)/math.Log(a/prevA), math.Log(m/prevG)/math.Log(a/prevA)
+			}
+			fmt.Printf("D=%d N/D=%g alpha=%.4f SE %.5f (slope %.3f) GD %.5f +- %.5f (slope %.3f) %.0f s\n", D, nd, a, p.TestError, ss, m, sd, sg, time.Since(start).Seconds())
+			prevS, prevG, prevA = p.TestError, m, a
+		}
+	}
+}
