@@ -20,10 +20,6 @@
 //	tau (2 alpha - I) = lambda/2,   I = ∫∫ (r(x) - r(y))/(x - y) dmu(x) dmu(y) = 2 ∫ r h dmu,
 //	E = Q0 - 2 m + q,  q = ∫ r^2 dmu,  m = ∫ r(y) (y - 2 Delta_eff h(y)) dmu(y),  Q0 = 1 + rho,
 //
-// for the paper's teacher MP(rho); Problem.Prior takes any rotationally invariant teacher
-// (rie.Eigenvalues: a power law w_k ~ k^-gamma), with mu its spectrum ⊞ SC(Delta_eff) and Q0
-// its (1/D) Tr S*^2.
-//
 // with h the Hilbert transform of mu (package rie): y - 2 Delta_eff h(y) is the overlap of S*
 // with an eigenvector of Y of eigenvalue y, so m = Tr(S* S-hat)/D. I/(2 alpha) is the share of
 // the data's degrees of freedom the estimator spends; at lambda = 0 without the PSD constraint
@@ -36,6 +32,13 @@
 // The state evolution is solved as a fixed point E = G(E) with engine/fixedpoint (the same
 // solver, damping and stopping rule as the Bayes-optimal state evolution, package se), and tau
 // at each step with engine/root.
+//
+// Ridge (Penalty Ridge: lambda ||S||_F^2 over symmetric S, what weight decay becomes when S is
+// trained directly) has a linear proximal map and a closed form (solveRidge). The teacher is the
+// paper's MP(rho) unless Problem.Prior gives another rotationally invariant one (rie.Eigenvalues:
+// a power law w_k ~ k^-gamma), with mu its spectrum ⊞ SC(Delta_eff) and Q0 its (1/D) Tr S*^2.
+// Point.Spectrum is the limiting spectrum of S-hat; PerfectRecovery and Interpolation are the
+// thresholds of lambda -> 0+ (MP teachers).
 package erm
 
 import (
