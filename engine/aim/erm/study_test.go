@@ -102,10 +102,39 @@ func TestStudyScaling(t *testing.T) {
 	if os.Getenv("ERM_STUDY") != "D" {
 		t.Skip("the scaling-law study of docs/validation/erm.md: ERM_STUDY=D")
 	}
+	scalingStudy(t, "GAMP-ERM", []int{100, 200, 400}, func(data *aim.Data) (float64, error) {
+		o := amp.DefaultOptions()
+		o.ERM, o.WeightDecay, o.MaxIter, o.Tol, o.Damping = true, 0.01, 3000, 1e-12, 0.8
+		r, err := amp.Run(cpu.New(0), data, o)
+		if err == nil && !r.Converged {
+			fmt.Printf("  D=%d alpha=%g seed=%d: not converged\n", data.P.D, data.P.Alpha, data.P.Seed)
+		}
+		return r.Error, err
+	})
+}
+
+// TestStudyScalingGD is TestStudyScaling with gradient descent on W (R = D, weight decay 0.01,
+// Adam lr 0.05, 3000 steps) in place of GAMP-ERM, on the same data (ERM_STUDY=E).
+func TestStudyScalingGD(t *testing.T) {
+	if os.Getenv("ERM_STUDY") != "E" {
+		t.Skip("the scaling-law study with GD of docs/validation/erm.md: ERM_STUDY=E")
+	}
+	scalingStudy(t, "GD", []int{100, 200}, func(data *aim.Data) (float64, error) {
+		g := gd.DefaultOptions()
+		g.WeightDecay, g.R, g.Steps, g.LR = 0.01, data.P.D, 3000, 0.05
+		r, err := gd.Run(cpu.New(0), data, g)
+		return r.Error, err
+	})
+}
+
+// scalingStudy prints, at each D and N/D = 8, 16, 32, the ERM state evolution (lambda = 0.01) of
+// the noiseless gamma = 1.25 power-law teacher (rho = 1) and the mean error of run over seeds 1 and
+// 2 (3 below D = 400), with the local exponents of both.
+func scalingStudy(t *testing.T, name string, dims []int, run func(*aim.Data) (float64, error)) {
 	dev := cpu.New(0)
-	for _, D := range []int{100, 200, 400} {
+	for _, D := range dims {
 		seeds := 3
-		if D == 400 {
+		if D >= 400 || name == "GD" {
 			seeds = 2
 		}
 		var prevS, prevG, prevA float64
@@ -117,71 +146,26 @@ func TestStudyScaling(t *testing.T) {
 				t.Fatal(err)
 			}
 			var es []float64
+			start := time.Now()
 			for seed := uint64(1); seed <= uint64(seeds); seed++ {
 				pp.Seed = seed
 				data, err := aim.Generate(dev, pp)
 				if err != nil {
 					t.Fatal(err)
 				}
-				o := amp.DefaultOptions()
-				o.ERM, o.WeightDecay, o.MaxIter, o.Tol, o.Damping = true, 0.01, 3000, 1e-12, 0.8
-				r, err := amp.Run(dev, data, o)
+				e, err := run(data)
 				data.Free(dev)
-				if err != nil || !r.Converged {
-					fmt.Printf("  D=%d N/D=%g seed=%d: %v converged %v\n", D, nd, seed, err, r.Converged)
+				if err != nil {
+					t.Fatal(err)
 				}
-				es = append(es, r.Error)
+				es = append(es, e)
 			}
 			m, sd := meanSD(es)
 			ss, sg := math.NaN(), math.NaN()
 			if prevA > 0 {
 				ss, sg = math.Log(p.TestError/prevS)/math.Log(a/prevA), math.Log(m/prevG)/math.Log(a/prevA)
 			}
-			fmt.Printf("D=%d N/D=%g alpha=%.4f SE %.5f (slope %.3f) GAMP-ERM %.5f +- %.5f (slope %.3f)\n", D, nd, a, p.TestError, ss, m, sd, sg)
-			prevS, prevG, prevA = p.TestError, m, a
-		}
-	}
-}
-
-// TestStudyScalingGD is TestStudyScaling with gradient descent on W (R = D, weight decay 0.01,
-// Adam lr 0.05, 3000 steps) in place of GAMP-ERM, on the same data (ERM_STUDY=E).
-func TestStudyScalingGD(t *testing.T) {
-	if os.Getenv("ERM_STUDY") != "E" {
-		t.Skip("the scaling-law study with GD of docs/validation/erm.md: ERM_STUDY=E")
-	}
-	dev := cpu.New(0)
-	for _, D := range []int{100, 200} {
-		var prevS, prevG, prevA float64
-		for _, nd := range []float64{8, 16, 32} {
-			a := nd / float64(D)
-			pp := aim.Params{D: D, Alpha: a, Rho: 1, Channel: channel.Spec{Kind: channel.KindLinear, T: 1}, Teacher: aim.Teacher{PowerLaw: true, Gamma: 1.25}}
-			p, err := Solve(Problem{Alpha: a, Lambda: 0.01, Prior: pp.Prior()}, se.DefaultOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var es []float64
-			start := time.Now()
-			for seed := uint64(1); seed <= 2; seed++ {
-				pp.Seed = seed
-				data, err := aim.Generate(dev, pp)
-				if err != nil {
-					t.Fatal(err)
-				}
-				g := gd.DefaultOptions()
-				g.WeightDecay, g.R, g.Steps, g.LR = 0.01, D, 3000, 0.05
-				r, err := gd.Run(dev, data, g)
-				data.Free(dev)
-				if err != nil {
-					t.Fatal(err)
-				}
-				es = append(es, r.Error)
-			}
-			m, sd := meanSD(es)
-			ss, sg := math.NaN(), math.NaN()
-			if prevA > 0 {
-				ss, sg = math.Log(p.TestError/prevS)/math.Log(a/prevA), math.Log(m/prevG)/math.Log(a/prevA)
-			}
-			fmt.Printf("D=%d N/D=%g alpha=%.4f SE %.5f (slope %.3f) GD %.5f +- %.5f (slope %.3f) %.0f s\n", D, nd, a, p.TestError, ss, m, sd, sg, time.Since(start).Seconds())
+			fmt.Printf("D=%d N/D=%g alpha=%.4f SE %.5f (slope %.3f) %s %.5f +- %.5f (slope %.3f) %.0f s\n", D, nd, a, p.TestError, ss, name, m, sd, sg, time.Since(start).Seconds())
 			prevS, prevG, prevA = p.TestError, m, a
 		}
 	}
