@@ -17,11 +17,13 @@ manifest, and a plot of the mean final error with its standard error over the SE
   aim amp --channel softmax --T 2 --rho 0.5 --D 200 --alpha 0.05,0.1,0.15 --seeds 8
   aim amp --channel hardmax --rho 0.5 --D 100 --alpha 0.2,1 --seeds 4 --max-iter 500
   aim amp --channel linear --rho 0.5 --D 200 --alpha 0.2,0.4,0.6 --weight-decay 0.1
+  aim amp --channel softmax --T 2 --rho 0.5 --D 100 --alpha 0.1,0.25 --weight-decay 0.01
   aim amp --channel linear --teacher powerlaw:1.25 --rho 1 --D 100 --alpha 0.1,0.2,0.3
 
---weight-decay LAMBDA (> 0, linear channel only) runs GAMP for empirical risk minimisation
-instead: the estimator is the minimiser of the square loss plus lambda Tr S over PSD S
-(docs/theory/aim.md 4.1), the weight_decay column holds lambda, se_mmse the ERM state
+--weight-decay LAMBDA (> 0, linear and softmax channels) runs GAMP for empirical risk
+minimisation instead: the estimator is the minimiser of the square loss (the one aim gd trains)
+plus lambda Tr S over PSD S (docs/theory/aim.md 4.1; the softmax's channel step is a Newton
+solve per sample on the host), the weight_decay column holds lambda, se_mmse the ERM state
 evolution's test error (aim erm --weight-decay LAMBDA) instead of the Bayes-optimal mmse, and
 the plot's line is that state evolution's. The limit lambda -> 0+ has no GAMP fixed point: it
 is aim erm --weight-decay 0.
@@ -44,7 +46,7 @@ func ampFlags(fs *flag.FlagSet, c *aimjob.AMPConfig, pm *progressMode) {
 	fs.Float64Var(&c.Tol, "tol", c.Tol, usage("tol", "stop when the estimated distance to the fixed point, ||S-hat - S-hat*||^2/D (the step over (1 - r)^2, r the contraction rate of the last steps), is below tol"))
 	fs.BoolVar(&c.PaperInit, "paper-init", c.PaperInit, "start as the authors' code: a random prior draw with omega = V = c-hat = 10 (default: the prior mean, as state evolution starts)")
 	fs.StringVar(&c.SE, "se", c.SE, "an 'aim se' CSV (same channel, T and beta, a curve at every --rho) whose lines to draw on the plot, instead of solving the SE on a dense grid")
-	fs.Float64Var(&c.WeightDecay, "weight-decay", c.WeightDecay, usage("weight-decay", "one lambda > 0: run GAMP for ERM, the minimiser of the square loss plus lambda Tr S over PSD S, instead of GAMP-RIE, beside the ERM state evolution instead of the Bayes-optimal one (--channel linear only; lambda -> 0+ is aim erm --weight-decay 0); not given: GAMP-RIE, column weight_decay 0"))
+	fs.Float64Var(&c.WeightDecay, "weight-decay", c.WeightDecay, usage("weight-decay", "one lambda > 0: run GAMP for ERM, the minimiser of the square loss plus lambda Tr S over PSD S, instead of GAMP-RIE, beside the ERM state evolution instead of the Bayes-optimal one (linear and softmax channels; lambda -> 0+ is aim erm --weight-decay 0); not given: GAMP-RIE, column weight_decay 0"))
 }
 
 // newAMPFlags returns the flag set of `aim amp` (docs/cli/amp.md is made from it) and the

@@ -12,10 +12,11 @@ import (
 const ermUsage = `Usage: aim erm [flags]
 
 State evolution of empirical risk minimisation (ERM) with weight decay in the extensive-width
-quadratic network, the attention-indexed model's linear channel at T = 1 (docs/theory/aim.md
-4.1, docs/guide/erm.md): the minimiser S-hat of the square loss plus lambda Tr S over PSD matrices (the nuclear
-norm of S, what weight decay on W with S = W^T W / sqrt(R D) becomes), which gradient descent
-reaches with a wide enough student. With --penalty ridge the regulariser is lambda ||S||_F^2
+quadratic network, the attention-indexed model's linear channel at T = 1, or in the softmax AIM
+(--channel softmax, T >= 2) (docs/theory/aim.md 4.1, docs/guide/erm.md): the minimiser S-hat of
+the square loss aim gd trains plus lambda Tr S over PSD matrices (the nuclear norm of S, what
+weight decay on W with S = W^T W / sqrt(R D) becomes), which gradient descent reaches with a
+wide enough student. With --penalty ridge the regulariser is lambda ||S||_F^2
 over symmetric S instead, what weight decay becomes when S itself is trained (aim gd
 --direct): S-hat = s Y, a shrinkage s (column shrink) of every eigenvalue, no threshold. One
 line per --rho and --weight-decay of its test error ||S-hat - S||_F^2 / D against alpha =
@@ -27,8 +28,12 @@ point), a JSON manifest beside it, and a plot.
   aim erm --rho 0.5 --alpha 0.1,0.2,0.3 --weight-decay 0,0.1 --gd results/gd.csv
   aim erm --rho 0.5 --penalty ridge --weight-decay 0,0.1 --spectrum 0.3
   aim erm --teacher powerlaw:1.25 --D 100 --rho 1 --noise 0.1 --weight-decay 0.05 --spectrum 0.3
+  aim erm --channel softmax --T 2 --rho 0.5 --alpha 0.05:0.3:6 --weight-decay 0,0.01,0.1
 
-Weight decay 0 is the limit lambda -> 0+: the minimal nuclear-norm interpolator while the data
+The softmax's channel average at lambda > 0 is Monte Carlo over --samples draws (seconds a
+point; column sample_error, the standard error of test_error); its lambda = 0 (noiseless labels
+only) is the linear channel's at alpha (T^2 + T - 2)/2, exactly, and its alpha_c is 2/(T^2 + T - 2)
+times the linear channel's. Weight decay 0 is the limit lambda -> 0+: the minimal nuclear-norm interpolator while the data
 can be interpolated (column interpolating), least squares over PSD matrices beyond (ridge: the
 minimal Frobenius-norm interpolator below alpha = 1/2, least squares above; at alpha = 1/2 its
 error is infinite and the row is left out, the manifest says so under infinite). The manifest
@@ -36,7 +41,7 @@ records, per rho, the nuclear estimator's thresholds at lambda -> 0+ under thres
 perfect_recovery, alpha_c above which it recovers S from noiseless labels, and with --noise > 0
 interpolation, alpha_interp below which it fits every label; the plot draws them beside the
 nuclear line of lambda = 0 when --weight-decay has 0. --gd draws the points of an aim gd CSV
-(--channel linear; its weight_decay column, 0 where it has none, picks the line's colour; only
+(the same channel, T and beta; its weight_decay column, 0 where it has none, picks the line's colour; only
 its runs that match --penalty: direct true for ridge, false or no column for nuclear).
 --spectrum ALPHA also writes <out>_spectrum.csv, the density of the continuous part of S-hat's
 limiting spectrum on a grid of 400 points over its support for each rho and lambda, every row
@@ -57,17 +62,20 @@ Flags:
 
 // ermFlags registers the flags of `aim erm` into c.
 func ermFlags(fs *flag.FlagSet, c *aimjob.ERMConfig, pm *progressMode) {
-	fs.StringVar(&c.Channel, "channel", c.Channel, "output channel: linear only (y = h at T = 1: the extensive-width quadratic network, width ratio kappa = rho); the ERM theory is not implemented for softmax or hardmax")
+	fs.StringVar(&c.Channel, "channel", c.Channel, "output channel: linear (y = h at T = 1: the extensive-width quadratic network, width ratio kappa = rho) or softmax (the loss aim gd trains, sum (y-hat - y)^2 / D; lambda > 0 by Monte Carlo, --samples); the hardmax output has no useful loss")
+	fs.IntVar(&c.T, "T", c.T, "tokens per sequence, an integer (linear: 1, its default)")
+	fs.Float64Var(&c.Beta, "beta", c.Beta, "softmax inverse temperature")
 	fs.Var((*listFlag)(&c.Rho), "rho", "rank ratio rho = R/D: a value, list or range; repeatable, each value once (default 0.5)")
 	repeatable(fs, "rho")
 	gridVar(fs, &c.Alpha, "alpha", "sample complexity grid alpha = N/D^2 (default "+aimjob.ERMAlpha+")")
-	fs.Float64Var(&c.Noise, "noise", c.Noise, "label noise Delta >= 0: y = h + sqrt(Delta) xi")
+	fs.Float64Var(&c.Noise, "noise", c.Noise, "label noise Delta >= 0: y = g(h) + sqrt(Delta) xi per output entry (softmax: lambda > 0 only)")
+	fs.IntVar(&c.Samples, "samples", c.Samples, "Monte Carlo draws of the channel average per SE iteration (softmax at lambda > 0; the column sample_error is the standard error of test_error they leave)")
 	gridVar(fs, &c.WeightDecay, "weight-decay", usage("weight-decay", "the nuclear-norm regularisation of S (--penalty ridge: lambda ||S||_F^2); a list or range of lambda, one line each; 0 is the limit lambda -> 0+ (the minimal nuclear-norm interpolator, then PSD least squares)"))
 	teacherFlag(fs, &c.Model, "a power law's theory (ERM and Bayes-optimal) is at each --D; the thresholds alpha_c and alpha_interp are the MP teacher's, neither recorded nor drawn for it")
 	theoryDFlag(fs, &c.Model)
 	fs.StringVar(&c.Penalty, "penalty", c.Penalty, "the estimator's regulariser: nuclear (lambda Tr S over PSD S, weight decay on W, as aim gd trains) or ridge (lambda ||S||_F^2 over symmetric S, weight decay on S itself, as aim gd --direct trains)")
 	fs.Float64Var(&c.Spectrum, "spectrum", c.Spectrum, "also write the limiting spectrum of S-hat at this alpha to <out>_spectrum.csv, and its figure beside the plot")
-	fs.StringVar(&c.GD, "gd", c.GD, "an 'aim gd --channel linear' CSV whose points (mean and standard error over seeds of its error column per alpha and weight decay) to draw on the plot")
+	fs.StringVar(&c.GD, "gd", c.GD, "an 'aim gd' CSV of the same channel whose points (mean and standard error over seeds of its error column per alpha and weight decay) to draw on the plot")
 	fs.StringVar(&c.Eigenvalues, "eigenvalues", c.Eigenvalues, "with --spectrum: an 'aim gd --spectrum' CSV whose eigenvalues at that alpha, a --rho and a --weight-decay to draw beside the predicted density as histograms")
 	outputFlags(fs, &c.Out, &c.Plot, &c.Figure, pm)
 	fs.StringVar(&c.Axes, "axes", c.Axes, "plot axes: auto, lin, logx, logy or loglog (auto: lin)")
@@ -96,6 +104,7 @@ func parseERM(args []string, stderr io.Writer) (*aimjob.ERMConfig, progressMode,
 		c.Damping = aimjob.NewERMConfig().Damping
 	}
 	c.AlphaGiven = given(fs, "alpha")
+	c.TGiven = given(fs, "T")
 	c.SpectrumGiven = given(fs, "spectrum")
 	if err := c.Validate(); err != nil {
 		return c, *pm, err

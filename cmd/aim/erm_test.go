@@ -169,8 +169,11 @@ func TestERMBadInput(t *testing.T) {
 		{[]string{"--weight-decay", "-1"}, "every lambda must be >= 0"},
 		{[]string{"--weight-decay", "0.1,0.1"}, "given twice"},
 		{[]string{"--weight-decay", ""}, "empty grid"},
-		{[]string{"--channel", "softmax"}, "implemented for the linear channel (the quadratic network, T = 1) only"},
-		{[]string{"--channel", "hardmax"}, "linear channel"},
+		{[]string{"--channel", "hardmax"}, "no useful loss"},
+		{[]string{"--channel", "softmax", "--T", "1"}, "need T >= 2"},
+		{[]string{"--channel", "softmax", "--noise", "0.1", "--weight-decay", "0,0.1"}, "noiseless labels only"},
+		{[]string{"--channel", "softmax", "--samples", "100"}, "--samples 100"},
+		{[]string{"--channel", "linear", "--T", "2"}, "need --T 1"},
 		{[]string{"--alpha", "0"}, "every alpha must be > 0"},
 		{[]string{"--alpha", "0.1,-0.2"}, "every alpha must be > 0"},
 		{[]string{"--noise", "-1"}, "--noise -1"},
@@ -181,7 +184,6 @@ func TestERMBadInput(t *testing.T) {
 		{[]string{"--gd", filepath.Join(dir, "none.csv")}, "--gd"},
 		{[]string{"--gd", eig}, "--gd"},
 		{[]string{"--damping", "1"}, "damping"},
-		{[]string{"--T", "1"}, "unknown flag --T"},
 	} {
 		args := withFlags([]string{"erm", "--quiet", "--alpha", "0.1", "--out", filepath.Join(res, "erm.csv"), "--plot", filepath.Join(res, "erm.png")}, tc.args...)
 		code, _, stderr := runArgs(t, args...)
@@ -191,5 +193,69 @@ func TestERMBadInput(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(res); len(entries) != 0 {
 		t.Errorf("bad input left files: %v", entries)
+	}
+}
+
+// TestERMSoftmax runs aim erm --channel softmax (T = 2) at one alpha with lambda = 0 and 0.1:
+// the lambda = 0 row is the linear channel's at alpha (T^2 + T - 2)/2 (aim erm --channel
+// linear, another command's number), the lambda = 0.1 row is the engine's Monte Carlo point
+// with its stated error, the Bayes-optimal column is the softmax's, and the manifest's
+// alpha_c is 2/K times the linear channel's.
+func TestERMSoftmax(t *testing.T) {
+	dir := t.TempDir()
+	out, lin := filepath.Join(dir, "erm.csv"), filepath.Join(dir, "lin.csv")
+	code, stdout, stderr := runArgs(t, "erm", "--quiet", "--channel", "softmax", "--T", "2", "--alpha", "0.1", "--weight-decay", "0,0.1",
+		"--samples", "1024", "--out", out, "--plot", "")
+	if code != 0 {
+		t.Fatalf("status %d: %s %s", code, stdout, stderr)
+	}
+	if code, stdout, stderr = runArgs(t, "erm", "--quiet", "--alpha", "0.2", "--weight-decay", "0", "--out", lin, "--plot", ""); code != 0 {
+		t.Fatalf("linear: status %d: %s %s", code, stdout, stderr)
+	}
+	rows, col := ermCSV(t, out, aimjob.ERMSchema.Header(0))
+	lrows, _ := ermCSV(t, lin, aimjob.ERMSchema.Header(0))
+	if len(rows) != 2 || len(lrows) != 1 {
+		t.Fatalf("%d and %d rows", len(rows), len(lrows))
+	}
+	for _, r := range rows {
+		if r[col["channel"]] != "softmax" || r[col["T"]] != "2" || r[col["beta"]] != "1" {
+			t.Errorf("row %v: channel %s, T %s, beta %s", r, r[col["channel"]], r[col["T"]], r[col["beta"]])
+		}
+	}
+	if got, want := rows[0][col["test_error"]], lrows[0][col["test_error"]]; got != want || rows[0][col["sample_error"]] != "0" {
+		t.Errorf("lambda 0: test_error %s (sample_error %s), the linear channel's at alpha 0.2: %s", got, rows[0][col["sample_error"]], want)
+	}
+	p, err := erm.Solve(erm.Problem{Rho: 0.5, Alpha: 0.1, Lambda: 0.1, T: 2, Beta: 1, Samples: 1024, Workers: 1}, se.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := aim.NewSoftmax(2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bo, err := se.Solve(ch, 0.5, 0.1, se.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]float64{"test_error": p.TestError, "sample_error": p.SampleError, "train_error": p.TrainError, "bo_error": bo.MMSE} {
+		if got := rows[1][col[name]]; got != table.FormatFloat(want) {
+			t.Errorf("lambda 0.1: %s = %s, the engine gives %.15g", name, got, want)
+		}
+	}
+	if !(p.SampleError > 0) {
+		t.Errorf("lambda 0.1: no stated Monte Carlo error")
+	}
+	var man map[string]any
+	data, err := os.ReadFile(filepath.Join(dir, "erm.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &man); err != nil {
+		t.Fatal(err)
+	}
+	ths, _ := man["thresholds"].(map[string]any)
+	pr, _ := ths["perfect_recovery"].(map[string]any)
+	if a, _ := pr["0.5"].(float64); math.Abs(a-0.21111) > 1e-4 {
+		t.Errorf("manifest perfect_recovery %v, want alpha_c = 0.2111", ths)
 	}
 }

@@ -293,11 +293,13 @@ def amp(
           aim amp --channel softmax --T 2 --rho 0.5 --D 200 --alpha 0.05,0.1,0.15 --seeds 8
           aim amp --channel hardmax --rho 0.5 --D 100 --alpha 0.2,1 --seeds 4 --max-iter 500
           aim amp --channel linear --rho 0.5 --D 200 --alpha 0.2,0.4,0.6 --weight-decay 0.1
+          aim amp --channel softmax --T 2 --rho 0.5 --D 100 --alpha 0.1,0.25 --weight-decay 0.01
           aim amp --channel linear --teacher powerlaw:1.25 --rho 1 --D 100 --alpha 0.1,0.2,0.3
 
-        --weight-decay LAMBDA (> 0, linear channel only) runs GAMP for empirical risk minimisation
-        instead: the estimator is the minimiser of the square loss plus lambda Tr S over PSD S
-        (docs/theory/aim.md 4.1), the weight_decay column holds lambda, se_mmse the ERM state
+        --weight-decay LAMBDA (> 0, linear and softmax channels) runs GAMP for empirical risk
+        minimisation instead: the estimator is the minimiser of the square loss (the one aim gd trains)
+        plus lambda Tr S over PSD S (docs/theory/aim.md 4.1; the softmax's channel step is a Newton
+        solve per sample on the host), the weight_decay column holds lambda, se_mmse the ERM state
         evolution's test error (aim erm --weight-decay LAMBDA) instead of the Bayes-optimal mmse, and
         the plot's line is that state evolution's. The limit lambda -> 0+ has no GAMP fixed point: it
         is aim erm --weight-decay 0.
@@ -337,7 +339,7 @@ def amp(
         tokens: tokens X stored on the device, or streamed: regenerated chunk by chunk from the seed at every use, never stored (same values); auto stores when the largest run fits (default auto).
         tol: convergence tolerance; stop when the estimated distance to the fixed point, ||S-hat - S-hat*||^2/D (the step over (1 - r)^2, r the contraction rate of the last steps), is below tol (default 1e-05).
         trace: also write every iteration of every run to this CSV.
-        weight_decay: weight decay lambda >= 0: the training loss gains lambda Tr S; one lambda > 0: run GAMP for ERM, the minimiser of the square loss plus lambda Tr S over PSD S, instead of GAMP-RIE, beside the ERM state evolution instead of the Bayes-optimal one (--channel linear only; lambda -> 0+ is aim erm --weight-decay 0); not given: GAMP-RIE, column weight_decay 0 (default 0).
+        weight_decay: weight decay lambda >= 0: the training loss gains lambda Tr S; one lambda > 0: run GAMP for ERM, the minimiser of the square loss plus lambda Tr S over PSD S, instead of GAMP-RIE, beside the ERM state evolution instead of the Bayes-optimal one (linear and softmax channels; lambda -> 0+ is aim erm --weight-decay 0); not given: GAMP-RIE, column weight_decay 0 (default 0).
         workers: CPU goroutines (0: all cores); the results do not depend on it (default 0).
         progress: draw a progress bar (tqdm, when installed) from the engine's --progress json.
         timeout: seconds after which the run is interrupted as by Ctrl-C (its finished rows
@@ -502,8 +504,10 @@ def gd(
 
 _ERM_FLAGS: dict[str, tuple[str, str]] = {
     "D": ("D", "list"),
+    "T": ("T", "int"),
     "alpha": ("alpha", "list"),
     "axes": ("axes", "string"),
+    "beta": ("beta", "float"),
     "channel": ("channel", "string"),
     "damping": ("damping", "float|auto"),
     "eigenvalues": ("eigenvalues", "string"),
@@ -515,6 +519,7 @@ _ERM_FLAGS: dict[str, tuple[str, str]] = {
     "plot": ("plot", "string"),
     "progress": ("progress", "auto|json|none"),
     "rho": ("rho", "list"),
+    "samples": ("samples", "int"),
     "size": ("size", "string"),
     "spectrum": ("spectrum", "float"),
     "teacher": ("teacher", "string"),
@@ -528,8 +533,10 @@ _ERM_FLAGS: dict[str, tuple[str, str]] = {
 def erm(
     *,
     D: Grid | None = None,
+    T: int | None = None,
     alpha: Grid | None = None,
     axes: Text | None = None,
+    beta: float | None = None,
     channel: Text | None = None,
     damping: float | str | None = None,
     eigenvalues: Text | None = None,
@@ -540,6 +547,7 @@ def erm(
     penalty: Text | None = None,
     plot: Text | None = None,
     rho: Grid | None = None,
+    samples: int | None = None,
     size: Text | None = None,
     spectrum: float | None = None,
     teacher: Text | None = None,
@@ -555,10 +563,11 @@ def erm(
     The command's help (``aim erm -h``)::
 
         State evolution of empirical risk minimisation (ERM) with weight decay in the extensive-width
-        quadratic network, the attention-indexed model's linear channel at T = 1 (docs/theory/aim.md
-        4.1, docs/guide/erm.md): the minimiser S-hat of the square loss plus lambda Tr S over PSD matrices (the nuclear
-        norm of S, what weight decay on W with S = W^T W / sqrt(R D) becomes), which gradient descent
-        reaches with a wide enough student. With --penalty ridge the regulariser is lambda ||S||_F^2
+        quadratic network, the attention-indexed model's linear channel at T = 1, or in the softmax AIM
+        (--channel softmax, T >= 2) (docs/theory/aim.md 4.1, docs/guide/erm.md): the minimiser S-hat of
+        the square loss aim gd trains plus lambda Tr S over PSD matrices (the nuclear norm of S, what
+        weight decay on W with S = W^T W / sqrt(R D) becomes), which gradient descent reaches with a
+        wide enough student. With --penalty ridge the regulariser is lambda ||S||_F^2
         over symmetric S instead, what weight decay becomes when S itself is trained (aim gd
         --direct): S-hat = s Y, a shrinkage s (column shrink) of every eigenvalue, no threshold. One
         line per --rho and --weight-decay of its test error ||S-hat - S||_F^2 / D against alpha =
@@ -570,8 +579,12 @@ def erm(
           aim erm --rho 0.5 --alpha 0.1,0.2,0.3 --weight-decay 0,0.1 --gd results/gd.csv
           aim erm --rho 0.5 --penalty ridge --weight-decay 0,0.1 --spectrum 0.3
           aim erm --teacher powerlaw:1.25 --D 100 --rho 1 --noise 0.1 --weight-decay 0.05 --spectrum 0.3
+          aim erm --channel softmax --T 2 --rho 0.5 --alpha 0.05:0.3:6 --weight-decay 0,0.01,0.1
 
-        Weight decay 0 is the limit lambda -> 0+: the minimal nuclear-norm interpolator while the data
+        The softmax's channel average at lambda > 0 is Monte Carlo over --samples draws (seconds a
+        point; column sample_error, the standard error of test_error); its lambda = 0 (noiseless labels
+        only) is the linear channel's at alpha (T^2 + T - 2)/2, exactly, and its alpha_c is 2/(T^2 + T - 2)
+        times the linear channel's. Weight decay 0 is the limit lambda -> 0+: the minimal nuclear-norm interpolator while the data
         can be interpolated (column interpolating), least squares over PSD matrices beyond (ridge: the
         minimal Frobenius-norm interpolator below alpha = 1/2, least squares above; at alpha = 1/2 its
         error is infinite and the row is left out, the manifest says so under infinite). The manifest
@@ -579,7 +592,7 @@ def erm(
         perfect_recovery, alpha_c above which it recovers S from noiseless labels, and with --noise > 0
         interpolation, alpha_interp below which it fits every label; the plot draws them beside the
         nuclear line of lambda = 0 when --weight-decay has 0. --gd draws the points of an aim gd CSV
-        (--channel linear; its weight_decay column, 0 where it has none, picks the line's colour; only
+        (the same channel, T and beta; its weight_decay column, 0 where it has none, picks the line's colour; only
         its runs that match --penalty: direct true for ridge, false or no column for nuclear).
         --spectrum ALPHA also writes <out>_spectrum.csv, the density of the continuous part of S-hat's
         limiting spectrum on a grid of 400 points over its support for each rho and lambda, every row
@@ -599,18 +612,21 @@ def erm(
 
     Args:
         D: the power-law teacher's dimension D: a list or range of integers, one curve each (--teacher powerlaw:GAMMA only, which needs it: its theory is that of the D eigenvalues, with no D-independent limit; the MP teacher's theory is D-independent).
+        T: tokens per sequence, an integer (linear: 1, its default) (default 2).
         alpha: sample complexity grid alpha = N/D^2 (default 0.02:1:50).
         axes: plot axes: auto, lin, logx, logy or loglog (auto: lin) (default auto).
-        channel: output channel: linear only (y = h at T = 1: the extensive-width quadratic network, width ratio kappa = rho); the ERM theory is not implemented for softmax or hardmax (default linear).
+        beta: softmax inverse temperature (default 1).
+        channel: output channel: linear (y = h at T = 1: the extensive-width quadratic network, width ratio kappa = rho) or softmax (the loss aim gd trains, sum (y-hat - y)^2 / D; lambda > 0 by Monte Carlo, --samples); the hardmax output has no useful loss (default linear).
         damping: damping theta in [0, 1), the weight on the old iterate: x <- theta x + (1 - theta) x_new (0: undamped); auto: 0.5 (default 0.5).
         eigenvalues: with --spectrum: an 'aim gd --spectrum' CSV whose eigenvalues at that alpha, a --rho and a --weight-decay to draw beside the predicted density as histograms.
-        gd: an 'aim gd --channel linear' CSV whose points (mean and standard error over seeds of its error column per alpha and weight decay) to draw on the plot.
+        gd: an 'aim gd' CSV of the same channel whose points (mean and standard error over seeds of its error column per alpha and weight decay) to draw on the plot.
         max_iter: iteration cap; ERM SE iterations (default 20000).
-        noise: label noise Delta >= 0: y = h + sqrt(Delta) xi (default 0).
+        noise: label noise Delta >= 0: y = g(h) + sqrt(Delta) xi per output entry (softmax: lambda > 0 only) (default 0).
         out: CSV output (the manifest goes beside it as .json) (default results/erm.csv).
         penalty: the estimator's regulariser: nuclear (lambda Tr S over PSD S, weight decay on W, as aim gd trains) or ridge (lambda ||S||_F^2 over symmetric S, weight decay on S itself, as aim gd --direct trains) (default nuclear).
         plot: plot output, .png, .svg or .pdf; empty for none (default results/erm.png).
         rho: rank ratio rho = R/D: a value, list or range; repeatable, each value once (default 0.5).
+        samples: Monte Carlo draws of the channel average per SE iteration (softmax at lambda > 0; the column sample_error is the standard error of test_error they leave) (default 8192).
         size: figure size WxH with a unit: in, cm, mm or pt, e.g. 3.4x2.6in (a journal column) or 17x10cm (default 6x4.2in).
         spectrum: also write the limiting spectrum of S-hat at this alpha to <out>_spectrum.csv, and its figure beside the plot (default 0).
         teacher: the law of the target S: mp (the paper's, S = W W^T / sqrt(R D), spectrum Marchenko-Pastur) or powerlaw:GAMMA (eigenvalues w_k ~ k^-gamma for k <= R = floor(rho D), 0 beyond, Haar eigenvectors, (1/D) sum w^2 = 1); a power law's theory (ERM and Bayes-optimal) is at each --D; the thresholds alpha_c and alpha_interp are the MP teacher's, neither recorded nor drawn for it (default mp).

@@ -65,6 +65,14 @@ type Options struct {
 	// lambda_j) + 2 sum_i f'_i] (Delta = 1/(2A), the divergence of the spectral map). At a fixed
 	// point g = 2 (y - h(S-hat)) and S-hat satisfies the optimality conditions of the problem
 	// exactly, at every D (docs/theory/aim.md 4.1).
+	//
+	// On the softmax channel the loss is the one `aim gd` trains, (1/D) sum_mu sum_ab
+	// (softmax_row(beta h_mu)_ab - y_mu,ab)^2, and the channel step its proximal map per sample
+	// (channel.SquareLoss.Prox, Newton's method on the host in unit coordinates u = z/sqrt(2),
+	// variance V/2): g = (P - omega_u)/(V/2)/sqrt(2) in z-coordinates and
+	// A = (2 alpha/N) sum_mu (M - tr dP/domega_mu)/V, which is 2 alpha/(V + 1/2) for the linear
+	// channel's loss. The softmax loss is not convex: the fixed point is a stationary point of
+	// the problem.
 	ERM bool
 	// Spectrum asks for the D eigenvalues of the final S-hat (Result.Eigenvalues): the
 	// denoiser's output f(lambda_i) of the last iteration, which the lead holds on the host.
@@ -75,6 +83,10 @@ type Options struct {
 	WeightDecay float64
 	// Progress, when set, is called after every iteration.
 	Progress func(it Iteration)
+
+	// hostProx runs the linear channel's ERM step through the host's proximal map, as the
+	// softmax's does (a test of the one against the other's closed form).
+	hostProx bool
 }
 
 // squareLoss is the linear channel whose g_out is the proximal step of the square loss
@@ -154,7 +166,7 @@ type member struct {
 	scratch, omegaNew, omega, g, c device.Buffer // per sample (n x T x D, n x T x T)
 	sHat, back, tau, kappa         device.Buffer // S-hat (the lead's copy), its part of B, the patterns
 	xc, backChunk                  device.Buffer // streamed: a chunk's tokens and back-projection
-	sumSq, trC                     float64       // the shard's sum g^2 and Tr C this iteration
+	sumSq, sumJ, trC               float64       // the shard's sum g^2, sum (M - tr dP/domega) (ERM on the host) and Tr C this iteration
 }
 
 // Run runs GAMP-RIE on the data on one device: RunGroup on the group of dev alone.
@@ -193,14 +205,19 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 		return Result{}, fmt.Errorf("amp: %d parts of the data for a group of %d devices", len(parts), g.Len())
 	}
 	gOut := parts[0].P.Channel // the channel g_out is computed with
+	var prox *proxStep         // ERM's channel step on the host (softmax)
 	if o.ERM {
-		if gOut.Kind != channel.KindLinear {
-			return Result{}, fmt.Errorf("amp: ERM is implemented for the linear channel (the quadratic network), not %v", gOut)
-		}
 		if !(o.WeightDecay > 0) || math.IsInf(o.WeightDecay, 0) {
 			return Result{}, fmt.Errorf("amp: ERM needs a weight decay 0 < lambda < inf, got %g (the limit lambda -> 0+ is the state evolution's: engine/aim/erm)", o.WeightDecay)
 		}
-		gOut = squareLoss
+		switch {
+		case gOut.Kind == channel.KindSoftmax || gOut.Kind == channel.KindLinear && o.hostProx:
+			prox = &proxStep{T: gOut.T, Beta: gOut.Beta}
+		case gOut.Kind == channel.KindLinear:
+			gOut = squareLoss
+		default:
+			return Result{}, fmt.Errorf("amp: ERM is implemented for the linear and softmax channels, not %v (the hardmax output has no useful loss)", gOut)
+		}
 	}
 	for _, dev := range g.Members {
 		if err := device.SupportsPrecision(dev, o.Precision); err != nil {
@@ -333,7 +350,7 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 		// with sum g^2 and Tr C summed over the chunks in order.
 		err = g.Each(func(j int, dev device.Device) error {
 			m := ms[j]
-			m.sumSq, m.trC = 0, 0
+			m.sumSq, m.sumJ, m.trC = 0, 0, 0
 			return m.data.EachChunkSum(dev, m.xc, m.back, m.backChunk, func(lo, n int, x, out device.Buffer) error {
 				om, omc := view(m.omegaNew, lo*T*T, n*T*T), view(m.omega, lo*T*T, n*T*T)
 				gc, cc, yc := view(m.g, lo*T*T, n*T*T), view(m.c, lo*T*T, n*T*T), view(m.data.Y, lo*T*T, n*T*T)
@@ -349,6 +366,12 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 						return dev.Copy(omc, om)
 					},
 					func() error {
+						if prox != nil {
+							sq, sj, err := prox.run(dev, gc, yc, omc, n, V)
+							m.sumSq += sq
+							m.sumJ += sj
+							return err
+						}
 						sq, err := dev.ChannelGOut(gOut, gc, yc, omc, n, V)
 						m.sumSq += sq
 						return err
@@ -366,13 +389,17 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 		if err != nil {
 			return res, fmt.Errorf("amp: iteration %d: forward, channel and back-projection: %w", it, err)
 		}
-		var sumSq, trC float64
+		var sumSq, sumJ, trC float64
 		for _, m := range ms {
 			sumSq += m.sumSq
+			sumJ += m.sumJ
 			trC += m.trC
 		}
 		A := 2 * p.Alpha / float64(N) * sumSq
-		if o.ERM {
+		switch {
+		case prox != nil:
+			A = 2 * p.Alpha / float64(N) * sumJ / V
+		case o.ERM:
 			A = 2 * p.Alpha / (V + squareLoss.Noise)
 		}
 		if !(A > 0) || math.IsInf(A, 0) {

@@ -1,6 +1,7 @@
 // Package erm solves the state evolution of empirical risk minimisation (ERM) with weight decay
 // in the extensive-width quadratic network, the attention-indexed model's linear channel at
-// T = 1 (docs/theory/aim.md 2.8 and 4.1). The estimator is the minimiser
+// T = 1 (docs/theory/aim.md 2.8 and 4.1), and in the softmax AIM (softmax.go). The estimator of
+// the linear channel is the minimiser
 //
 //	S-hat = argmin_{S PSD} (1/D) sum_mu (h_mu(S) - y_mu)^2 + lambda Tr S,
 //	h_mu(S) = (x_mu^T S x_mu - Tr S)/sqrt(D),   y_mu = h_mu(S*) + sqrt(Delta) xi_mu,
@@ -37,8 +38,8 @@
 // trained directly) has a linear proximal map and a closed form (solveRidge). The teacher is the
 // paper's MP(rho) unless Problem.Prior gives another rotationally invariant one (rie.Eigenvalues:
 // a power law w_k ~ k^-gamma), with mu its spectrum ⊞ SC(Delta_eff) and Q0 its (1/D) Tr S*^2.
-// Point.Spectrum is the limiting spectrum of S-hat; PerfectRecovery and Interpolation are the
-// thresholds of lambda -> 0+ (MP teachers).
+// Point.Spectrum is the limiting spectrum of S-hat; PerfectRecovery, PerfectRecoverySoftmax and
+// Interpolation are the thresholds of lambda -> 0+ (MP teachers).
 package erm
 
 import (
@@ -85,6 +86,14 @@ type Problem struct {
 	// Prior is the teacher's law; nil is MP(Rho), S* = W W^T / sqrt(R D). The thresholds
 	// (PerfectRecovery, Interpolation) are MP's.
 	Prior rie.Prior
+	// T is the number of tokens of the softmax channel (T >= 2, at inverse temperature Beta);
+	// 0 (or 1) is the linear channel, the quadratic network.
+	T    int
+	Beta float64
+	// Samples is the Monte Carlo size of the softmax channel's averages at lambda > 0 (0:
+	// DefaultSamples); Workers the goroutines that compute them (0: all cores; the values do
+	// not depend on it).
+	Samples, Workers int
 }
 
 // prior returns p.Prior, or MP(Rho) when it is nil.
@@ -110,6 +119,14 @@ func (p Problem) Validate() error {
 		return fmt.Errorf("erm: weight decay lambda = %g, need 0 <= lambda < inf", p.Lambda)
 	case p.Penalty != Nuclear && p.Penalty != Ridge:
 		return fmt.Errorf("erm: unknown penalty %d", int(p.Penalty))
+	case p.T < 0:
+		return fmt.Errorf("erm: T = %d tokens", p.T)
+	case p.T >= 2 && (!(p.Beta > 0) || math.IsInf(p.Beta, 0)):
+		return fmt.Errorf("erm: softmax beta = %g, need 0 < beta < inf", p.Beta)
+	case p.T >= 2 && p.Lambda == 0 && p.Noise > 0:
+		return fmt.Errorf("erm: the softmax channel at lambda = 0 with label noise Delta = %g: its limit lambda -> 0+ is not implemented (give lambda > 0)", p.Noise)
+	case p.Samples < 0 || p.T >= 2 && p.Samples > 0 && p.Samples < MinSamples:
+		return fmt.Errorf("erm: %d Monte Carlo samples, need 0 (the default) or at least %d", p.Samples, MinSamples)
 	}
 	return nil
 }
@@ -118,20 +135,25 @@ func (p Problem) Validate() error {
 type Point struct {
 	Problem
 	TestError  float64 // E = lim ||S-hat - S*||_F^2 / D
-	GenError   float64 // 2E: the mean (y-hat - h)^2 on a new sample's noiseless output
-	TrainError float64 // (1/N) sum_mu (y-hat_mu - y_mu)^2 at the minimiser
+	// GenError is the mean sum_ab (y-hat_ab - y_ab)^2 on a new sample's noiseless output: 2E
+	// for the linear channel, a Monte Carlo average for the softmax.
+	GenError   float64
+	TrainError float64 // (1/N) sum_mu sum_ab (y-hat_mu,ab - y_mu,ab)^2 at the minimiser
 	Q          float64 // Tr S-hat^2 / D
 	M          float64 // Tr(S* S-hat) / D
 	TrS        float64 // Tr S-hat / D (the penalty is lambda D TrS)
 	Rank       float64 // fraction of the eigenvalues of S-hat that are not 0
 	Tau        float64 // the eigenvalue threshold of the prior side (Nuclear; 0 for Ridge)
-	Shrink     float64 // s of S-hat = s Y (Ridge; 1 for Nuclear)
+	Shrink     float64 // the scale s of S-hat = s Y (Ridge) or s r(Y) (Nuclear; 1 for the linear channel)
 	DeltaEff   float64 // Delta_eff = (E + Delta/2)/(2 alpha)
 	I          float64 // the degrees of freedom spent, as a share of D^2/2 (interpolation at 2 alpha)
 	// Interpolating: the training error is 0 (lambda = 0 with I = 2 alpha).
 	Interpolating bool
 	// QuadError bounds the quadrature error of E at the fixed point (Gauss-Kronrod estimates).
-	QuadError  float64
+	QuadError float64
+	// SampleError is the Monte Carlo standard error of E (the softmax channel at lambda > 0;
+	// 0 where the channel's averages are exact).
+	SampleError float64
 	Iterations int
 	Converged  bool
 }
@@ -219,6 +241,12 @@ func side(p Problem, e float64) (prior, error) {
 func Solve(p Problem, o se.Options) (Point, error) {
 	if err := p.Validate(); err != nil {
 		return Point{}, err
+	}
+	if p.T >= 2 {
+		if p.Lambda == 0 {
+			return solveSoftmaxLimit(p, o)
+		}
+		return solveSoftmax(p, o)
 	}
 	if p.Penalty == Ridge {
 		return solveRidge(p)
@@ -331,14 +359,15 @@ func solveRidge(p Problem) (Point, error) {
 
 // Spectrum is the limiting eigenvalue distribution of S-hat at a solved Point, a map of the
 // spectrum mu = MP(rho) ⊞ SC(Delta_eff) of Y = S* + sqrt(Delta_eff) Z. Nuclear: the eigenvalues
-// below tau become 0 (an atom of mass 1 - Rank) and those above move down by tau, so the
-// density at x > 0 is mu(x + tau). Ridge: every eigenvalue is scaled by s, the density is
+// below tau become 0 (an atom of mass 1 - Rank) and those above move down by tau and are
+// scaled by s (1 for the linear channel, kappa = m-hat/Sigma-hat for the softmax), so the
+// density at x > 0 is mu(x/s + tau)/s. Ridge: every eigenvalue is scaled by s, the density is
 // mu(x/s)/s and there is no atom. The teacher's spectrum MP(rho) has no outliers, so neither
 // has S-hat's.
 type Spectrum struct {
 	Atom  float64 // the mass at 0
 	Tau   float64 // the shift (Nuclear)
-	Scale float64 // the scale s (Ridge; 1 for Nuclear)
+	Scale float64 // the scale s
 	psd   bool    // Nuclear: S-hat is PSD, its spectrum lies in [0, inf)
 	y     rie.Noisy
 }
@@ -355,13 +384,17 @@ func (p Point) Spectrum() (*Spectrum, error) {
 	if p.Penalty == Ridge {
 		return &Spectrum{Scale: p.Shrink, y: sp}, nil
 	}
+	scale := p.Shrink
+	if scale == 0 {
+		scale = 1
+	}
 	if p.TestError == 0 {
 		// Perfect recovery: the teacher's spectrum MP(rho). Delta_eff is the tiny value the
 		// map was evaluated at; the shift 2.5 sqrt(Delta_eff) moves the null space's small
 		// semicircle (radius 2 sqrt(Delta_eff (1 - rho))) into the atom.
 		return &Spectrum{Atom: 1 - p.Rank, Tau: 2.5 * math.Sqrt(p.DeltaEff), Scale: 1, psd: true, y: sp}, nil
 	}
-	return &Spectrum{Atom: 1 - p.Rank, Tau: p.Tau, Scale: 1, psd: true, y: sp}, nil
+	return &Spectrum{Atom: 1 - p.Rank, Tau: p.Tau, Scale: scale, psd: true, y: sp}, nil
 }
 
 // Density returns the density of the continuous part of the spectrum of S-hat at x (the atom
@@ -371,7 +404,7 @@ func (s *Spectrum) Density(x float64) float64 {
 		if !(x > 0) {
 			return 0
 		}
-		return s.y.Density(x + s.Tau)
+		return s.y.Density(x/s.Scale+s.Tau) / s.Scale
 	}
 	return s.y.Density(x/s.Scale) / s.Scale
 }
@@ -383,7 +416,7 @@ func (s *Spectrum) CDF(x float64) float64 {
 		if x < 0 {
 			return 0
 		}
-		from = x + s.Tau
+		from = x/s.Scale + s.Tau
 	}
 	above, _ := s.y.Integrate(func(_, mu, _ float64) float64 { return mu }, from, quadTol)
 	return 1 - above

@@ -117,3 +117,14 @@ func Interpolation(rho, noise float64) (float64, error) {
 	alpha, _, err := at(d)
 	return alpha, err
 }
+
+// PerfectRecoverySoftmax returns alpha_c(rho) of the softmax channel at T tokens: the limit
+// lambda -> 0+ of its noiseless ERM is the linear channel's at alpha K/2 (K = T^2 + T - 2),
+// so alpha_c is 2/K times PerfectRecovery's.
+func PerfectRecoverySoftmax(rho float64, T int) (float64, error) {
+	if T < 2 {
+		return math.NaN(), fmt.Errorf("erm: softmax with T = %d tokens, need T >= 2", T)
+	}
+	a, err := PerfectRecovery(rho)
+	return a * 2 / float64(T*T+T-2), err
+}

@@ -18,7 +18,7 @@ import (
 
 // AMPConfig is the configuration of `aim amp`: GAMP-RIE runs at dimension D, one per (rho,
 // alpha, seed), beside the state evolution; with ERM, GAMP for empirical risk minimisation with
-// weight decay beside the ERM state evolution (linear channel).
+// weight decay beside the ERM state evolution (linear and softmax channels).
 type AMPConfig struct {
 	Sim
 	MaxIter   int     // iteration cap; 0: amp.ChannelOptions's, 100 for softmax, 500 for hardmax (Validate sets it)
@@ -51,8 +51,8 @@ func (c *AMPConfig) Validate() error {
 	}
 	if c.ERM {
 		switch {
-		case c.Channel != "linear":
-			return job.Inputf("--weight-decay with --channel %s: GAMP for ERM is implemented for the linear channel (--channel linear) only", c.Channel)
+		case c.Channel == "hardmax":
+			return job.Inputf("--weight-decay with --channel hardmax: GAMP for ERM is implemented for the linear and softmax channels (the hardmax output has no useful loss)")
 		case !(c.WeightDecay > 0) || math.IsInf(c.WeightDecay, 0):
 			return job.Inputf("--weight-decay %g: GAMP for ERM needs a finite lambda > 0 (the limit lambda -> 0+ is the state evolution's: aim erm --weight-decay 0)", c.WeightDecay)
 		case c.SE != "":
@@ -106,6 +106,9 @@ func (c *AMPConfig) options() amp.Options {
 // D (nil, MP(rho), for mp).
 func (c *AMPConfig) ermProblem(rho, alpha float64) erm.Problem {
 	p := erm.Problem{Rho: rho, Alpha: alpha, Noise: c.Noise, Lambda: c.WeightDecay, Penalty: erm.Nuclear}
+	if c.Channel == "softmax" {
+		p.T, p.Beta = c.T, c.Beta
+	}
 	if c.teacher.PowerLaw {
 		p.Prior = c.prior(rho, c.D)
 	}
@@ -364,6 +367,10 @@ func (c *AMPConfig) figure(rows []AMPRow) (*figure.Figure, error) {
 			// D = 30 (the spectrum of its D eigenvalues under noise): a coarser line.
 			n = 24
 		}
+		if c.Channel == "softmax" {
+			// Each point of the softmax's is a Monte Carlo state evolution of seconds.
+			n = 12
+		}
 		lines, err := c.denseERM(amin/2, 1.1*amax, n, logx)
 		if err != nil {
 			return nil, err
@@ -410,8 +417,8 @@ func (c *AMPConfig) denseERM(a0, a1 float64, n int, logx bool) (*table.Table, er
 			if err != nil {
 				continue
 			}
-			rows = append(rows, ERMRow{Rho: r, Alpha: a, Noise: c.Noise, Teacher: c.csvTeacher(), D: csvD(c.theoryD(c.D)), WeightDecay: p.Lambda, Penalty: p.Penalty.String(),
-				TestError: pt.TestError, GenError: pt.GenError, TrainError: pt.TrainError, BOError: math.NaN(), Tau: pt.Tau,
+			rows = append(rows, ERMRow{Channel: c.Channel, T: c.T, Beta: c.csvBeta(), Rho: r, Alpha: a, Noise: c.Noise, Teacher: c.csvTeacher(), D: csvD(c.theoryD(c.D)), WeightDecay: p.Lambda, Penalty: p.Penalty.String(),
+				TestError: pt.TestError, SampleError: pt.SampleError, GenError: pt.GenError, TrainError: pt.TrainError, BOError: math.NaN(), Tau: pt.Tau,
 				Shrink: pt.Shrink, Rank: pt.Rank, TrS: pt.TrS, DeltaEff: pt.DeltaEff, Interpolating: pt.Interpolating,
 				QuadError: pt.QuadError, Iterations: pt.Iterations})
 		}

@@ -26,6 +26,10 @@ import (
 // where the ERM lines of different lambda part.
 const ERMAlpha = "0.02:1:50"
 
+// ERMSoftmaxAlpha is the default alpha grid of `aim erm --channel softmax`: past alpha_c of
+// T = 2 at every rho (2/K times the linear channel's).
+const ERMSoftmaxAlpha = "0.02:0.3:15"
+
 // ERMWeightDecay is the default list of the weight decays of `aim erm`.
 const ERMWeightDecay = "0,0.01,0.1,1"
 
@@ -39,8 +43,8 @@ const EigenvalueCut = 1e-6
 
 // ERMConfig is the configuration of `aim erm`: the state evolution of empirical risk
 // minimisation with weight decay lambda (nuclear-norm regularisation of S, or ridge) in the
-// quadratic network, the AIM's linear channel at T = 1 (package erm), beside the Bayes-optimal
-// error.
+// quadratic network, the AIM's linear channel at T = 1, or the softmax AIM (package erm),
+// beside the Bayes-optimal error.
 type ERMConfig struct {
 	Model
 	WeightDecay   string  // the lambdas >= 0: a list or range; 0 is the limit lambda -> 0+
@@ -53,6 +57,7 @@ type ERMConfig struct {
 	MaxIter       int     // SE iteration cap
 	Damping       float64 // SE damping theta in [0, 1)
 	Accelerate    bool    // the solver's Aitken jumps (no flag: the engine's default)
+	Samples       int     // Monte Carlo draws of the softmax channel's average (erm.Problem.Samples)
 	Workers       int     // points solved in parallel (0: all cores; Validate sets it)
 
 	lambdas []float64
@@ -73,7 +78,8 @@ func NewERMConfig() *ERMConfig {
 	o := se.DefaultOptions()
 	m := defaultModel("erm")
 	m.Channel = "linear"
-	return &ERMConfig{Model: m, WeightDecay: ERMWeightDecay, Penalty: erm.Nuclear.String(), Tol: o.Tol, MaxIter: o.MaxIter, Damping: o.Damping, Accelerate: o.Accelerate}
+	return &ERMConfig{Model: m, WeightDecay: ERMWeightDecay, Penalty: erm.Nuclear.String(), Tol: o.Tol, MaxIter: o.MaxIter, Damping: o.Damping, Accelerate: o.Accelerate,
+		Samples: erm.DefaultSamples}
 }
 
 // Lambdas returns the weight decays (after Validate).
@@ -82,11 +88,18 @@ func (c *ERMConfig) Lambdas() []float64 { return c.lambdas }
 // Validate checks the configuration, parses its grids and reads the CSVs of --gd and
 // --eigenvalues; every problem is bad input.
 func (c *ERMConfig) Validate() error {
-	if c.Channel != "linear" {
-		return job.Inputf("--channel %s: the ERM theory is implemented for the linear channel (the quadratic network, T = 1) only", c.Channel)
+	if c.Channel == "hardmax" {
+		return job.Inputf("--channel hardmax: the hardmax output has no useful loss; the ERM theory is the linear channel's and the softmax's")
 	}
-	if err := c.validate([]string{"0.5"}, ERMAlpha); err != nil {
+	alpha := ERMAlpha
+	if c.Channel == "softmax" {
+		alpha = ERMSoftmaxAlpha
+	}
+	if err := c.validate([]string{"0.5"}, alpha); err != nil {
 		return err
+	}
+	if c.Samples < erm.MinSamples {
+		return job.Inputf("--samples %d: need at least %d Monte Carlo draws", c.Samples, erm.MinSamples)
 	}
 	if err := c.validateDims(); err != nil {
 		return err
@@ -109,6 +122,8 @@ func (c *ERMConfig) Validate() error {
 			return job.Inputf("--weight-decay %s: every lambda must be >= 0 (0: the limit lambda -> 0+), got %g", c.WeightDecay, l)
 		case slices.Contains(ls[:i], l):
 			return job.Inputf("--weight-decay %s: lambda = %g given twice", c.WeightDecay, l)
+		case l == 0 && c.Channel == "softmax" && c.Noise > 0:
+			return job.Inputf("--weight-decay %s with --noise %g: the softmax's limit lambda -> 0+ is implemented for noiseless labels only; give lambda > 0", c.WeightDecay, c.Noise)
 		}
 	}
 	c.lambdas = ls
@@ -144,8 +159,9 @@ func GDPenalty(t *table.Table, i int) erm.Penalty {
 	return erm.Nuclear
 }
 
-// readGD reads the `aim gd` CSV of --gd: the linear channel, with runs at a rho and the noise
-// of the command whose student matches --penalty (direct for ridge, W for nuclear).
+// readGD reads the `aim gd` CSV of --gd: the command's channel (T and beta), with runs at a rho
+// and the noise of the command whose student matches --penalty (direct for ridge, W for
+// nuclear).
 func (c *ERMConfig) readGD(path string) (*table.Table, error) {
 	t, err := job.ReadTable(path)
 	if err != nil {
@@ -156,8 +172,8 @@ func (c *ERMConfig) readGD(path string) (*table.Table, error) {
 	}
 	found := false
 	for i := 0; i < t.Rows(); i++ {
-		if ch := t.S(i, "channel"); ch != "linear" {
-			return nil, job.Inputf("--gd %s line %d: channel %s; the ERM theory is the linear channel's (aim gd --channel linear)", path, i+2, ch)
+		if ch := t.S(i, "channel"); ch != c.Channel || int(t.V(i, "T")) != c.T || c.Channel == "softmax" && !same(t.V(i, "beta"), c.Beta) {
+			return nil, job.Inputf("--gd %s line %d: channel %s at T = %g, beta = %g; the command's is %s at T = %d%s", path, i+2, ch, t.V(i, "T"), t.V(i, "beta"), c.Channel, c.T, c.betaWords())
 		}
 		noise := t.V(i, "noise")
 		if math.IsNaN(noise) {
@@ -260,6 +276,14 @@ func (c *ERMConfig) readEigenvalues(path string) ([]eigenvalue, error) {
 	return out, nil
 }
 
+// betaWords is ", beta = B" for the softmax, "" otherwise.
+func (c *ERMConfig) betaWords() string {
+	if c.Channel == "softmax" {
+		return fmt.Sprintf(", beta = %g", c.Beta)
+	}
+	return ""
+}
+
 // same reports whether two values are the same as the CSVs write them (12 significant digits).
 func same(a, b float64) bool { return table.FormatFloat(a) == table.FormatFloat(b) }
 
@@ -294,17 +318,21 @@ func (c *ERMConfig) SpectrumPaths() (csvPath, plotPath string) {
 
 // ERMRow is one point of an `aim erm` line: a row of its CSV.
 type ERMRow struct {
+	Channel           string  // linear or softmax
+	T                 int     // tokens per sequence (1 for linear)
+	Beta              float64 // the softmax's inverse temperature; NaN (empty) for linear
 	Rho, Alpha, Noise float64
 	Teacher           string  // the law of S*: mp or powerlaw:GAMMA (aim.Teacher.String)
 	D                 float64 // the power-law teacher's D, whose theory is at a given D; NaN (empty) for mp
 	WeightDecay       float64 // lambda; 0 is the limit lambda -> 0+
 	Penalty           string  // the regulariser: nuclear or ridge (erm.Penalty's word)
 	TestError         float64 // E = ||S-hat - S*||_F^2 / D
-	GenError          float64 // 2E: the mean squared error of a new sample's noiseless output
-	TrainError        float64 // the mean squared training residual at the minimiser
+	SampleError       float64 // the Monte Carlo standard error of E (softmax at lambda > 0; 0 otherwise)
+	GenError          float64 // the mean sum_ab (y-hat - y)^2 of a new sample's noiseless output (2E for linear)
+	TrainError        float64 // the mean sum_ab (y-hat - y)^2 per training sample at the minimiser
 	BOError           float64 // the Bayes-optimal E at (rho, alpha, noise) and the teacher: se.Point.MMSE; NaN where that SE did not converge
 	Tau               float64 // the eigenvalue threshold (nuclear; 0 for ridge)
-	Shrink            float64 // s of S-hat = s Y (ridge; 1 for nuclear)
+	Shrink            float64 // s of S-hat = s Y (ridge) or s r(Y) (nuclear; 1 for linear)
 	Rank              float64 // the fraction of nonzero eigenvalues of S-hat
 	TrS               float64 // Tr S-hat / D
 	DeltaEff          float64 // (E + Delta/2) / (2 alpha)
@@ -315,6 +343,9 @@ type ERMRow struct {
 
 // ERMSchema is the one definition of an `aim erm` row.
 var ERMSchema = &table.Schema[ERMRow]{Kind: table.ERM, Columns: []table.Column[ERMRow]{
+	table.Added(table.Word("channel", func(r *ERMRow) string { return r.Channel })),
+	table.Added(table.Int("T", func(r *ERMRow) int { return r.T })),
+	table.Added(table.Float("beta", func(r *ERMRow) float64 { return r.Beta })),
 	table.Float("rho", func(r *ERMRow) float64 { return r.Rho }),
 	table.Float("alpha", func(r *ERMRow) float64 { return r.Alpha }),
 	table.Float("noise", func(r *ERMRow) float64 { return r.Noise }),
@@ -323,6 +354,7 @@ var ERMSchema = &table.Schema[ERMRow]{Kind: table.ERM, Columns: []table.Column[E
 	table.Float("weight_decay", func(r *ERMRow) float64 { return r.WeightDecay }),
 	table.Added(table.Word("penalty", func(r *ERMRow) string { return r.Penalty })),
 	table.Float("test_error", func(r *ERMRow) float64 { return r.TestError }),
+	table.Added(table.Float("sample_error", func(r *ERMRow) float64 { return r.SampleError })),
 	table.Float("gen_error", func(r *ERMRow) float64 { return r.GenError }),
 	table.Float("train_error", func(r *ERMRow) float64 { return r.TrainError }),
 	table.Float("bo_error", func(r *ERMRow) float64 { return r.BOError }),
@@ -400,7 +432,7 @@ type ermPoint struct {
 // and the spectra of --spectrum. When env's context is cancelled it stops at once and returns
 // the points solved so far with the missing ones and ErrInterrupted.
 func RunERM(c *ERMConfig, env job.Env) (*ERMResult, error) {
-	ch, err := aim.NewLinear(c.Noise)
+	ch, err := c.theoryChannel()
 	if err != nil {
 		return nil, job.InputError{Err: err}
 	}
@@ -426,7 +458,7 @@ func RunERM(c *ERMConfig, env job.Env) (*ERMResult, error) {
 			}
 		}
 	}
-	bar := env.Meter(len(points), "erm linear")
+	bar := env.Meter(len(points), "erm "+c.Channel)
 	out, done, err := job.ForPoints(env.Ctx(), c.Workers, len(points), bar, func(i int) ermPoint {
 		return c.solvePoint(ch, points[i].rho, points[i].alpha, points[i].D)
 	})
@@ -478,13 +510,25 @@ func RunERM(c *ERMConfig, env job.Env) (*ERMResult, error) {
 }
 
 // thresholds returns the thresholds of the nuclear estimator at lambda -> 0+ at every rho:
-// alpha_c (erm.PerfectRecovery) and, with label noise, alpha_interp (erm.Interpolation).
+// alpha_c (erm.PerfectRecovery; the softmax's is 2/K times the linear channel's) and, with
+// label noise on the linear channel, alpha_interp (erm.Interpolation).
 func (c *ERMConfig) thresholds() (*table.Thresholds, error) {
 	th := &table.Thresholds{PerfectRecovery: map[string]float64{}}
-	if c.Noise > 0 {
+	linear := c.Channel == "linear"
+	if c.Noise > 0 && linear {
 		th.Interpolation = map[string]float64{}
 	}
 	for _, r := range c.rhos {
+		if !linear {
+			if c.Noise == 0 { // the noisy softmax never recovers S exactly
+				a, err := erm.PerfectRecoverySoftmax(r, c.T)
+				if err != nil {
+					return nil, err
+				}
+				th.PerfectRecovery[table.RhoKey(r)] = a
+			}
+			continue
+		}
 		a, err := erm.PerfectRecovery(r)
 		if err != nil {
 			return nil, err
@@ -513,7 +557,10 @@ func infinite(p erm.Problem, pt erm.Point, err error) (string, bool) {
 // problem is the ERM estimator of lambda at (rho, alpha): the power-law teacher's law at D
 // (nil, MP(rho), for mp).
 func (c *ERMConfig) problem(rho, alpha, lambda float64, D int) erm.Problem {
-	p := erm.Problem{Rho: rho, Alpha: alpha, Noise: c.Noise, Lambda: lambda, Penalty: c.penalty}
+	p := erm.Problem{Rho: rho, Alpha: alpha, Noise: c.Noise, Lambda: lambda, Penalty: c.penalty, Samples: c.Samples, Workers: 1}
+	if c.Channel == "softmax" {
+		p.T, p.Beta = c.T, c.Beta
+	}
 	if c.teacher.PowerLaw {
 		p.Prior = c.prior(rho, D)
 	}
@@ -550,7 +597,8 @@ func (c *ERMConfig) solvePoint(ch aim.Channel, rho, alpha float64, D int) ermPoi
 			p.err = err
 			return p
 		}
-		p.rows[li] = ERMRow{Rho: rho, Alpha: alpha, Noise: c.Noise, Teacher: c.csvTeacher(), D: csvD(D), WeightDecay: l, Penalty: c.penalty.String(), TestError: pt.TestError, GenError: pt.GenError,
+		p.rows[li] = ERMRow{Channel: c.Channel, T: c.T, Beta: c.csvBeta(), Rho: rho, Alpha: alpha, Noise: c.Noise, Teacher: c.csvTeacher(), D: csvD(D), WeightDecay: l, Penalty: c.penalty.String(),
+			TestError: pt.TestError, SampleError: pt.SampleError, GenError: pt.GenError,
 			TrainError: pt.TrainError, BOError: bo, Tau: pt.Tau, Shrink: pt.Shrink, Rank: pt.Rank, TrS: pt.TrS, DeltaEff: pt.DeltaEff,
 			Interpolating: pt.Interpolating, QuadError: pt.QuadError, Iterations: pt.Iterations}
 		p.ok[li] = true
@@ -755,7 +803,7 @@ func ExecuteERM(c *ERMConfig, env job.Env) (string, error) {
 	params := c.params()
 	delete(params, "paper_compat")
 	for k, v := range map[string]any{"weight_decay": c.lambdas, "penalty": c.Penalty, "damping": c.Damping, "tol": c.Tol, "max_iter": c.MaxIter,
-		"accelerate": c.Accelerate, "gd": c.GD, "eigenvalues": c.Eigenvalues} {
+		"accelerate": c.Accelerate, "gd": c.GD, "eigenvalues": c.Eigenvalues, "samples": c.Samples} {
 		params[k] = v
 	}
 	if c.SpectrumGiven {
