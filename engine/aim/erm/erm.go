@@ -134,7 +134,7 @@ func (p Problem) Validate() error {
 // Point is the solved state evolution of one Problem.
 type Point struct {
 	Problem
-	TestError  float64 // E = lim ||S-hat - S*||_F^2 / D
+	TestError float64 // E = lim ||S-hat - S*||_F^2 / D
 	// GenError is the mean sum_ab (y-hat_ab - y_ab)^2 on a new sample's noiseless output: 2E
 	// for the linear channel, a Monte Carlo average for the softmax.
 	GenError   float64
@@ -154,8 +154,8 @@ type Point struct {
 	// SampleError is the Monte Carlo standard error of E (the softmax channel at lambda > 0;
 	// 0 where the channel's averages are exact).
 	SampleError float64
-	Iterations int
-	Converged  bool
+	Iterations  int
+	Converged   bool
 }
 
 // lossCurvature is c = 1/4, the curvature of the square loss (1/D)(h - y)^2 of one sample in the

@@ -115,8 +115,8 @@ func channelSums(p Problem, lo, hi int, m, q, sigma float64, workers int) (avera
 	a, s := m/Q0, math.Sqrt(math.Max(q-m*m/Q0, 0))
 	const chunk = 64
 	type work struct {
-		l                      *channel.SquareLoss
-		sm                     *channel.Softmax
+		l                        *channel.SquareLoss
+		sm                       *channel.Softmax
 		z, u, omega, pr, g, h, y []float64
 	}
 	return par.MapReduce(workers, par.Chunks(hi-lo, chunk), func() (*work, error) {
