@@ -31,7 +31,7 @@ point), a JSON manifest beside it, and a plot.
   aim erm --channel softmax --T 2 --rho 0.5 --alpha 0.05:0.3:6 --weight-decay 0,0.01,0.1
 
 The softmax's channel average at lambda > 0 is Monte Carlo over --samples draws (seconds a
-point; column sample_error, the standard error of test_error); its lambda = 0 (noiseless labels
+point; columns test_error_err and train_error_err, the standard errors they leave); its lambda = 0 (noiseless labels
 only) is the linear channel's at alpha (T^2 + T - 2)/2, exactly, and its alpha_c is 2/(T^2 + T - 2)
 times the linear channel's. Weight decay 0 is the limit lambda -> 0+: the minimal nuclear-norm interpolator while the data
 can be interpolated (column interpolating), least squares over PSD matrices beyond (ridge: the
@@ -69,7 +69,7 @@ func ermFlags(fs *flag.FlagSet, c *aimjob.ERMConfig, pm *progressMode) {
 	repeatable(fs, "rho")
 	gridVar(fs, &c.Alpha, "alpha", "sample complexity grid alpha = N/D^2 (default "+aimjob.ERMAlpha+")")
 	fs.Float64Var(&c.Noise, "noise", c.Noise, "label noise Delta >= 0: y = g(h) + sqrt(Delta) xi per output entry (softmax: lambda > 0 only)")
-	fs.IntVar(&c.Samples, "samples", c.Samples, "Monte Carlo draws of the channel average per SE iteration (softmax at lambda > 0; the column sample_error is the standard error of test_error they leave)")
+	fs.IntVar(&c.Samples, "samples", c.Samples, "Monte Carlo draws of the channel average per SE iteration (softmax at lambda > 0; the columns test_error_err and train_error_err are the standard errors they leave)")
 	gridVar(fs, &c.WeightDecay, "weight-decay", usage("weight-decay", "the nuclear-norm regularisation of S (--penalty ridge: lambda ||S||_F^2); a list or range of lambda, one line each; 0 is the limit lambda -> 0+ (the minimal nuclear-norm interpolator, then PSD least squares)"))
 	teacherFlag(fs, &c.Model, "a power law's theory (ERM and Bayes-optimal) is at each --D; the thresholds alpha_c and alpha_interp are the MP teacher's, neither recorded nor drawn for it")
 	theoryDFlag(fs, &c.Model)

@@ -199,7 +199,7 @@ func TestERMBadInput(t *testing.T) {
 // TestERMSoftmax runs aim erm --channel softmax (T = 2) at one alpha with lambda = 0 and 0.1:
 // the lambda = 0 row is the linear channel's at alpha (T^2 + T - 2)/2 (aim erm --channel
 // linear, another command's number), the lambda = 0.1 row is the engine's Monte Carlo point
-// with its stated error, the Bayes-optimal column is the softmax's, and the manifest's
+// with its stated errors, the Bayes-optimal column is the softmax's, and the manifest's
 // alpha_c is 2/K times the linear channel's.
 func TestERMSoftmax(t *testing.T) {
 	dir := t.TempDir()
@@ -222,8 +222,8 @@ func TestERMSoftmax(t *testing.T) {
 			t.Errorf("row %v: channel %s, T %s, beta %s", r, r[col["channel"]], r[col["T"]], r[col["beta"]])
 		}
 	}
-	if got, want := rows[0][col["test_error"]], lrows[0][col["test_error"]]; got != want || rows[0][col["sample_error"]] != "0" {
-		t.Errorf("lambda 0: test_error %s (sample_error %s), the linear channel's at alpha 0.2: %s", got, rows[0][col["sample_error"]], want)
+	if got, want := rows[0][col["test_error"]], lrows[0][col["test_error"]]; got != want || rows[0][col["test_error_err"]] != "0" {
+		t.Errorf("lambda 0: test_error %s (test_error_err %s), the linear channel's at alpha 0.2: %s", got, rows[0][col["test_error_err"]], want)
 	}
 	p, err := erm.Solve(erm.Problem{Rho: 0.5, Alpha: 0.1, Lambda: 0.1, T: 2, Beta: 1, Samples: 1024, Workers: 1}, se.DefaultOptions())
 	if err != nil {
@@ -237,12 +237,12 @@ func TestERMSoftmax(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]float64{"test_error": p.TestError, "sample_error": p.SampleError, "train_error": p.TrainError, "bo_error": bo.MMSE} {
+	for name, want := range map[string]float64{"test_error": p.TestError, "test_error_err": p.TestErr, "train_error": p.TrainError, "train_error_err": p.TrainErr, "bo_error": bo.MMSE} {
 		if got := rows[1][col[name]]; got != table.FormatFloat(want) {
 			t.Errorf("lambda 0.1: %s = %s, the engine gives %.15g", name, got, want)
 		}
 	}
-	if !(p.SampleError > 0) {
+	if !(p.TestErr > 0 && p.TrainErr > 0) {
 		t.Errorf("lambda 0.1: no stated Monte Carlo error")
 	}
 	var man map[string]any

@@ -582,7 +582,7 @@ def erm(
           aim erm --channel softmax --T 2 --rho 0.5 --alpha 0.05:0.3:6 --weight-decay 0,0.01,0.1
 
         The softmax's channel average at lambda > 0 is Monte Carlo over --samples draws (seconds a
-        point; column sample_error, the standard error of test_error); its lambda = 0 (noiseless labels
+        point; columns test_error_err and train_error_err, the standard errors they leave); its lambda = 0 (noiseless labels
         only) is the linear channel's at alpha (T^2 + T - 2)/2, exactly, and its alpha_c is 2/(T^2 + T - 2)
         times the linear channel's. Weight decay 0 is the limit lambda -> 0+: the minimal nuclear-norm interpolator while the data
         can be interpolated (column interpolating), least squares over PSD matrices beyond (ridge: the
@@ -626,7 +626,7 @@ def erm(
         penalty: the estimator's regulariser: nuclear (lambda Tr S over PSD S, weight decay on W, as aim gd trains) or ridge (lambda ||S||_F^2 over symmetric S, weight decay on S itself, as aim gd --direct trains) (default nuclear).
         plot: plot output, .png, .svg or .pdf; empty for none (default results/erm.png).
         rho: rank ratio rho = R/D: a value, list or range; repeatable, each value once (default 0.5).
-        samples: Monte Carlo draws of the channel average per SE iteration (softmax at lambda > 0; the column sample_error is the standard error of test_error they leave) (default 8192).
+        samples: Monte Carlo draws of the channel average per SE iteration (softmax at lambda > 0; the columns test_error_err and train_error_err are the standard errors they leave) (default 8192).
         size: figure size WxH with a unit: in, cm, mm or pt, e.g. 3.4x2.6in (a journal column) or 17x10cm (default 6x4.2in).
         spectrum: also write the limiting spectrum of S-hat at this alpha to <out>_spectrum.csv, and its figure beside the plot (default 0).
         teacher: the law of the target S: mp (the paper's, S = W W^T / sqrt(R D), spectrum Marchenko-Pastur) or powerlaw:GAMMA (eigenvalues w_k ~ k^-gamma for k <= R = floor(rho D), 0 beyond, Haar eigenvectors, (1/D) sum w^2 = 1); a power law's theory (ERM and Bayes-optimal) is at each --D; the thresholds alpha_c and alpha_interp are the MP teacher's, neither recorded nor drawn for it (default mp).

@@ -135,8 +135,8 @@ func (p Problem) Validate() error {
 type Point struct {
 	Problem
 	TestError float64 // E = lim ||S-hat - S*||_F^2 / D
-	// GenError is the mean sum_ab (y-hat_ab - y_ab)^2 on a new sample's noiseless output: 2E
-	// for the linear channel, a Monte Carlo average for the softmax.
+	// GenError is the mean (y-hat - y)^2 on a new sample's noiseless output, 2E, for the linear
+	// channel; NaN for the softmax (not computed).
 	GenError   float64
 	TrainError float64 // (1/N) sum_mu sum_ab (y-hat_mu,ab - y_mu,ab)^2 at the minimiser
 	Q          float64 // Tr S-hat^2 / D
@@ -151,11 +151,11 @@ type Point struct {
 	Interpolating bool
 	// QuadError bounds the quadrature error of E at the fixed point (Gauss-Kronrod estimates).
 	QuadError float64
-	// SampleError is the Monte Carlo standard error of E (the softmax channel at lambda > 0;
-	// 0 where the channel's averages are exact).
-	SampleError float64
-	Iterations  int
-	Converged   bool
+	// TestErr and TrainErr are the Monte Carlo standard errors of TestError and TrainError
+	// (the softmax channel at lambda > 0; 0 where the channel's averages are exact).
+	TestErr, TrainErr float64
+	Iterations        int
+	Converged         bool
 }
 
 // lossCurvature is c = 1/4, the curvature of the square loss (1/D)(h - y)^2 of one sample in the

@@ -38,8 +38,8 @@ import (
 // the scalar state evolution of Solve, which is how it is tested. The averages are Monte Carlo
 // over Problem.Samples draws of a fixed stream (common random numbers: the map is a
 // deterministic function of (m, q, Sigma)), iterated to its fixed point with engine/fixedpoint;
-// Point.SampleError is the standard error of E from the spread of the fixed points of
-// sampleBatches disjoint batches of the draws.
+// Point.TestErr and Point.TrainErr are the standard errors of E and of the training error from
+// the spread of the fixed points of sampleBatches disjoint batches of the draws.
 //
 // At lambda = 0 without label noise the softmax loss is zero exactly on the S whose indices
 // match the teacher's up to the shift h -> h + c 1 1^T: the limit lambda -> 0+ is the minimal
@@ -50,10 +50,11 @@ import (
 // DefaultSamples is the Monte Carlo size of the softmax channel's averages.
 const DefaultSamples = 8192
 
-// sampleBatches is the number of disjoint batches whose fixed points give SampleError.
+// sampleBatches is the number of disjoint batches whose fixed points give the stated errors.
 const sampleBatches = 16
 
-// MinSamples is the smallest Problem.Samples: 64 draws in each of the batches of SampleError.
+// MinSamples is the smallest Problem.Samples: 64 draws in each of the batches of the stated
+// errors.
 const MinSamples = 64 * sampleBatches
 
 // softmaxSeed fixes the Monte Carlo draws of the channel averages.
@@ -85,9 +86,6 @@ func solveSoftmaxLimit(p Problem, o se.Options) (Point, error) {
 	pt.Problem = p
 	// The softmax's outputs are bounded: its generalisation error on y is not 2E.
 	pt.GenError = math.NaN()
-	if err == nil && pt.Converged {
-		pt.GenError, _ = genError(p, pt.M, pt.Q)
-	}
 	return pt, err
 }
 
@@ -299,18 +297,14 @@ func solveSoftmax(p Problem, o se.Options) (Point, error) {
 	}
 	Q0 := p.prior().Q0()
 	e := Q0 - 2*next[0] + next[1]
-	pt := Point{Problem: p, TestError: e, TrainError: loss, M: next[0], Q: next[1],
+	pt := Point{Problem: p, TestError: e, GenError: math.NaN(), TrainError: loss, M: next[0], Q: next[1],
 		TrS: kappa * pr.trS, Rank: pr.rank, Tau: pr.tau, Shrink: kappa, DeltaEff: pr.sp.Noise(),
 		I: pr.i, QuadError: kappa*kappa*pr.err + math.Abs(e-(Q0-2*x[0]+x[1])), Iterations: r.Evals, Converged: true}
 	if p.Penalty == Ridge {
 		pt.TrS, pt.Tau = kappa*p.prior().Mean(), 0
 	}
-	pt.GenError, err = genError(p, pt.M, pt.Q)
-	if err != nil {
-		return fail(r, err)
-	}
-	// The Monte Carlo error: the spread of the batches' fixed points, from the full one.
-	var es []float64
+	// The Monte Carlo errors: the spread of the batches' fixed points, from the full one.
+	var es, ts []float64
 	bo := o
 	bo.MaxIter = max(o.MaxIter, 200)
 	for b := 0; b < sampleBatches; b++ {
@@ -319,9 +313,15 @@ func solveSoftmax(p Problem, o se.Options) (Point, error) {
 		if !rb.Converged {
 			return fail(rb, err)
 		}
-		es = append(es, Q0-2*rb.GX[0]+rb.GX[1])
+		xb := rb.GX
+		sb, err := channelSums(p, lo, hi, xb[0], xb[1], xb[2], p.Workers)
+		if err != nil {
+			return fail(rb, err)
+		}
+		_, _, _, lb := hats(p, sb, xb[0])
+		es, ts = append(es, Q0-2*xb[0]+xb[1]), append(ts, lb)
 	}
-	pt.SampleError = stdErr(es)
+	pt.TestErr, pt.TrainErr = stdErr(es), stdErr(ts)
 	return pt, nil
 }
 
@@ -338,40 +338,4 @@ func stdErr(es []float64) float64 {
 	}
 	v /= float64(len(es) - 1)
 	return math.Sqrt(v / float64(len(es)))
-}
-
-// genError returns the generalisation error on the outputs, E sum_ab (y-hat_ab - y_ab)^2 on a
-// new noiseless sample, for a student of overlaps (m, q): Monte Carlo over the same draws
-// (the linear channel: 2E exactly).
-func genError(p Problem, m, q float64) (float64, error) {
-	Q0 := p.prior().Q0()
-	if p.T < 2 {
-		return 2 * (Q0 - 2*m + q), nil
-	}
-	T, M := p.T, channel.Fields(p.T)
-	sm, err := channel.NewSoftmax(T, p.Beta)
-	if err != nil {
-		return math.NaN(), err
-	}
-	a, s := m/Q0, math.Sqrt(math.Max(q-m*m/Q0, 0))
-	n := p.samples()
-	z := make([]float64, 2*M)
-	u, v := make([]float64, M), make([]float64, M)
-	h, y, yh := make([]float64, T*T), make([]float64, T*T), make([]float64, T*T)
-	var sum float64
-	for i := 0; i < n; i++ {
-		device.FillNormals(z, softmaxSeed+1, uint64(2*M*i))
-		for k := 0; k < M; k++ {
-			u[k] = math.Sqrt(Q0) * z[k]
-			v[k] = a*u[k] + s*z[M+k]
-		}
-		channel.HFromU(h, u, T)
-		sm.Output(y, h)
-		channel.HFromU(h, v, T)
-		sm.Output(yh, h)
-		for k := range y {
-			sum += (yh[k] - y[k]) * (yh[k] - y[k])
-		}
-	}
-	return sum / float64(n), nil
 }

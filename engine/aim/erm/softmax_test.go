@@ -35,12 +35,12 @@ func TestChannelStateEvolutionLinear(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%+v: scalar E %.6g, Monte Carlo %.6g +- %.2g; train %.6g, %.6g", p, ref.TestError, mc.TestError, mc.SampleError, ref.TrainError, mc.TrainError)
-		if !(mc.SampleError > 0 && mc.SampleError < 0.05*ref.TestError) {
-			t.Errorf("%+v: stated Monte Carlo error %g of E = %g", p, mc.SampleError, ref.TestError)
+		t.Logf("%+v: scalar E %.6g, Monte Carlo %.6g +- %.2g; train %.6g, %.6g", p, ref.TestError, mc.TestError, mc.TestErr, ref.TrainError, mc.TrainError)
+		if !(mc.TestErr > 0 && mc.TestErr < 0.05*ref.TestError) {
+			t.Errorf("%+v: stated Monte Carlo error %g of E = %g", p, mc.TestErr, ref.TestError)
 		}
-		if d := math.Abs(mc.TestError - ref.TestError); d > 3*mc.SampleError+ref.QuadError {
-			t.Errorf("%+v: E = %.6g +- %.2g, the scalar state evolution's %.6g (%.1f standard errors)", p, mc.TestError, mc.SampleError, ref.TestError, d/mc.SampleError)
+		if d := math.Abs(mc.TestError - ref.TestError); d > 3*mc.TestErr+ref.QuadError {
+			t.Errorf("%+v: E = %.6g +- %.2g, the scalar state evolution's %.6g (%.1f standard errors)", p, mc.TestError, mc.TestErr, ref.TestError, d/mc.TestErr)
 		}
 		// The training loss shares the draws' noise: within 10% (E_train is a few percent of E).
 		if d := math.Abs(mc.TrainError - ref.TrainError); d > 0.1*ref.TrainError {
@@ -88,8 +88,8 @@ func TestSoftmaxLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		gap := pt.TestError - lim.TestError
-		t.Logf("lambda %g: E = %.5f +- %.1e (limit %.5f), training error %.2e", l, pt.TestError, pt.SampleError, lim.TestError, pt.TrainError)
-		if !(gap > -3*pt.SampleError && gap < prev) {
+		t.Logf("lambda %g: E = %.5f +- %.1e (limit %.5f), training error %.2e", l, pt.TestError, pt.TestErr, lim.TestError, pt.TrainError)
+		if !(gap > -3*pt.TestErr && gap < prev) {
 			t.Errorf("lambda %g: E - E(0+) = %.4g after %.4g: not falling towards the limit", l, gap, prev)
 		}
 		prev = gap
@@ -122,8 +122,8 @@ func TestSoftmaxInvariants(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Logf("T %d alpha %g lambda %g: E %.4f +- %.1e (Bayes-optimal %.4f), train %.4g, Tr S/D %.4f", T, alpha, l, pt.TestError, pt.SampleError, bo.MMSE, pt.TrainError, pt.TrS)
-				if pt.TestError < bo.MMSE-3*pt.SampleError {
+				t.Logf("T %d alpha %g lambda %g: E %.4f +- %.1e (Bayes-optimal %.4f), train %.4g, Tr S/D %.4f", T, alpha, l, pt.TestError, pt.TestErr, bo.MMSE, pt.TrainError, pt.TrS)
+				if pt.TestError < bo.MMSE-3*pt.TestErr {
 					t.Errorf("T %d alpha %g lambda %g: ERM error %.5g below the Bayes-optimal %.5g", T, alpha, l, pt.TestError, bo.MMSE)
 				}
 				if !(pt.TrainError > prevTrain && pt.TrS < prevTr) {

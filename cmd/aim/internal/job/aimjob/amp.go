@@ -418,7 +418,7 @@ func (c *AMPConfig) denseERM(a0, a1 float64, n int, logx bool) (*table.Table, er
 				continue
 			}
 			rows = append(rows, ERMRow{Channel: c.Channel, T: c.T, Beta: c.csvBeta(), Rho: r, Alpha: a, Noise: c.Noise, Teacher: c.csvTeacher(), D: csvD(c.theoryD(c.D)), WeightDecay: p.Lambda, Penalty: p.Penalty.String(),
-				TestError: pt.TestError, SampleError: pt.SampleError, GenError: pt.GenError, TrainError: pt.TrainError, BOError: math.NaN(), Tau: pt.Tau,
+				TestError: pt.TestError, TestErr: pt.TestErr, TrainErr: pt.TrainErr, GenError: pt.GenError, TrainError: pt.TrainError, BOError: math.NaN(), Tau: pt.Tau,
 				Shrink: pt.Shrink, Rank: pt.Rank, TrS: pt.TrS, DeltaEff: pt.DeltaEff, Interpolating: pt.Interpolating,
 				QuadError: pt.QuadError, Iterations: pt.Iterations})
 		}

@@ -327,9 +327,10 @@ type ERMRow struct {
 	WeightDecay       float64 // lambda; 0 is the limit lambda -> 0+
 	Penalty           string  // the regulariser: nuclear or ridge (erm.Penalty's word)
 	TestError         float64 // E = ||S-hat - S*||_F^2 / D
-	SampleError       float64 // the Monte Carlo standard error of E (softmax at lambda > 0; 0 otherwise)
-	GenError          float64 // the mean sum_ab (y-hat - y)^2 of a new sample's noiseless output (2E for linear)
+	TestErr           float64 // the Monte Carlo standard error of E (softmax at lambda > 0; 0 otherwise)
+	GenError          float64 // 2E: the mean squared error of a new sample's noiseless output (linear; NaN, empty, for the softmax)
 	TrainError        float64 // the mean sum_ab (y-hat - y)^2 per training sample at the minimiser
+	TrainErr          float64 // the Monte Carlo standard error of TrainError (softmax at lambda > 0; 0 otherwise)
 	BOError           float64 // the Bayes-optimal E at (rho, alpha, noise) and the teacher: se.Point.MMSE; NaN where that SE did not converge
 	Tau               float64 // the eigenvalue threshold (nuclear; 0 for ridge)
 	Shrink            float64 // s of S-hat = s Y (ridge) or s r(Y) (nuclear; 1 for linear)
@@ -354,9 +355,10 @@ var ERMSchema = &table.Schema[ERMRow]{Kind: table.ERM, Columns: []table.Column[E
 	table.Float("weight_decay", func(r *ERMRow) float64 { return r.WeightDecay }),
 	table.Added(table.Word("penalty", func(r *ERMRow) string { return r.Penalty })),
 	table.Float("test_error", func(r *ERMRow) float64 { return r.TestError }),
-	table.Added(table.Float("sample_error", func(r *ERMRow) float64 { return r.SampleError })),
+	table.Added(table.Float("test_error_err", func(r *ERMRow) float64 { return r.TestErr })),
 	table.Float("gen_error", func(r *ERMRow) float64 { return r.GenError }),
 	table.Float("train_error", func(r *ERMRow) float64 { return r.TrainError }),
+	table.Added(table.Float("train_error_err", func(r *ERMRow) float64 { return r.TrainErr })),
 	table.Float("bo_error", func(r *ERMRow) float64 { return r.BOError }),
 	table.Float("tau", func(r *ERMRow) float64 { return r.Tau }),
 	table.Added(table.Float("shrink", func(r *ERMRow) float64 { return r.Shrink })),
@@ -598,7 +600,7 @@ func (c *ERMConfig) solvePoint(ch aim.Channel, rho, alpha float64, D int) ermPoi
 			return p
 		}
 		p.rows[li] = ERMRow{Channel: c.Channel, T: c.T, Beta: c.csvBeta(), Rho: rho, Alpha: alpha, Noise: c.Noise, Teacher: c.csvTeacher(), D: csvD(D), WeightDecay: l, Penalty: c.penalty.String(),
-			TestError: pt.TestError, SampleError: pt.SampleError, GenError: pt.GenError,
+			TestError: pt.TestError, TestErr: pt.TestErr, TrainErr: pt.TrainErr, GenError: pt.GenError,
 			TrainError: pt.TrainError, BOError: bo, Tau: pt.Tau, Shrink: pt.Shrink, Rank: pt.Rank, TrS: pt.TrS, DeltaEff: pt.DeltaEff,
 			Interpolating: pt.Interpolating, QuadError: pt.QuadError, Iterations: pt.Iterations}
 		p.ok[li] = true
