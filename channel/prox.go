@@ -1,6 +1,7 @@
 package channel
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -154,8 +155,8 @@ func (l *SquareLoss) objective(g, u, y, omega []float64, V float64) float64 {
 // proxMaxIter caps the Newton steps of one start of Prox.
 const proxMaxIter = 200
 
-// ErrProx is wrapped by the error Prox returns when no start reaches a minimum.
-var ErrProx = fmt.Errorf("proximal map: Newton's method did not converge")
+// ErrProx is the error Prox returns when no start reaches a minimum.
+var ErrProx = errors.New("proximal map: Newton's method did not converge")
 
 // newton minimises the objective from l.u (changed in place) and returns its value there, or
 // ok = false when it does not converge.
