@@ -245,14 +245,7 @@ func TestERMSoftmax(t *testing.T) {
 	if !(p.TestErr > 0 && p.TrainErr > 0) {
 		t.Errorf("lambda 0.1: no stated Monte Carlo error")
 	}
-	var man map[string]any
-	data, err := os.ReadFile(filepath.Join(dir, "erm.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &man); err != nil {
-		t.Fatal(err)
-	}
+	man := readManifest(t, filepath.Join(dir, "erm.json"))
 	ths, _ := man["thresholds"].(map[string]any)
 	pr, _ := ths["perfect_recovery"].(map[string]any)
 	if a, _ := pr["0.5"].(float64); math.Abs(a-0.21111) > 1e-4 {
