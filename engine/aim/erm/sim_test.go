@@ -355,3 +355,43 @@ func TestSoftmaxMinimiserAgreement(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftmaxGAMPAgainstStateEvolution: GAMP-ERM on the softmax channel (T = 2, lambda = 0.01)
+// at D = 50 over 6 seeds against the Monte Carlo state evolution, above alpha_c (alpha = 0.25,
+// where the seeds spread least): the mean lies within three combined standard errors of the
+// theory. Measured: 0.13254 +- 0.0050 against 0.12204 +- 0.0015, a gap of +0.0105 (two combined
+// standard errors; the finite-size excess of D = 50: at D = 100 and 200 the gaps are -0.0004 and
+// +0.0003, docs/validation/erm.md).
+func TestSoftmaxGAMPAgainstStateEvolution(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 10 s")
+	}
+	dev := cpu.New(0)
+	const D, alpha, lambda = 50, 0.25, 0.01
+	theory, err := Solve(Problem{Rho: 0.5, Alpha: alpha, Lambda: lambda, T: 2, Beta: 1}, se.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var es []float64
+	for seed := uint64(1); seed <= 6; seed++ {
+		data, err := aim.Generate(dev, aim.Params{D: D, Alpha: alpha, Rho: 0.5, Seed: seed, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := amp.DefaultOptions()
+		o.ERM, o.WeightDecay, o.MaxIter, o.Tol = true, lambda, 500, 1e-10
+		r, err := amp.Run(dev, data, o)
+		data.Free(dev)
+		if err != nil || !r.Converged {
+			t.Fatalf("seed %d: %v (converged %v)", seed, err, r.Converged)
+		}
+		es = append(es, r.Error)
+	}
+	m, sd := meanSD(es)
+	sem := sd / math.Sqrt(float64(len(es)))
+	tol := 3 * math.Hypot(sem, theory.TestErr)
+	t.Logf("D = %d, alpha = %g: GAMP-ERM %.5f +- %.5f, state evolution %.5f +- %.5f (gap %+.5f, tolerance %.5f)", D, alpha, m, sem, theory.TestError, theory.TestErr, m-theory.TestError, tol)
+	if math.Abs(m-theory.TestError) > tol {
+		t.Errorf("GAMP-ERM %.5f +- %.5f, state evolution %.5f +- %.5f", m, sem, theory.TestError, theory.TestErr)
+	}
+}
