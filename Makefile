@@ -59,6 +59,10 @@ figures: build
 		--lr 0.05 --max-iter 1500 --device cpu --spectrum $(FIG)/data/gd_spectrum.csv --out $(FIG)/data/gd_erm.csv --plot ""
 	$(BIN) erm --quiet --rho 0.5 --noise 0.25 --weight-decay 0,0.1,1 --gd $(FIG)/data/gd_erm.csv --spectrum 0.4 \
 		--eigenvalues $(FIG)/data/gd_spectrum.csv --size 5x3.5in --out $(FIG)/data/erm.csv --plot $(FIG)/erm.png
+	$(BIN) gd --quiet --channel softmax --T 2 --rho 0.5 --weight-decay 0.01 --D 40 --alpha 0.05,0.1,0.15,0.25 --seeds 2 \
+		--lr 0.05 --max-iter 3000 --device cpu --out $(FIG)/data/gd_erm_softmax.csv --plot ""
+	$(BIN) erm --quiet --channel softmax --T 2 --rho 0.5 --weight-decay 0,0.01 --alpha 0.04:0.32:8 --samples 4096 \
+		--gd $(FIG)/data/gd_erm_softmax.csv --size 5x3.5in --out $(FIG)/data/erm_softmax.csv --plot $(FIG)/erm_softmax.png
 	for T in 2 3 4; do \
 		$(BIN) se --quiet --channel hardmax --T $$T --rho 0.5 --alpha 0.003:3:48:log --gen-samples 0 --plot "" \
 			--out $(FIG)/data/hardmax_T$$T.csv && \

@@ -155,6 +155,18 @@ func lineIndex(ls *[]ermLine, penalty string, l float64) int {
 	return len(*ls) - 1
 }
 
+// ermModel is "softmax T = 2" when the ERM tables are the softmax's (their channel column; a
+// table without it is the linear channel's), else "": the title puts it before the curve's rho
+// and noise.
+func ermModel(erms []*table.Table) string {
+	for _, t := range erms {
+		if t.Rows() > 0 && t.S(0, "channel") == "softmax" {
+			return fmt.Sprintf("softmax T = %s, ", wholeNum(t.V(0, "T")))
+		}
+	}
+	return ""
+}
+
 // ermFigure draws `aim erm` tables: per (rho, noise), the test error against alpha, one line
 // per penalty and weight decay lambda, the Bayes-optimal error as a dashed black line, and the
 // points of `aim gd` tables (the mean and standard error over seeds of their error column at
@@ -191,7 +203,11 @@ func ermFigure(erms, gds []*table.Table, o Options) *figure.Figure {
 			title = "ERM with " + penaltyWords[p] + " weight decay"
 		}
 	}
-	f := &figure.Figure{XLabel: aimXLabel["alpha"], YLabel: figure.ErrorLabel, Title: title + curveTitle(curves)}
+	ct := curveTitle(curves)
+	if model := ermModel(erms); model != "" {
+		ct = ": " + model + strings.TrimPrefix(ct, ": ")
+	}
+	f := &figure.Figure{XLabel: aimXLabel["alpha"], YLabel: figure.ErrorLabel, Title: title + ct}
 	for _, t := range gds {
 		drawn := false
 		for i := 0; i < t.Rows() && !drawn; i++ {
@@ -200,7 +216,7 @@ func ermFigure(erms, gds []*table.Table, o Options) *figure.Figure {
 			}
 		}
 		if drawn {
-			f.Title = fmt.Sprintf("%s (lines), GD at D = %s (points)", title, wholeNum(t.V(0, "D"))) + curveTitle(curves)
+			f.Title = fmt.Sprintf("%s (lines), GD at D = %s (points)", title, wholeNum(t.V(0, "D"))) + ct
 			break
 		}
 	}
