@@ -1,7 +1,7 @@
 // Package amp runs GAMP-RIE, the approximate message passing algorithm of Bayes-optimal
 // learning in the attention-indexed model (docs/theory/aim.md section 3), on a device, and
 // with Options.ERM the same iteration for empirical risk minimisation with weight decay in the
-// quadratic network (section 4.1). Every step is
+// quadratic network and the softmax AIM (section 4.1). Every step is
 // written with the device's contractions, so memory is O(N T D + D^2) and the cost per
 // iteration is O(N T D^2 + D^3): the forward product X S-hat X^T is Gemm then TokenDots, the
 // back-projection sum_mu X_mu^T C_mu X_mu is TokenMix then Gemm, and the RIE denoiser is
@@ -55,8 +55,9 @@ type Options struct {
 	// map stay float64.
 	Precision device.Precision
 	// ERM runs GAMP for empirical risk minimisation instead of Bayes-optimal GAMP-RIE (linear
-	// channel only): the estimator is the minimiser of (1/D) sum_mu (h_mu(S) - y_mu)^2 +
-	// WeightDecay Tr S over PSD S, the one engine/aim/erm's state evolution describes. The
+	// and softmax channels): on the linear channel the estimator is the minimiser of
+	// (1/D) sum_mu (h_mu(S) - y_mu)^2 + WeightDecay Tr S over PSD S, the one engine/aim/erm's
+	// state evolution describes. The
 	// channel step is the proximal map of the square loss, g = (y - omega)/(V + 1/2) in
 	// z-coordinates (the linear channel's g_out with Delta = 1/2, the loss's curvature), the
 	// prior precision A = 2 alpha/(V + 1/2) its derivative, and the denoiser the proximal map
