@@ -213,14 +213,15 @@ func (l *SquareLoss) newton(y, omega []float64, V float64) (float64, bool) {
 		step := 1.0
 		copy(l.start, u)
 		accepted := false
-		for k := 0; k < 60; k++ {
+		for k := 0; k < 40; k++ {
 			for i := range u {
 				u[i] = l.start[i] - step*l.dv.AtVec(i)
 			}
 			fn := l.objective(l.gp, u, y, omega, V)
-			// Below f's rounding (the predicted decrease slope under 1e-13 f) the objective
-			// cannot judge the step; the full Newton step is taken there.
-			if fn <= f-1e-4*step*slope || (k == 0 && shift == 0 && slope <= 1e-13*math.Abs(f)) {
+			// Near the minimum the decrease slope/2 falls below the rounding of f (of the
+			// saturated softmax's residuals, far above 1e-16 f): there the full Newton step is
+			// judged by the gradient, which it at least halves.
+			if fn < f-1e-4*step*slope || k == 0 && shift == 0 && maxAbs(l.gp) < 0.5*gn {
 				f = fn
 				copy(g, l.gp)
 				accepted = true
@@ -231,12 +232,8 @@ func (l *SquareLoss) newton(y, omega []float64, V float64) (float64, bool) {
 		if !accepted {
 			copy(u, l.start)
 			f = l.objective(g, u, y, omega, V)
-			var gn float64
-			for i := range g {
-				gn = math.Max(gn, math.Abs(g[i]))
-			}
 			// No descent left at rounding level: a minimum to the precision of f.
-			return f, gn*V <= 1e-8*(1+un)
+			return f, maxAbs(g)*V <= 1e-8*(1+un)
 		}
 	}
 	return f, false

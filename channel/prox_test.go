@@ -125,3 +125,25 @@ func TestSquareLossProx(t *testing.T) {
 		}
 	}
 }
+
+// TestSquareLossProxSaturated is a sample of GAMP for ERM at beta = 2 whose softmax saturates
+// (outputs 3e-7 and 1 - 3e-7): near the minimum the objective's decrease falls below the rounding
+// of its residuals, and Newton's steps are judged by the gradient. Prox converges there, to a
+// vanishing gradient.
+func TestSquareLossProxSaturated(t *testing.T) {
+	l, err := NewSquareLoss(2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := []float64{0.9999996655639306, 3.344360692820502e-07, 6.086799245231901e-07, 0.9999993913200754}
+	omega := []float64{1.6736764954592285, -4.784327744257875, 1.4822362231043504}
+	const V = 2.9898357196815315
+	p, g := make([]float64, 3), make([]float64, 3)
+	if _, _, err := l.Prox(p, y, omega, V); err != nil {
+		t.Fatal(err)
+	}
+	l.objective(g, p, y, omega, V)
+	if m := maxAbs(g); m > 1e-14 {
+		t.Errorf("gradient %g at P", m)
+	}
+}
