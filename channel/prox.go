@@ -23,8 +23,8 @@ import (
 // is the channel step of GAMP for ERM and of the ERM state evolution, through
 // f = (P - omega)/V and the trace of its Jacobian dP/domega = (I + V Hess l(P))^{-1}. The softmax
 // loss is not convex in u; Prox returns the lowest of the local minima reached by Newton's
-// method from omega and from the point of the zero-loss set nearest to omega (see Prox). A
-// SquareLoss holds work space: one per goroutine.
+// method from four points between omega and the point of the zero-loss set nearest to omega
+// (see Prox). A SquareLoss holds work space: one per goroutine.
 type SquareLoss struct {
 	T    int
 	Beta float64 // the softmax's inverse temperature (unused at T = 1)
@@ -34,6 +34,7 @@ type SquareLoss struct {
 	u, x, g, gp, gm []float64
 	fd              []float64 // the m x m central differences of the gradient
 	start, best     []float64
+	zero            []float64 // g_out of the zero-loss point: it is omega + V zero
 	hess            *mat.SymDense
 	chol            mat.Cholesky
 	inv             *mat.SymDense
@@ -56,7 +57,7 @@ func NewSquareLoss(T int, beta float64) (*SquareLoss, error) {
 	l.m = m
 	l.h, l.yh, l.gam = make([]float64, T*T), make([]float64, T*T), make([]float64, T*T)
 	l.u, l.x, l.g, l.gp, l.gm = make([]float64, m), make([]float64, m), make([]float64, m), make([]float64, m), make([]float64, m)
-	l.start, l.best = make([]float64, m), make([]float64, m)
+	l.start, l.best, l.zero = make([]float64, m), make([]float64, m), make([]float64, m)
 	l.fd = make([]float64, m*m)
 	l.hess, l.inv = mat.NewSymDense(m, nil), mat.NewSymDense(m, nil)
 	l.dv, l.gv = mat.NewVecDense(m, nil), mat.NewVecDense(m, nil)
@@ -206,6 +207,7 @@ func (l *SquareLoss) newton(y, omega []float64, V float64) (float64, bool) {
 			return f, true
 		}
 		// Backtracking on the objective (Armijo).
+		fTol := 1e-15 * (math.Abs(f) + 2*float64(l.T)*math.Sqrt(math.Abs(f)))
 		var slope float64
 		for i := range g {
 			slope += g[i] * l.dv.AtVec(i)
@@ -218,10 +220,11 @@ func (l *SquareLoss) newton(y, omega []float64, V float64) (float64, bool) {
 				u[i] = l.start[i] - step*l.dv.AtVec(i)
 			}
 			fn := l.objective(l.gp, u, y, omega, V)
-			// Near the minimum the decrease slope/2 falls below the rounding of f (of the
-			// saturated softmax's residuals, far above 1e-16 f): there the full Newton step is
-			// judged by the gradient, which it at least halves.
-			if fn < f-1e-4*step*slope || k == 0 && shift == 0 && maxAbs(l.gp) < 0.5*gn {
+			// Near the minimum the decrease slope/2 falls below the rounding of f, which for
+			// residuals r of outputs near 1 is about 1e-16 sum_ab |r_ab|, far above 1e-16 f when
+			// the softmax saturates: there the full Newton step is judged by the gradient,
+			// which it must at least halve.
+			if fn < f-1e-4*step*slope || k == 0 && shift == 0 && slope <= fTol && maxAbs(l.gp) < 0.5*gn {
 				f = fn
 				copy(g, l.gp)
 				accepted = true
@@ -239,28 +242,34 @@ func (l *SquareLoss) newton(y, omega []float64, V float64) (float64, bool) {
 	return f, false
 }
 
+// proxStarts are the starts of Prox on the segment from omega (0) to the nearest point of the
+// zero-loss set (1). The two ends alone miss the lowest minimum in 2 to 4 % of the draws of the
+// state evolution's channel at beta = 2 and 3, where the softmax saturates (against 30 random
+// starts); with the points at 1/2 and 3/4 none of 4000 draws was missed.
+var proxStarts = []float64{0, 0.5, 0.75, 1}
+
 // Prox writes P(y, omega, V) into p and returns the objective there and tr dP/domega =
 // tr (I + V Hess l(P))^{-1}. Newton's method (Levenberg-shifted where the Hessian is
-// indefinite, with backtracking) runs from omega and, for the softmax, from the point of the
-// zero-loss set nearest to omega, omega + V g_out (Softmax.GOut: the data's inverse softmax
-// with omega's component along the unobserved shift); the lower minimum is kept. At T = 1 the
-// loss is quadratic and P is exact after one step.
+// indefinite, with backtracking) runs from the points proxStarts of the segment from omega to
+// the point of the zero-loss set nearest to omega, omega + V g_out (Softmax.GOut: the data's
+// inverse softmax with omega's component along the unobserved shift); the lowest minimum is
+// kept. At T = 1 the loss is quadratic and P is exact from omega after one step.
 func (l *SquareLoss) Prox(p, y, omega []float64, V float64) (obj, trJ float64, err error) {
 	if !(V > 0) || math.IsInf(V, 0) {
 		return 0, 0, fmt.Errorf("proximal map: V = %g, need 0 < V < inf", V)
 	}
-	nStarts := 2
+	starts := proxStarts
 	if l.T == 1 {
-		nStarts = 1
+		starts = proxStarts[:1]
+	} else {
+		l.sm.GOut(l.zero, y, omega, V)
 	}
 	obj = math.Inf(1)
-	for s := 0; s < nStarts; s++ {
-		if s == 0 {
-			copy(l.u, omega)
-		} else {
-			l.sm.GOut(l.u, y, omega, V)
-			for i := range l.u {
-				l.u[i] = omega[i] + V*l.u[i]
+	for _, t := range starts {
+		for i := range l.u {
+			l.u[i] = omega[i]
+			if t > 0 {
+				l.u[i] += t * V * l.zero[i]
 			}
 		}
 		f, ok := l.newton(y, omega, V)

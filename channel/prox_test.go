@@ -68,6 +68,7 @@ func TestSquareLossProx(t *testing.T) {
 		V           float64
 	}{
 		{1, 1, 0.1, 0.7}, {2, 1, 0, 0.3}, {2, 1, 0, 3}, {2, 2, 0.001, 1}, {3, 1, 0, 0.5}, {3, 1, 0.01, 2},
+		{2, 3, 0, 2.5}, {3, 2, 0, 1}, // saturated softmaxes
 	} {
 		l, err := NewSquareLoss(tc.T, tc.beta)
 		if err != nil {
@@ -126,24 +127,32 @@ func TestSquareLossProx(t *testing.T) {
 	}
 }
 
-// TestSquareLossProxSaturated is a sample of GAMP for ERM at beta = 2 whose softmax saturates
-// (outputs 3e-7 and 1 - 3e-7): near the minimum the objective's decrease falls below the rounding
-// of its residuals, and Newton's steps are judged by the gradient. Prox converges there, to a
-// vanishing gradient.
+// TestSquareLossProxSaturated holds two samples of GAMP for ERM and its state evolution at
+// beta = 2 whose softmax saturates (outputs down to 3e-7). In the first, near the minimum the
+// objective's decrease falls below the rounding of its residuals and Newton's steps are judged
+// by the gradient; in the second, far from it, judging them so would accept a step that raises
+// the objective, and the iteration would cycle. Prox converges in both, to a vanishing gradient.
 func TestSquareLossProxSaturated(t *testing.T) {
 	l, err := NewSquareLoss(2, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	y := []float64{0.9999996655639306, 3.344360692820502e-07, 6.086799245231901e-07, 0.9999993913200754}
-	omega := []float64{1.6736764954592285, -4.784327744257875, 1.4822362231043504}
-	const V = 2.9898357196815315
-	p, g := make([]float64, 3), make([]float64, 3)
-	if _, _, err := l.Prox(p, y, omega, V); err != nil {
-		t.Fatal(err)
-	}
-	l.objective(g, p, y, omega, V)
-	if m := maxAbs(g); m > 1e-14 {
-		t.Errorf("gradient %g at P", m)
+	for _, c := range []struct {
+		y, omega []float64
+		V        float64
+	}{
+		{[]float64{0.9999996655639306, 3.344360692820502e-07, 6.086799245231901e-07, 0.9999993913200754},
+			[]float64{1.6736764954592285, -4.784327744257875, 1.4822362231043504}, 2.9898357196815315},
+		{[]float64{7.090552777810917e-05, 0.999929094472222, 0.9987060036842442, 0.0012939963157557535},
+			[]float64{0.36894534320676564, 0.2215053154435126, -0.9274794587915667}, 2.3242061430392815},
+	} {
+		p, g := make([]float64, 3), make([]float64, 3)
+		if _, _, err := l.Prox(p, c.y, c.omega, c.V); err != nil {
+			t.Fatal(err)
+		}
+		l.objective(g, p, c.y, c.omega, c.V)
+		if m := maxAbs(g); m > 1e-10 {
+			t.Errorf("omega %v: gradient %g at P", c.omega, m)
+		}
 	}
 }
