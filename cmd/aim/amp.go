@@ -41,7 +41,7 @@ func ampFlags(fs *flag.FlagSet, c *aimjob.AMPConfig, pm *progressMode) {
 	gridVar(fs, &c.Alpha, "alpha", "sample complexity alpha = N/D^2: a list or range (linear: default "+aimjob.LinearAlpha+")")
 	teacherFlag(fs, &c.Sim.Model, "the runs draw it at --D; with a power law, the se_mmse column and the plot's line are its state evolution at that D (the ERM one with --weight-decay)")
 	fs.StringVar(&c.Trace, "trace", c.Trace, "also write every iteration of every run to this CSV")
-	fs.IntVar(&c.MaxIter, "max-iter", c.MaxIter, usage("max-iter", "GAMP-RIE iterations (0: 100 for softmax, 500 for hardmax, as in the paper)"))
+	fs.IntVar(&c.MaxIter, "max-iter", c.MaxIter, usage("max-iter", "GAMP-RIE iterations (0: 100 for softmax, 500 for hardmax, as in the paper; 500 for GAMP for ERM)"))
 	dampingFlag(fs, &c.Damping, "of omega and V; auto: 0.5 for softmax, as in the paper, 0 for hardmax, which converges several times faster undamped; hardmax raises it halfway to 1, at most to 0.75, when the iteration cycles")
 	fs.Float64Var(&c.Tol, "tol", c.Tol, usage("tol", "stop when the estimated distance to the fixed point, ||S-hat - S-hat*||^2/D (the step over (1 - r)^2, r the contraction rate of the last steps), is below tol"))
 	fs.BoolVar(&c.PaperInit, "paper-init", c.PaperInit, "start as the authors' code: a random prior draw with omega = V = c-hat = 10 (default: the prior mean, as state evolution starts)")

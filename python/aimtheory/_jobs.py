@@ -319,7 +319,7 @@ def amp(
         chunk: samples per chunk of streamed tokens (0: the largest that fits, at most 4096) (default 0).
         damping: damping theta in [0, 1), the weight on the old iterate: x <- theta x + (1 - theta) x_new (0: undamped); of omega and V; auto: 0.5 for softmax, as in the paper, 0 for hardmax, which converges several times faster undamped; hardmax raises it halfway to 1, at most to 0.75, when the iteration cycles (default auto).
         device: where it runs: a comma list of cpu, cpu:K (K CPU devices), cuda, cuda:I, cuda:all and auto, consecutive ordinals cuda:I,J,... being one group of GPUs; one device or one group (the samples sharded over its GPUs; cpu:K, a check that groups change nothing) (default auto).
-        max_iter: iteration cap; GAMP-RIE iterations (0: 100 for softmax, 500 for hardmax, as in the paper) (default 0).
+        max_iter: iteration cap; GAMP-RIE iterations (0: 100 for softmax, 500 for hardmax, as in the paper; 500 for GAMP for ERM) (default 0).
         max_memory: cap on a run's device memory, e.g. 4GiB or 512MiB (default: the device's free memory).
         noise: label noise Delta >= 0: y = g(h) + sqrt(Delta) xi per output entry (softmax: 2 <= T <= 6, CPU only for amp; linear: every device) (default 0).
         out: CSV output (the manifest goes beside it as .json) (default results/amp.csv).

@@ -328,6 +328,9 @@ func TestMinimalNuclearNorm(t *testing.T) {
 // 3000 steps, R = D) reach the same S-hat from the same data (D = 30): measured within 1.3e-7 of
 // the error below alpha_c = 0.2111 and 4e-9 above it (tolerance 1e-6).
 func TestSoftmaxMinimiserAgreement(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 2 s, 20 s under the race detector")
+	}
 	dev := cpu.New(0)
 	const D = 30
 	for _, alpha := range []float64{0.1, 0.25} {

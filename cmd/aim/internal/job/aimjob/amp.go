@@ -42,6 +42,10 @@ func NewAMPConfig() *AMPConfig {
 	return c
 }
 
+// ERMMaxIter is the default iteration cap of GAMP for ERM: on the softmax at beta = 2 it takes
+// about 110 iterations to the default tolerance, past GAMP-RIE's 100.
+const ERMMaxIter = 500
+
 // Validate checks the configuration, parses its grids, sets the iteration cap and reads the
 // SE CSV of c.SE; every problem is bad input.
 func (c *AMPConfig) Validate() error {
@@ -60,6 +64,9 @@ func (c *AMPConfig) Validate() error {
 		}
 	}
 	def := amp.ChannelOptions(c.channelSpec())
+	if c.ERM {
+		def.MaxIter = max(def.MaxIter, ERMMaxIter)
+	}
 	if c.MaxIter == 0 {
 		c.MaxIter = def.MaxIter
 	}
