@@ -398,3 +398,44 @@ func TestSoftmaxGAMPAgainstStateEvolution(t *testing.T) {
 		t.Errorf("GAMP-ERM %.5f +- %.5f, state evolution %.5f +- %.5f", m, sem, theory.TestError, theory.TestErr)
 	}
 }
+
+// TestSoftmaxLearnedSpectrum: the eigenvalues of GAMP-ERM's S-hat on the softmax channel (T = 2,
+// lambda = 0.01, alpha = 0.1 and 0.25, one seed) against the predicted spectrum
+// (Point.Spectrum: S-hat = kappa r(Y)): the Kolmogorov distance between the empirical and the
+// predicted CDFs falls as D grows from 50 to 200 (AIM_LONG_TESTS=1; measured in
+// docs/validation/erm.md).
+func TestSoftmaxLearnedSpectrum(t *testing.T) {
+	if testing.Short() || os.Getenv("AIM_LONG_TESTS") != "1" {
+		t.Skip("6 GAMP-ERM runs up to D = 200, about a minute: set AIM_LONG_TESTS=1")
+	}
+	dev := cpu.New(0)
+	for _, alpha := range []float64{0.1, 0.25} {
+		pt, err := Solve(Problem{Rho: 0.5, Alpha: alpha, Lambda: 0.01, T: 2, Beta: 1}, se.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, err := pt.Spectrum()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ks []float64
+		for _, D := range []int{50, 100, 200} {
+			data, err := aim.Generate(dev, aim.Params{D: D, Alpha: alpha, Rho: 0.5, Seed: 1, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := amp.DefaultOptions()
+			o.ERM, o.WeightDecay, o.MaxIter, o.Tol, o.Spectrum = true, 0.01, 500, 1e-10, true
+			r, err := amp.Run(dev, data, o)
+			data.Free(dev)
+			if err != nil || !r.Converged || len(r.Eigenvalues) != D {
+				t.Fatalf("D %d: %v (converged %v, %d eigenvalues)", D, err, r.Converged, len(r.Eigenvalues))
+			}
+			ks = append(ks, ksDistance(r.Eigenvalues, sp))
+		}
+		t.Logf("alpha %g: Kolmogorov distance %.4f, %.4f, %.4f at D = 50, 100, 200 (atom %.3f, kappa %.3f)", alpha, ks[0], ks[1], ks[2], sp.Atom, sp.Scale)
+		if !(ks[2] < ks[0] && ks[2] < 0.03) {
+			t.Errorf("alpha %g: Kolmogorov distance %.4f at D = 50, %.4f at D = 200", alpha, ks[0], ks[2])
+		}
+	}
+}
