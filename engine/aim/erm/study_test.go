@@ -13,6 +13,7 @@ import (
 
 	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
+	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/aim/amp"
 	"github.com/aimtheory/aim/engine/aim/se"
@@ -104,10 +105,10 @@ func TestStudyScaling(t *testing.T) {
 	if os.Getenv("ERM_STUDY") != "D" {
 		t.Skip("the scaling-law study of docs/validation/erm.md: ERM_STUDY=D")
 	}
-	scalingStudy(t, "GAMP-ERM", []int{100, 200, 400}, func(data *aim.Data) (float64, error) {
+	scalingStudy(t, "GAMP-ERM", []int{100, 200, 400}, func(dev device.Device, data *aim.Data) (float64, error) {
 		o := amp.DefaultOptions()
 		o.ERM, o.WeightDecay, o.MaxIter, o.Tol, o.Damping = true, 0.01, 3000, 1e-12, 0.8
-		r, err := amp.Run(cpu.New(0), data, o)
+		r, err := amp.Run(dev, data, o)
 		if err == nil && !r.Converged {
 			fmt.Printf("  D=%d alpha=%g seed=%d: not converged\n", data.P.D, data.P.Alpha, data.P.Seed)
 		}
@@ -133,10 +134,10 @@ func TestStudyScalingGD(t *testing.T) {
 			dims = append(dims, D)
 		}
 	}
-	scalingStudy(t, "GD", dims, func(data *aim.Data) (float64, error) {
+	scalingStudy(t, "GD", dims, func(dev device.Device, data *aim.Data) (float64, error) {
 		g := gd.DefaultOptions()
 		g.WeightDecay, g.R, g.Steps, g.LR = 0.01, data.P.D, 3000, 0.05
-		r, err := gd.Run(cpu.New(0), data, g)
+		r, err := gd.Run(dev, data, g)
 		return r.Error, err
 	})
 }
@@ -144,7 +145,7 @@ func TestStudyScalingGD(t *testing.T) {
 // scalingStudy prints, at each D and N/D = 8, 16, 32, the ERM state evolution (lambda = 0.01) of
 // the noiseless gamma = 1.25 power-law teacher (rho = 1) and the mean error of run over seeds 1 and
 // 2 (3 for GAMP-ERM below D = 400, 1 for GD at D = 400), with the local exponents of both.
-func scalingStudy(t *testing.T, name string, dims []int, run func(*aim.Data) (float64, error)) {
+func scalingStudy(t *testing.T, name string, dims []int, run func(device.Device, *aim.Data) (float64, error)) {
 	dev := cpu.New(0)
 	for _, D := range dims {
 		seeds := 3
@@ -170,7 +171,7 @@ func scalingStudy(t *testing.T, name string, dims []int, run func(*aim.Data) (fl
 				if err != nil {
 					t.Fatal(err)
 				}
-				e, err := run(data)
+				e, err := run(dev, data)
 				data.Free(dev)
 				if err != nil {
 					t.Fatal(err)
