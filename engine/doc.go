@@ -117,6 +117,9 @@
 //	E          TestError         ERM test error ||S-hat - S*||_F^2 / D (the mmse's place)    AIM 4.1
 //	E_train    TrainError        ERM training error, mean (y-hat - y)^2 over the samples     AIM 4.1
 //	Sigma      -                 the ERM estimator's response; m-hat = 2 alpha/(Sigma + c)   AIM 4.1
+//	                             (linear); the softmax's Sigma-hat != m-hat, both sampled
+//	kappa      Shrink            the softmax's scale m-hat/Sigma-hat: S-hat = kappa r(Y)     AIM 4.1
+//	P          SquareLoss.Prox   the per-sample proximal map of the ERM loss                 AIM 4.1
 //	c          lossCurvature     1/4: the square loss's curvature in unit coordinates        AIM 4.1
 //	Delta_eff  DeltaEff          (E + Delta/2)/(2 alpha): the ERM prior side's noise         AIM 4.1
 //	tau        Tau               the nuclear penalty's eigenvalue threshold 2 lambda/m-hat   AIM 4.1
@@ -124,6 +127,8 @@
 //	I          I                 the divergence of the spectral map, degrees of freedom      AIM 4.1
 //	                             spent per D^2/2; interpolation at I = 2 alpha
 //	alpha_c    PerfectRecovery   ERM's perfect-recovery threshold (noiseless, lambda -> 0+)  AIM 4.1
+//	           PerfectRecovery-  the softmax's: 2/K times the linear channel's
+//	           Softmax
 //	alpha_interp Interpolation   ERM's interpolation threshold (noisy, lambda -> 0+)         AIM 4.1
 //	gamma      Teacher.Gamma,    a power-law target's exponent: w_k ∝ k^-gamma, k <= R       AIM 4.1
 //	           --teacher         (Teacher.PowerLaw; the zero Teacher is MP(rho))
