@@ -373,6 +373,9 @@ var ERMSchema = &table.Schema[ERMRow]{Kind: table.ERM, Columns: []table.Column[E
 // ERMSpectrumRow is one point of the density of S-hat's limiting spectrum: a row of `aim erm
 // --spectrum`. Every row carries the atom at 0 of its spectrum.
 type ERMSpectrumRow struct {
+	Channel           string  // linear or softmax
+	T                 int     // tokens per sequence (1 for linear)
+	Beta              float64 // the softmax's inverse temperature; NaN (empty) for linear
 	Rho, Alpha, Noise float64
 	Teacher           string  // mp or powerlaw:GAMMA
 	D                 float64 // the power-law teacher's D; NaN (empty) for mp
@@ -385,6 +388,9 @@ type ERMSpectrumRow struct {
 
 // ERMSpectrumSchema is the one definition of an `aim erm --spectrum` row.
 var ERMSpectrumSchema = &table.Schema[ERMSpectrumRow]{Kind: table.ERMSpectrum, Columns: []table.Column[ERMSpectrumRow]{
+	table.Added(table.Word("channel", func(r *ERMSpectrumRow) string { return r.Channel })),
+	table.Added(table.Int("T", func(r *ERMSpectrumRow) int { return r.T })),
+	table.Added(table.Float("beta", func(r *ERMSpectrumRow) float64 { return r.Beta })),
 	table.Float("rho", func(r *ERMSpectrumRow) float64 { return r.Rho }),
 	table.Float("alpha", func(r *ERMSpectrumRow) float64 { return r.Alpha }),
 	table.Float("noise", func(r *ERMSpectrumRow) float64 { return r.Noise }),
@@ -648,7 +654,7 @@ func (c *ERMConfig) spectrum(r, l float64, D int, failed, inf *[]string) ([]ERMS
 	if err != nil {
 		return nil, err
 	}
-	row := ERMSpectrumRow{Rho: r, Alpha: c.Spectrum, Noise: c.Noise, Teacher: c.csvTeacher(), D: csvD(D), WeightDecay: l, Penalty: c.penalty.String(), Atom: sp.Atom}
+	row := ERMSpectrumRow{Channel: c.Channel, T: c.T, Beta: c.csvBeta(), Rho: r, Alpha: c.Spectrum, Noise: c.Noise, Teacher: c.csvTeacher(), D: csvD(D), WeightDecay: l, Penalty: c.penalty.String(), Atom: sp.Atom}
 	xs := SpectrumGrid(sp.Edges(), SpectrumPoints)
 	if len(xs) == 0 { // every eigenvalue at 0: the atom alone
 		return []ERMSpectrumRow{row}, nil
