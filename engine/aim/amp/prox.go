@@ -3,6 +3,7 @@ package amp
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
@@ -13,9 +14,23 @@ import (
 // the per-sample square loss (channel.SquareLoss) for every sample of a chunk, with the device's
 // omega and y downloaded and g uploaded (n T^2 values each way, against the n T D values of the
 // chunk's tokens).
+// The host buffers and the per-worker losses are pooled across iterations (and the members of a
+// group, which run it concurrently).
 type proxStep struct {
 	T    int
 	Beta float64
+
+	bufs  sync.Pool // *proxBufs
+	works sync.Pool // *proxWork
+}
+
+// proxBufs are the host copies of one chunk's omega, y and g.
+type proxBufs struct{ om, ys, gs []float64 }
+
+// proxWork is one worker's loss and packed vectors.
+type proxWork struct {
+	l      *channel.SquareLoss
+	ou, pr []float64
 }
 
 // proxChunk is the number of samples per chunk of the host's parallel loop.
@@ -29,23 +44,44 @@ const proxChunk = 64
 func (p *proxStep) run(dev device.Device, g, y, omega device.Buffer, n int, V float64) (sumSq, sumJ float64, err error) {
 	T, M := p.T, channel.Fields(p.T)
 	tt := T * T
-	om, ys, gs := make([]float64, n*tt), make([]float64, n*tt), make([]float64, n*tt)
+	b, _ := p.bufs.Get().(*proxBufs)
+	if b == nil {
+		b = &proxBufs{}
+	}
+	defer p.bufs.Put(b)
+	for _, s := range []*[]float64{&b.om, &b.ys, &b.gs} {
+		if cap(*s) < n*tt {
+			*s = make([]float64, n*tt)
+		}
+		*s = (*s)[:n*tt]
+	}
+	om, ys, gs := b.om, b.ys, b.gs
 	if err := device.Seq(func() error { return dev.Download(om, omega) }, func() error { return dev.Download(ys, y) }); err != nil {
 		return 0, 0, err
 	}
 	vu := V / 2
 	type sums struct{ sq, j float64 }
-	type work struct {
-		l      *channel.SquareLoss
-		ou, pr []float64
-	}
-	res, err := par.MapReduce(0, par.Chunks(n, proxChunk), func() (*work, error) {
-		l, err := channel.NewSquareLoss(T, p.Beta)
-		if err != nil {
-			return nil, err
+	var takenMu sync.Mutex
+	var taken []*proxWork
+	defer func() {
+		for _, w := range taken {
+			p.works.Put(w)
 		}
-		return &work{l: l, ou: make([]float64, M), pr: make([]float64, M)}, nil
-	}, func(w *work, c int) (sums, error) {
+	}()
+	res, err := par.MapReduce(0, par.Chunks(n, proxChunk), func() (*proxWork, error) {
+		w, _ := p.works.Get().(*proxWork)
+		if w == nil {
+			l, err := channel.NewSquareLoss(T, p.Beta)
+			if err != nil {
+				return nil, err
+			}
+			w = &proxWork{l: l, ou: make([]float64, M), pr: make([]float64, M)}
+		}
+		takenMu.Lock()
+		taken = append(taken, w)
+		takenMu.Unlock()
+		return w, nil
+	}, func(w *proxWork, c int) (sums, error) {
 		lo, hi := par.Span(c, n, proxChunk)
 		var s sums
 		for mu := lo; mu < hi; mu++ {
