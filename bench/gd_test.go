@@ -36,3 +36,52 @@ func BenchmarkGDStep(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGDRestarts times averaged GD's 8 restarts trained one at a time and in one batch
+// (gd.Options.Batch), back to back in each iteration on the CPU, at alpha-bar = 1, with stored
+// tokens and streamed ones (chunks of 1024 samples): the seconds of one step of all 8
+// students each way and their ratio (batched over one at a time).
+func BenchmarkGDRestarts(b *testing.B) {
+	dev := cpu.New(0)
+	for _, c := range []struct{ D, chunk int }{{50, 0}, {100, 0}, {200, 0}, {100, 1024}, {200, 1024}} {
+		name := fmt.Sprintf("D=%d", c.D)
+		if c.chunk > 0 {
+			name += "/streamed"
+		}
+		b.Run(name, func(b *testing.B) {
+			p := aim.Params{D: c.D, Alpha: 0.25, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, Seed: 1}
+			var data *aim.Data
+			var err error
+			if c.chunk > 0 {
+				data, err = aim.GenerateStreamed(dev, p, c.chunk)
+			} else {
+				data, err = aim.Generate(dev, p)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer data.Free(dev)
+			o := gd.DefaultOptions()
+			o.Steps, o.Restarts = 4, 8
+			var seq, bat float64
+			for b.Loop() {
+				for _, batch := range []int{1, 0} {
+					o.Batch = batch
+					res, err := gd.Run(dev, data, o)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if batch == 1 {
+						seq += res.Seconds
+					} else {
+						bat += res.Seconds
+					}
+				}
+			}
+			steps := float64(b.N * (o.Steps + 1))
+			b.ReportMetric(seq/steps, "s/step-one-at-a-time")
+			b.ReportMetric(bat/steps, "s/step-batched")
+			b.ReportMetric(bat/seq, "batched/one-at-a-time")
+		})
+	}
+}

@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -159,6 +160,42 @@ func TestGemm(t *testing.T) {
 		c[i] *= 0.5
 	}
 	me.check(relErr(down(t, d, cb), c), 0, "k=0")
+	me.report()
+}
+
+// TestGemmStridedBatched: every product of a batch equals the naive one, with packed, shared
+// (stride 0) and padded operands, and equals Gemm's bit for bit; C's padding is untouched.
+func TestGemmStridedBatched(t *testing.T) {
+	d := New(3)
+	r := rand.New(rand.NewPCG(7, 8))
+	me := &maxErr{t: t, op: "GemmStridedBatched"}
+	type shape struct{ m, n, k, batch, sa, sb, sc int }
+	for _, s := range []shape{{3, 4, 5, 3, 15, 20, 12}, {40, 20, 20, 4, 0, 400, 800}, {20, 20, 10, 5, 200, 0, 410}, {6, 5, 0, 2, 0, 0, 31}} {
+		for _, ta := range []bool{false, true} {
+			for _, tb := range []bool{false, true} {
+				m, n, k := s.m, s.n, s.k
+				a, b := randVec(r, (s.batch-1)*s.sa+m*k), randVec(r, (s.batch-1)*s.sb+k*n)
+				c := randVec(r, (s.batch-1)*s.sc+m*n)
+				ab, bb, cb, cg := up(t, d, a), up(t, d, b), up(t, d, c), up(t, d, c)
+				if err := d.GemmStridedBatched(ta, tb, m, n, k, 0.7, ab, s.sa, bb, s.sb, -1.3, cb, s.sc, s.batch); err != nil {
+					t.Fatal(err)
+				}
+				got := down(t, d, cb)
+				want := slices.Clone(c)
+				for p := 0; p < s.batch; p++ {
+					copy(want[p*s.sc:], naiveGemm(ta, tb, m, n, k, 0.7, a[p*s.sa:], b[p*s.sb:], -1.3, c[p*s.sc:]))
+					view := func(x device.Buffer, off, n int) device.Buffer { v, _ := device.View(x, off, n); return v }
+					if err := d.Gemm(ta, tb, m, n, k, 0.7, view(ab, p*s.sa, m*k), view(bb, p*s.sb, k*n), -1.3, view(cg, p*s.sc, m*n)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				me.check(relErr(got, want), tol, "%+v tA=%v tB=%v", s, ta, tb)
+				if g := down(t, d, cg); !slices.Equal(got, g) {
+					t.Errorf("%+v tA=%v tB=%v: the batch differs from one Gemm per product", s, ta, tb)
+				}
+			}
+		}
+	}
 	me.report()
 }
 

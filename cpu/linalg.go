@@ -22,6 +22,20 @@ func transpose(t bool) blas.Transpose {
 	return blas.NoTrans
 }
 
+// GemmStridedBatched computes C_p = alpha op(A_p) op(B_p) + beta C_p for p < batch, one Gemm
+// after another on the slices of the buffers (device.Ops): each product is Gemm's, bit for
+// bit.
+func (d *backend) GemmStridedBatched(transA, transB bool, m, n, k int, alpha float64, a device.Buffer, strideA int, b device.Buffer, strideB int,
+	beta float64, c device.Buffer, strideC int, batch int) error {
+	for p := 0; p < batch; p++ {
+		if err := d.Gemm(transA, transB, m, n, k, alpha, d.Slice(a, p*strideA, m*k), d.Slice(b, p*strideB, k*n),
+			beta, d.Slice(c, p*strideC, m*n)); err != nil {
+			return fmt.Errorf("cpu GemmStridedBatched, product %d: %w", p, err)
+		}
+	}
+	return nil
+}
+
 // Gemm computes C = alpha op(A) op(B) + beta C with op(A) m x k, op(B) k x n and C m x n, all
 // row-major and packed: A is stored m x k (k x m when transA), B k x n (n x k when transB).
 // It calls the native library's dgemm: for a C of two row blocks or more (blockRows) once per

@@ -3,6 +3,8 @@ package device
 // The checked front of the operations of Ops other than the channel operations: data
 // movement, the products, the eigendecomposition and the element-wise operations.
 
+import "math"
+
 // Upload copies src into dst[0:len(src)].
 func (c *Checked) Upload(dst Buffer, src []float64) (err error) {
 	const op = "Upload"
@@ -78,6 +80,70 @@ func (c *Checked) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b Buf
 		return (*o)(op, func() error { return c.b.Gemm(transA, transB, m, n, k, alpha, ab.raw, bb.raw, beta, cb.raw) })
 	}
 	return c.b.Gemm(transA, transB, m, n, k, alpha, ab.raw, bb.raw, beta, cb.raw)
+}
+
+// GemmStridedBatched computes C_p = alpha op(A_p) op(B_p) + beta C_p for p < batch (Ops)
+// after checking that the sizes, strides and batch are non-negative, that a, b and c hold the
+// last matrix at (batch - 1) stride (the extent of the batch), that C's matrices do not
+// overlap one another (strideC >= m n), and that C's extent overlaps neither A's nor B's. A
+// batch of 0, or empty matrices, computes nothing.
+func (c *Checked) GemmStridedBatched(transA, transB bool, m, n, k int, alpha float64, a Buffer, strideA int, b Buffer, strideB int,
+	beta float64, cc Buffer, strideC int, batch int) (err error) {
+	const op = "GemmStridedBatched"
+	if err := c.open(op); err != nil {
+		return err
+	}
+	if _, err := c.sizes(op, "m, n, k", m, n, k); err != nil {
+		return err
+	}
+	if batch < 0 || strideA < 0 || strideB < 0 || strideC < 0 {
+		return c.errf(op, "negative size (batch, strideA, strideB, strideC) = %s: %w", ints([]int{batch, strideA, strideB, strideC}), ErrSize)
+	}
+	extent := func(name string, stride, rows, cols int) (int, error) {
+		one, err := c.sizes(op, "rows, cols of "+name, rows, cols)
+		if err != nil {
+			return 0, err
+		}
+		if batch == 0 {
+			return 0, nil
+		}
+		skip, err := c.sizes(op, "batch - 1, stride of "+name, batch-1, stride)
+		if err != nil || skip > math.MaxInt-one {
+			return 0, c.errf(op, "the extent of %s, (%d - 1) %d + %d, overflows an int: %w", name, batch, stride, one, ErrSize)
+		}
+		return skip + one, nil
+	}
+	na, err := extent("a", strideA, m, k)
+	if err != nil {
+		return err
+	}
+	nb, err := extent("b", strideB, k, n)
+	if err != nil {
+		return err
+	}
+	nc, err := extent("c", strideC, m, n)
+	if err != nil {
+		return err
+	}
+	bs, err := c.args(op, argSpec{"a", a, na}, argSpec{"b", b, nb}, argSpec{"c", cc, nc})
+	if err != nil {
+		return err
+	}
+	ab, bb, cb := bs[0], bs[1], bs[2]
+	if batch > 1 && m*n > 0 && strideC < m*n {
+		return c.errf(op, "strideC = %d < m n = %d: the %d products of c would overlap", strideC, m*n, batch)
+	}
+	if cb.use(nc).overlaps(ab.use(na)) || cb.use(nc).overlaps(bb.use(nb)) {
+		return c.errf(op, "output c must not overlap an input")
+	}
+	defer c.guard(op, &err)
+	call := func() error {
+		return c.b.GemmStridedBatched(transA, transB, m, n, k, alpha, ab.raw, strideA, bb.raw, strideB, beta, cb.raw, strideC, batch)
+	}
+	if o := c.obs.Load(); o != nil {
+		return (*o)(op, call)
+	}
+	return call()
 }
 
 // gemmArgs checks the arguments of Gemm and GemmPrecision: the device open, m, n, k >= 0, a

@@ -49,6 +49,11 @@ func (r *recorder) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b Bu
 	r.rec("Gemm")
 	return nil
 }
+func (r *recorder) GemmStridedBatched(transA, transB bool, m, n, k int, alpha float64, a Buffer, strideA int, b Buffer, strideB int,
+	beta float64, c Buffer, strideC int, batch int) error {
+	r.rec("GemmStridedBatched")
+	return nil
+}
 func (r *recorder) TokenDots(h, y, x Buffer, n, t, d int) error { r.rec("TokenDots"); return nil }
 func (r *recorder) TokenMix(z, c, x Buffer, n, t, d int) error  { r.rec("TokenMix"); return nil }
 func (r *recorder) ChannelOutput(ch channel.Spec, y, h Buffer, n int) error {
@@ -198,6 +203,16 @@ func TestBadArguments(t *testing.T) {
 		{"Gemm c = a", "Gemm", false, func() error { return d.Gemm(false, false, 4, 4, 4, 1, a, b, 0, a) }, "must not overlap"},
 		{"Gemm c overlaps b", "Gemm", false, func() error { return d.Gemm(false, false, 4, 4, 4, 1, a, lo, 0, mid) }, "must not overlap"},
 		{"Gemm freed", "Gemm", false, func() error { return d.Gemm(false, false, 2, 2, 2, 1, a, freed, 0, b) }, "was freed"},
+		{"GemmStridedBatched negative batch", "GemmStridedBatched", true, func() error { return d.GemmStridedBatched(false, false, 2, 2, 2, 1, a, 4, b, 4, 0, big, 4, -1) }, "negative"},
+		{"GemmStridedBatched negative stride", "GemmStridedBatched", true, func() error { return d.GemmStridedBatched(false, false, 2, 2, 2, 1, a, -4, b, 4, 0, big, 4, 2) }, "negative"},
+		{"GemmStridedBatched overflow", "GemmStridedBatched", true, func() error {
+			return d.GemmStridedBatched(false, false, 1, 1, 1, 1, a, math.MaxInt/2, b, 0, 0, big, 1, 4)
+		}, "overflow"},
+		{"GemmStridedBatched short a", "GemmStridedBatched", true, func() error { return d.GemmStridedBatched(false, false, 2, 2, 2, 1, a, 8, b, 0, 0, big, 4, 3) }, "buffer a"},
+		{"GemmStridedBatched short c", "GemmStridedBatched", true, func() error { return d.GemmStridedBatched(false, false, 2, 2, 2, 1, a, 0, b, 0, 0, a, 8, 3) }, "buffer c"},
+		{"GemmStridedBatched c products overlap", "GemmStridedBatched", false, func() error { return d.GemmStridedBatched(false, false, 2, 2, 2, 1, a, 0, b, 0, 0, big, 3, 2) }, "would overlap"},
+		{"GemmStridedBatched c overlaps b", "GemmStridedBatched", false, func() error { return d.GemmStridedBatched(false, false, 2, 2, 2, 1, a, 0, lo, 8, 0, mid, 4, 2) }, "must not overlap"},
+		{"GemmStridedBatched freed", "GemmStridedBatched", false, func() error { return d.GemmStridedBatched(false, false, 2, 2, 2, 1, freed, 0, b, 0, 0, big, 4, 1) }, "was freed"},
 
 		{"TokenDots negative", "TokenDots", true, func() error { return d.TokenDots(a, b, big, 1, -3, 2) }, "negative"},
 		{"TokenDots short h", "TokenDots", true, func() error { return d.TokenDots(a, big, big, 2, 3, 5) }, "buffer h"},
@@ -370,7 +385,7 @@ type opCall struct {
 }
 
 // goodCalls returns a call with good arguments of every operation of d, each calling the
-// backend once, two for Gemm and DeepSample (empty sizes among them).
+// backend once, two for Gemm, GemmStridedBatched and DeepSample (empty sizes among them).
 func goodCalls(t *testing.T, d *Checked) []opCall {
 	must := buffers(t)
 	a := must(d.Alloc(16))
@@ -390,8 +405,10 @@ func goodCalls(t *testing.T, d *Checked) []opCall {
 		{"Upload", func() error { return d.Upload(mid, make([]float64, 16)) }},
 		{"Download", func() error { return d.Download(make([]float64, 3), hi) }},
 		{"Copy", func() error { return d.Copy(hi, lo) }},
-		{"Gemm", func() error { return d.Gemm(true, false, 4, 4, 4, 1, lo, lo, 0, hi) }}, // A = B
-		{"Gemm", func() error { return d.Gemm(false, false, 0, 4, 4, 1, a, b, 0, a) }},   // C = A, both empty
+		{"Gemm", func() error { return d.Gemm(true, false, 4, 4, 4, 1, lo, lo, 0, hi) }},                                         // A = B
+		{"Gemm", func() error { return d.Gemm(false, false, 0, 4, 4, 1, a, b, 0, a) }},                                           // C = A, both empty
+		{"GemmStridedBatched", func() error { return d.GemmStridedBatched(false, false, 2, 2, 4, 1, a, 0, b, 8, 0, lo, 4, 2) }},  // A shared
+		{"GemmStridedBatched", func() error { return d.GemmStridedBatched(true, true, 4, 4, 4, 1, lo, 0, lo, 0, 0, hi, 16, 0) }}, // no products
 		{"TokenDots", func() error { return d.TokenDots(lo, a, b, 2, 2, 4) }},
 		{"TokenMix", func() error { return d.TokenMix(hi, lo, a, 2, 2, 4) }},
 		{"ChannelOutput", func() error { return d.ChannelOutput(sm, mid, mid, 4) }}, // in place
@@ -539,30 +556,31 @@ func TestClose(t *testing.T) {
 	before := len(r.calls)
 	sm := channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}
 	for op, err := range map[string]error{
-		"Alloc":           func() error { _, err := d.Alloc(1); return err }(),
-		"Upload":          d.Upload(x, nil),
-		"Download":        d.Download(nil, x),
-		"Copy":            d.Copy(x, x),
-		"Gemm":            d.Gemm(false, false, 0, 0, 0, 1, x, x, 0, x),
-		"TokenDots":       d.TokenDots(x, x, x, 0, 0, 0),
-		"TokenMix":        d.TokenMix(x, x, x, 0, 0, 0),
-		"ChannelOutput":   d.ChannelOutput(sm, x, x, 1),
-		"ChannelGOut":     func() error { _, err := d.ChannelGOut(sm, x, x, x, 0, 1); return err }(),
-		"EighSym":         d.EighSym(x, x, x, 0),
-		"SpectralCompose": d.SpectralCompose(x, x, x, 0),
-		"Scal":            d.Scal(x, 1),
-		"Axpby":           d.Axpby(x, 1, x, 1),
-		"Dot":             func() error { _, err := d.Dot(x, x); return err }(),
-		"SqDist":          func() error { _, err := d.SqDist(x, x); return err }(),
-		"AddDiag":         d.AddDiag(x, 1, 2, 1),
-		"SumDiag":         func() error { _, err := d.SumDiag(x, 1, 2); return err }(),
-		"MulPattern":      d.MulPattern(x, x, 0, 0),
-		"GaussianFill":    d.GaussianFill(x, 1, 0, 1),
-		"SoftmaxLossGrad": func() error { _, err := tr.SoftmaxLossGrad(sm, x, x, x, 1, 1); return err }(),
-		"AdamStep":        tr.AdamStep(x, x, x, x, 0.1, 0.9, 0.99, 1e-8, 1),
-		"QuadFormSum":     qf.QuadFormSum(x, x, x, x, 0, 0, 0, 1),
-		"DeepSample":      ds.DeepSample(x, x, 0, 3, 2, 1, 1, 1, 0, 8),
-		"GemmPrecision":   pg.GemmPrecision(FP32, false, false, 0, 0, 0, 1, x, x, 0, x),
+		"Alloc":              func() error { _, err := d.Alloc(1); return err }(),
+		"Upload":             d.Upload(x, nil),
+		"Download":           d.Download(nil, x),
+		"Copy":               d.Copy(x, x),
+		"Gemm":               d.Gemm(false, false, 0, 0, 0, 1, x, x, 0, x),
+		"GemmStridedBatched": d.GemmStridedBatched(false, false, 0, 0, 0, 1, x, 0, x, 0, 0, x, 0, 0),
+		"TokenDots":          d.TokenDots(x, x, x, 0, 0, 0),
+		"TokenMix":           d.TokenMix(x, x, x, 0, 0, 0),
+		"ChannelOutput":      d.ChannelOutput(sm, x, x, 1),
+		"ChannelGOut":        func() error { _, err := d.ChannelGOut(sm, x, x, x, 0, 1); return err }(),
+		"EighSym":            d.EighSym(x, x, x, 0),
+		"SpectralCompose":    d.SpectralCompose(x, x, x, 0),
+		"Scal":               d.Scal(x, 1),
+		"Axpby":              d.Axpby(x, 1, x, 1),
+		"Dot":                func() error { _, err := d.Dot(x, x); return err }(),
+		"SqDist":             func() error { _, err := d.SqDist(x, x); return err }(),
+		"AddDiag":            d.AddDiag(x, 1, 2, 1),
+		"SumDiag":            func() error { _, err := d.SumDiag(x, 1, 2); return err }(),
+		"MulPattern":         d.MulPattern(x, x, 0, 0),
+		"GaussianFill":       d.GaussianFill(x, 1, 0, 1),
+		"SoftmaxLossGrad":    func() error { _, err := tr.SoftmaxLossGrad(sm, x, x, x, 1, 1); return err }(),
+		"AdamStep":           tr.AdamStep(x, x, x, x, 0.1, 0.9, 0.99, 1e-8, 1),
+		"QuadFormSum":        qf.QuadFormSum(x, x, x, x, 0, 0, 0, 1),
+		"DeepSample":         ds.DeepSample(x, x, 0, 3, 2, 1, 1, 1, 0, 8),
+		"GemmPrecision":      pg.GemmPrecision(FP32, false, false, 0, 0, 0, 1, x, x, 0, x),
 	} {
 		if !errors.Is(err, ErrClosed) || !strings.HasPrefix(err.Error(), "rec "+op+": ") {
 			t.Errorf("%s after Close: %v", op, err)

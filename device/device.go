@@ -71,6 +71,13 @@ type Ops interface {
 	// Gemm computes C = alpha op(A) op(B) + beta C with op(A) m x k, op(B) k x n and C m x n.
 	// A is stored m x k, or k x m when transA; B is stored k x n, or n x k when transB.
 	Gemm(transA, transB bool, m, n, k int, alpha float64, a, b Buffer, beta float64, c Buffer) error
+	// GemmStridedBatched computes C_p = alpha op(A_p) op(B_p) + beta C_p for p < batch: the
+	// Gemm of the matrices that start at value p strideA of a, p strideB of b and p strideC of
+	// c, each stored as Gemm's. A stride of 0 makes every product share one A or one B; C's
+	// matrices overlap neither one another (strideC >= m n when batch > 1) nor A or B. Each
+	// product is the one Gemm computes, to the bit where a backend's Gemm is deterministic.
+	GemmStridedBatched(transA, transB bool, m, n, k int, alpha float64, a Buffer, strideA int, b Buffer, strideB int,
+		beta float64, c Buffer, strideC int, batch int) error
 	// TokenDots computes H_mu,ab = sum_i Y_mu,a,i X_mu,b,i for N samples: Y, X are N x T x D,
 	// H is N x T x T.
 	TokenDots(h, y, x Buffer, n, t, d int) error

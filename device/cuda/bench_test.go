@@ -209,3 +209,41 @@ func BenchmarkGDStep(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGDRestarts times averaged GD's 8 restarts trained one at a time and in one batch
+// (gd.Options.Batch: strided-batched products), back to back in each iteration on the GPU, at
+// alpha-bar = 1, as bench.BenchmarkGDRestarts does on the CPU: the seconds of one step of all
+// 8 students each way and their ratio (batched over one at a time).
+func BenchmarkGDRestarts(b *testing.B) {
+	g := gpu(b)
+	for _, D := range []int{100, 200, 500} {
+		b.Run(fmt.Sprintf("D%d", D), func(b *testing.B) {
+			data, err := aim.Generate(g, softmaxParams(D, 0.25, 1))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer data.Free(g)
+			o := gd.DefaultOptions()
+			o.Steps, o.Restarts = 5, 8
+			var seq, bat float64
+			for b.Loop() {
+				for _, batch := range []int{1, 0} {
+					o.Batch = batch
+					res, err := gd.Run(g, data, o)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if batch == 1 {
+						seq += res.Seconds
+					} else {
+						bat += res.Seconds
+					}
+				}
+			}
+			steps := float64(b.N * (o.Steps + 1))
+			b.ReportMetric(seq/steps, "s/step-one-at-a-time")
+			b.ReportMetric(bat/steps, "s/step-batched")
+			b.ReportMetric(bat/seq, "batched/one-at-a-time")
+		})
+	}
+}

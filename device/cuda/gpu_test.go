@@ -258,6 +258,49 @@ func testGPUGemm(t *testing.T, g target) {
 	me.compare(c, g, s, "W W^T")
 }
 
+func TestGPUGemmStridedBatched(t *testing.T) { onTargets(t, testGPUGemmStridedBatched) }
+
+// testGPUGemmStridedBatched checks the batched product against the cpu's (one Gemm per product)
+// with packed, shared (stride 0) and padded operands, every transposition and beta; the shapes
+// include those of gradient descent's batched students (X S_p with X shared, W_p^T W_p).
+func testGPUGemmStridedBatched(t *testing.T, g target) {
+	c := cpu.New(0)
+	r := rand.New(rand.NewPCG(5, 6))
+	me := &maxErr{t: t, op: "GemmStridedBatched"}
+	type shape struct{ m, n, k, batch, padA, padB, padC int } // pad -1: a stride of 0 (shared)
+	for _, s := range []shape{{7, 5, 3, 4, 0, 0, 0}, {64, 33, 17, 3, 5, -1, 2}, {400, 100, 100, 8, -1, 0, 0},
+		{100, 100, 50, 8, 0, 0, 0}, {30, 20, 10, 1, 0, 0, 0}, {5, 6, 0, 3, 0, 0, 1}, {4, 4, 4, 0, 0, 0, 0}} {
+		stride := func(size, pad int) int {
+			if pad < 0 {
+				return 0
+			}
+			return size + pad
+		}
+		m, n, k, batch := s.m, s.n, s.k, s.batch
+		sa, sb, sc := stride(m*k, s.padA), stride(k*n, s.padB), stride(m*n, s.padC)
+		extent := func(st, size int) int { return max(0, batch-1)*st + size }
+		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			for _, beta := range []float64{0, 0.7} {
+				a := both(t, c, g, randVec(r, extent(sa, m*k)))
+				b := both(t, c, g, randVec(r, extent(sb, k*n)))
+				cc := both(t, c, g, randVec(r, extent(sc, m*n)))
+				if err := c.GemmStridedBatched(tr[0], tr[1], m, n, k, 1.3, a.c, sa, b.c, sb, beta, cc.c, sc, batch); err != nil {
+					t.Fatal(err)
+				}
+				if err := g.GemmStridedBatched(tr[0], tr[1], m, n, k, 1.3, a.g, sa, b.g, sb, beta, cc.g, sc, batch); err != nil {
+					t.Fatal(err)
+				}
+				me.compare(c, g, cc, "m=%d n=%d k=%d batch=%d strides %d,%d,%d transA=%v transB=%v beta=%g",
+					m, n, k, batch, sa, sb, sc, tr[0], tr[1], beta)
+				a.free(c, g)
+				b.free(c, g)
+				cc.free(c, g)
+			}
+		}
+	}
+	me.report()
+}
+
 func TestGPUTokens(t *testing.T) { onTargets(t, testGPUTokens) }
 
 func testGPUTokens(t *testing.T, g target) {
@@ -280,7 +323,7 @@ func testGPUTokens(t *testing.T, g target) {
 		dots.compare(c, g, h, "n=%d t=%d d=%d", n, T, d)
 		if d > 0 {
 			hb, _ := g.Alloc(n * T * T)
-			if err := g.gemmStridedBatched(false, true, T, T, d, 1, y.g, T*d, x.g, T*d, 0, hb, T*T, n); err != nil {
+			if err := g.GemmStridedBatched(false, true, T, T, d, 1, y.g, T*d, x.g, T*d, 0, hb, T*T, n); err != nil {
 				t.Fatal(err)
 			}
 			batched.check(relErr(down(t, g, hb), down(t, g, h.g)), tol, "n=%d t=%d d=%d", n, T, d)

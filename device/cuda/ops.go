@@ -155,40 +155,26 @@ func (d *backend) Gemm(transA, transB bool, m, n, k int, alpha float64, a, b dev
 
 // GemmStridedBatched computes, for every p < batch, C_p = alpha op(A_p) op(B_p) + beta C_p
 // (row-major, packed, with A_p at a + p strideA values and so on) with one
-// cublasDgemmStridedBatched call. It is not part of device.Device; the tests use it as an
-// independent route to TokenDots. Its buffers are checked by the front (device.Checked's
-// BackendBuffer); its sizes here.
-func (d *Device) GemmStridedBatched(transA, transB bool, m, n, k int, alpha float64, a device.Buffer, strideA int,
+// cublasDgemmStridedBatched call, on swapped operands as gemm. m, n, k, batch and the leading
+// dimensions must fit a C int.
+func (d *backend) GemmStridedBatched(transA, transB bool, m, n, k int, alpha float64, a device.Buffer, strideA int,
 	b device.Buffer, strideB int, beta float64, c device.Buffer, strideC int, batch int) error {
 	const op = "cuda GemmStridedBatched"
-	if m < 0 || n < 0 || k < 0 || batch < 0 || strideA < 0 || strideB < 0 || strideC < 0 {
-		return fmt.Errorf("%s: negative size: %w", op, device.ErrSize)
-	}
 	if err := fitsInt32(op, "m, n, k, batch", m, n, k, batch); err != nil {
 		return err
 	}
 	if batch == 0 || m == 0 || n == 0 {
 		return nil
 	}
-	ab, err := d.BackendBuffer("GemmStridedBatched", "a", a, (batch-1)*strideA+m*k)
-	if err != nil {
-		return err
+	if k == 0 { // op(A) op(B) = 0: C_p = beta C_p, product by product as Gemm does it
+		for p := 0; p < batch; p++ {
+			if err := d.Gemm(transA, transB, m, n, 0, alpha, a, b, beta, d.Slice(c, p*strideC, m*n)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	bb, err := d.BackendBuffer("GemmStridedBatched", "b", b, (batch-1)*strideB+k*n)
-	if err != nil {
-		return err
-	}
-	cb, err := d.BackendBuffer("GemmStridedBatched", "c", c, (batch-1)*strideC+m*n)
-	if err != nil {
-		return err
-	}
-	return d.b.gemmStridedBatched(transA, transB, m, n, k, alpha, buf(ab), strideA, buf(bb), strideB, beta, buf(cb), strideC, batch)
-}
-
-// gemmStridedBatched is GemmStridedBatched on the backend.
-func (d *backend) gemmStridedBatched(transA, transB bool, m, n, k int, alpha float64, ab *buffer, strideA int,
-	bb *buffer, strideB int, beta float64, cb *buffer, strideC int, batch int) error {
-	const op = "cuda GemmStridedBatched"
+	ab, bb, cb := buf(a), buf(b), buf(c)
 	lda, ldb := k, n
 	ta, tb := int32(cublasOpN), int32(cublasOpN)
 	if transA {

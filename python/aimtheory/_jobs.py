@@ -443,7 +443,9 @@ def gd(
         element from S = 0, instead of W: the weight decay is then lambda ||S||_F^2 (ridge), and the
         penalty column holds that.
         One training per (rho, alpha, seed); with --restarts K the estimate is the average of the final
-        S of K students on the same data ("averaged GD"). The plot puts GD single, GD averaged, AMP
+        S of K students on the same data ("averaged GD"), trained as many at once as fit in memory
+        (one pass over the tokens per step for all of them; the same numbers as one at a time). The
+        plot puts GD single, GD averaged, AMP
         (from --amp) and the SE line against alpha-bar = alpha (T^2 + T - 2), as in the paper's figure.
 
           aim gd --T 2 --rho 0.5 --D 100 --alpha 0.01,0.05,0.1,0.25 --seeds 4 --restarts 32

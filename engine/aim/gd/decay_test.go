@@ -22,7 +22,7 @@ func trainStudent(t *testing.T, dev device.Device, data *aim.Data, o Options, k 
 	if R == 0 {
 		R = data.P.R()
 	}
-	st, err := newStudent(device.Single(dev), []device.Trainer{dev.Capabilities().Trainer}, []*aim.Data{data}, R)
+	st, err := newStudent(device.Single(dev), []device.Trainer{dev.Capabilities().Trainer}, []*aim.Data{data}, R, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 func directStudent(t *testing.T, dev device.Device, data *aim.Data, decay float64) *student {
 	t.Helper()
 	D := data.P.D
-	st, err := newStudent(device.Single(dev), []device.Trainer{dev.Capabilities().Trainer}, []*aim.Data{data}, D)
+	st, err := newStudent(device.Single(dev), []device.Trainer{dev.Capabilities().Trainer}, []*aim.Data{data}, D, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,10 +69,10 @@ func TestDirectGradientFiniteDifference(t *testing.T) {
 			for _, x := range s {
 				ss += x * x
 			}
-			if math.Abs(st.penalty-c.decay*ss) > 1e-12*math.Max(1, c.decay*ss) {
-				t.Errorf("penalty %g, want lambda ||S||^2 = %g", st.penalty, c.decay*ss)
+			if math.Abs(st.penalty[0]-c.decay*ss) > 1e-12*math.Max(1, c.decay*ss) {
+				t.Errorf("penalty %g, want lambda ||S||^2 = %g", st.penalty[0], c.decay*ss)
 			}
-			return l + c.decay*ss
+			return l[0] + c.decay*ss
 		}
 		objective(s)
 		grad := make([]float64, D*D)

@@ -41,6 +41,14 @@ type Options struct {
 	Eps      float64 // Adam's epsilon (1e-8)
 	R        int     // student width; 0 means the teacher's R
 	Restarts int     // independent initialisations whose final S are averaged (1 = single GD)
+	// Batch is the number of students trained at once, in lockstep (0, or more than Restarts:
+	// all of them). A batch shares each step's pass over the tokens: the forward products
+	// X S_k and the back-projections are one strided-batched product each
+	// (device.Ops.GemmStridedBatched), streamed tokens are regenerated once per step for the
+	// whole batch, and W^T W, the gradient's products and Adam run once for all. Every student
+	// computes what it computes alone, so the result does not depend on the batch (bit for bit
+	// on the CPU); the students' buffers grow with it (Bytes).
+	Batch int
 	// TraceEvery records loss and error of the first student every that many steps (0: none).
 	TraceEvery int
 	// Uncentred trains, for the linear channel, on the outputs x^T S x / sqrt(D) of student and
@@ -98,22 +106,32 @@ type Result struct {
 }
 
 // Bytes returns the device memory of one training beside the data on a device that holds n
-// samples (all N on one device; a shard on a group's lead): W, its gradient and Adam's moments
-// (R x D each), S, the gradient G_S and the running average (D x D), and the n x T x D and
-// three n x T x T work arrays, and with o.Spectrum the eigenvectors and eigenvalues of S (D x D
-// and D). The other members of a group hold no W, moments or average.
+// samples (all N on one device; a shard on a group's lead), for B = o.BatchSize() students
+// at once: W, its gradient and Adam's moments (B R x D each), S and the gradient G_S (B D x D
+// each) and the running average (D x D), the B n x T x D scratch and the 3 B n x T x T work
+// arrays, and with o.Spectrum the eigenvectors and eigenvalues of S (D x D and D). The other
+// members of a group hold no W, moments or average.
 func Bytes(p aim.Params, o Options, n int) uint64 {
-	D, N, T := uint64(p.D), uint64(n), uint64(p.T())
-	return 8*(4*studentRank(p, o)*D+3*D*D+N*T*D+3*N*T*T) + spectrumBytes(p, o) + directBytes(p, o)
+	D, N, T, B := uint64(p.D), uint64(n), uint64(p.T()), uint64(o.BatchSize())
+	return 8*(4*B*studentRank(p, o)*D+(2*B+1)*D*D+B*N*T*D+3*B*N*T*T) + spectrumBytes(p, o) + directBytes(p, o)
 }
 
 // StreamedBytes returns the device memory of one training on streamed tokens (chunks of chunk
-// samples) beside the data on a device that holds n samples: as Bytes, with the scratch and the
-// tokens of one chunk (2 chunk T D) in place of the n x T x D scratch, and one more D x D
-// matrix (a chunk's part of G_S).
+// samples) beside the data on a device that holds n samples: as Bytes, with the tokens of one
+// chunk and the B students' scratch of one chunk ((1 + B) chunk T D) in place of the n x T x D
+// scratch, and B more D x D matrices (a chunk's parts of G_S).
 func StreamedBytes(p aim.Params, o Options, n, chunk int) uint64 {
-	D, N, T, C := uint64(p.D), uint64(n), uint64(p.T()), uint64(min(chunk, n))
-	return 8*(4*studentRank(p, o)*D+4*D*D+2*C*T*D+3*N*T*T) + spectrumBytes(p, o) + directBytes(p, o)
+	D, N, T, C, B := uint64(p.D), uint64(n), uint64(p.T()), uint64(min(chunk, n)), uint64(o.BatchSize())
+	return 8*(4*B*studentRank(p, o)*D+(3*B+1)*D*D+(1+B)*C*T*D+3*B*N*T*T) + spectrumBytes(p, o) + directBytes(p, o)
+}
+
+// BatchSize is the number of students trained at once: Batch, or Restarts where Batch is 0
+// or larger.
+func (o Options) BatchSize() int {
+	if o.Batch > 0 && o.Batch < o.Restarts {
+		return o.Batch
+	}
+	return max(1, o.Restarts)
 }
 
 // directBytes is the D x D identity a direct student's symmetric gradient uses, 0 otherwise.
@@ -153,6 +171,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("gd: learning rate %g, need > 0", o.LR)
 	case o.Restarts < 1:
 		return fmt.Errorf("gd: restarts = %d, need at least 1", o.Restarts)
+	case o.Batch < 0:
+		return fmt.Errorf("gd: batch = %d, need 0 (every restart at once) or more students", o.Batch)
 	case o.R < 0:
 		return fmt.Errorf("gd: student width R = %d, need >= 0", o.R)
 	case o.Direct && o.Restarts != 1:
@@ -177,9 +197,11 @@ func Run(dev device.Device, data *aim.Data, o Options) (Result, error) {
 // RunGroup trains o.Restarts students on data sharded over a device group (aim.GenerateGroup:
 // parts[j] on member j; softmax or linear teachers: the hardmax output has no useful gradient) and
 // returns the error of the averaged S. Student k starts from W ~ N(0, 1), drawn from the data's
-// seed at stream.Restart(k). The lead holds W and the optimiser: it computes S and broadcasts
-// it; each member computes the loss and its shard's part of G_S; the parts are summed through
-// the group's Collective and the losses in member order, and the lead takes the step.
+// seed at stream.Restart(k). The students train o.BatchSize() at a time, in lockstep. The lead
+// holds W and the optimiser: it computes S and broadcasts it; each member computes the losses
+// and its shard's part of G_S; the parts are summed through the group's Collective and the
+// losses in member order, and the lead takes the step. When a student diverges, the error
+// names it and the step, and the students of its batch stop there.
 func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 	if err := o.validate(); err != nil {
 		return Result{}, err
@@ -212,7 +234,8 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 	if o.Direct {
 		R = p.D // the parameter is S itself, D x D
 	}
-	st, err := newStudent(g, trs, parts, R)
+	B := o.BatchSize()
+	st, err := newStudent(g, trs, parts, R, B)
 	if err != nil {
 		return Result{}, err
 	}
@@ -232,7 +255,7 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 		defer st.g.Lead().Free(st.eye)
 	}
 	dev, tr, data := g.Lead(), trs[0], parts[0]
-	D := p.D
+	D, RD, DD := p.D, R*p.D, p.D*p.D
 	var eig []device.Buffer // the eigenvalues and eigenvectors of S, with o.Spectrum
 	if o.Spectrum {
 		if eig, err = device.AllocAll(dev, D, D*D); err != nil {
@@ -240,40 +263,51 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 		}
 		defer device.FreeAll(dev, eig...)
 	}
-	w, grad, m, v, s, sBar := st.w, st.grad, st.m, st.v, st.s, st.sBar
-	zeros := make([]float64, R*D)
+	zeros := make([]float64, B*RD)
 	start := time.Now()
 	res := Result{}
-	lossAndGrad := st.lossAndGrad
+	diverged := func(format string, args ...any) (Result, error) {
+		res.Seconds = time.Since(start).Seconds()
+		return res, fmt.Errorf("%w: "+format, append([]any{ErrDiverged}, args...)...)
+	}
 
-	for k := 0; k < o.Restarts; k++ {
+	for k0 := 0; k0 < o.Restarts; k0 += B {
+		nb := min(B, o.Restarts-k0) // students k0, ..., k0 + nb - 1
+		st.nb = nb
+		w, grad, m, v := view(st.w, 0, nb*RD), view(st.grad, 0, nb*RD), view(st.m, 0, nb*RD), view(st.v, 0, nb*RD)
 		if err := device.Seq(
 			func() error {
 				if o.Direct {
-					return dev.Upload(w, zeros) // S = 0
+					return dev.Upload(w, zeros[:nb*RD]) // S = 0
 				}
-				return dev.GaussianFill(w, p.Seed, stream.Restart(k), 1)
+				for q := 0; q < nb; q++ {
+					if err := dev.GaussianFill(view(w, q*RD, RD), p.Seed, stream.Restart(k0+q), 1); err != nil {
+						return err
+					}
+				}
+				return nil
 			},
-			func() error { return dev.Upload(m, zeros) },
-			func() error { return dev.Upload(v, zeros) },
+			func() error { return dev.Upload(m, zeros[:nb*RD]) },
+			func() error { return dev.Upload(v, zeros[:nb*RD]) },
 		); err != nil {
-			return res, fmt.Errorf("gd: student %d: init: %w", k, err)
+			return res, fmt.Errorf("gd: students %d to %d: init: %w", k0, k0+nb-1, err)
 		}
-		var loss float64
+		var losses []float64
 		for t := 1; t <= o.Steps; t++ {
-			if loss, err = lossAndGrad(); err != nil {
-				return res, fmt.Errorf("gd: student %d step %d: %w", k, t, err)
+			if losses, err = st.lossAndGrad(); err != nil {
+				return res, fmt.Errorf("gd: students %d to %d, step %d: %w", k0, k0+nb-1, t, err)
 			}
-			if math.IsNaN(loss) || math.IsInf(loss, 0) {
-				res.Seconds = time.Since(start).Seconds()
-				return res, fmt.Errorf("%w: student %d step %d: loss = %g", ErrDiverged, k, t, loss)
+			for q, loss := range losses {
+				if math.IsNaN(loss) || math.IsInf(loss, 0) {
+					return diverged("student %d step %d: loss = %g", k0+q, t, loss)
+				}
 			}
-			if k == 0 && o.TraceEvery > 0 && (t-1)%o.TraceEvery == 0 {
-				e, err := dev.SqDist(s, data.S)
+			if k0 == 0 && o.TraceEvery > 0 && (t-1)%o.TraceEvery == 0 {
+				e, err := dev.SqDist(view(st.s, 0, DD), data.S)
 				if err != nil {
 					return res, fmt.Errorf("gd: %w", err)
 				}
-				res.Trace = append(res.Trace, Point{Step: t - 1, Loss: loss, Error: e / float64(D)})
+				res.Trace = append(res.Trace, Point{Step: t - 1, Loss: losses[0], Error: e / float64(D)})
 			}
 			if o.Adam {
 				err = tr.AdamStep(w, grad, m, v, o.LR, o.Beta1, o.Beta2, o.Eps, t)
@@ -281,47 +315,56 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 				err = dev.Axpby(w, -o.LR, grad, 1)
 			}
 			if err != nil {
-				return res, fmt.Errorf("gd: student %d step %d: %w", k, t, err)
+				return res, fmt.Errorf("gd: students %d to %d, step %d: %w", k0, k0+nb-1, t, err)
 			}
-			if ww, err := dev.Dot(w, w); err != nil || math.IsNaN(ww) || math.IsInf(ww, 0) {
-				res.Seconds = time.Since(start).Seconds()
-				return res, errors.Join(err, fmt.Errorf("%w: student %d step %d: ||W||^2 = %g", ErrDiverged, k, t, ww))
+			for q := 0; q < nb; q++ {
+				wq := view(w, q*RD, RD)
+				if ww, err := dev.Dot(wq, wq); err != nil {
+					return res, fmt.Errorf("gd: student %d step %d: %w", k0+q, t, err)
+				} else if math.IsNaN(ww) || math.IsInf(ww, 0) {
+					return diverged("student %d step %d: ||W||^2 = %g", k0+q, t, ww)
+				}
 			}
 			if o.Progress != nil {
-				o.Progress()
+				for range nb {
+					o.Progress()
+				}
 			}
 		}
-		// The final S and loss of student k.
-		if loss, err = lossAndGrad(); err != nil {
-			return res, fmt.Errorf("gd: student %d: %w", k, err)
+		// The final S and loss of each student of the batch.
+		if losses, err = st.lossAndGrad(); err != nil {
+			return res, fmt.Errorf("gd: students %d to %d: %w", k0, k0+nb-1, err)
 		}
-		e, err := dev.SqDist(s, data.S)
-		if err != nil {
-			return res, fmt.Errorf("gd: %w", err)
-		}
-		if math.IsNaN(e) {
-			return res, fmt.Errorf("%w: student %d: final S is NaN", ErrDiverged, k)
-		}
-		res.SingleErrors = append(res.SingleErrors, e/float64(D))
-		res.FinalLoss = append(res.FinalLoss, loss)
-		res.Penalty = append(res.Penalty, st.penalty)
-		if k == 0 && o.Spectrum {
-			res.Eigenvalues = make([]float64, D)
-			if err := device.Seq(
-				func() error { return dev.EighSym(eig[0], eig[1], s, D) },
-				func() error { return dev.Download(res.Eigenvalues, eig[0]) },
-			); err != nil {
-				return res, fmt.Errorf("gd: spectrum of S: %w", err)
+		for q := 0; q < nb; q++ {
+			k, sq := k0+q, view(st.s, q*DD, DD)
+			e, err := dev.SqDist(sq, data.S)
+			if err != nil {
+				return res, fmt.Errorf("gd: %w", err)
 			}
-		}
-		if k == 0 && o.TraceEvery > 0 {
-			res.Trace = append(res.Trace, Point{Step: o.Steps, Loss: loss, Error: e / float64(D)})
-		}
-		if err := dev.Axpby(sBar, 1/float64(o.Restarts), s, 1); err != nil {
-			return res, fmt.Errorf("gd: %w", err)
+			if math.IsNaN(e) {
+				return diverged("student %d: final S is NaN", k)
+			}
+			res.SingleErrors = append(res.SingleErrors, e/float64(D))
+			res.FinalLoss = append(res.FinalLoss, losses[q])
+			res.Penalty = append(res.Penalty, st.penalty[q])
+			if k == 0 && o.Spectrum {
+				res.Eigenvalues = make([]float64, D)
+				if err := device.Seq(
+					func() error { return dev.EighSym(eig[0], eig[1], sq, D) },
+					func() error { return dev.Download(res.Eigenvalues, eig[0]) },
+				); err != nil {
+					return res, fmt.Errorf("gd: spectrum of S: %w", err)
+				}
+			}
+			if k == 0 && o.TraceEvery > 0 {
+				res.Trace = append(res.Trace, Point{Step: o.Steps, Loss: losses[q], Error: e / float64(D)})
+			}
+			if err := dev.Axpby(st.sBar, 1/float64(o.Restarts), sq, 1); err != nil {
+				return res, fmt.Errorf("gd: %w", err)
+			}
 		}
 	}
-	e, err := dev.SqDist(sBar, data.S)
+	e, err := dev.SqDist(st.sBar, data.S)
 	if err != nil {
 		return res, fmt.Errorf("gd: %w", err)
 	}
@@ -330,38 +373,40 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 	return res, nil
 }
 
-// student holds one student's buffers on a device group and computes its loss and gradient.
-// The lead holds W, its gradient, Adam's moments and the average of S; every member holds its
-// copy of S, its part of G_S and the work arrays of its shard.
+// student holds a batch of students' buffers on a device group and computes their losses and
+// gradients. The lead holds the W of each, their gradients, Adam's moments and the average of
+// S; every member holds its copy of each S, its parts of G_S and the work arrays of its shard.
+// The batch's student q has its R x D matrices at q R D of w, grad, m and v, its S and G_S at
+// q D^2, and its n x T x T arrays at q n T^2 of a shard's h, yhat and gamma.
 type student struct {
 	g             *device.Group
 	parts         []*aim.Data
 	R             int
+	nb            int              // students in the current batch (at most the batch size)
 	prec          device.Precision // of the two large contractions (Options.Precision)
 	uncentred     bool             // Options.Uncentred
 	decay         float64          // Options.WeightDecay, lambda
 	direct        bool             // Options.Direct: w is S itself
 	eye           device.Buffer    // the D x D identity (direct)
-	penalty       float64          // lambda Tr S of the S of the last lossAndGrad
+	penalty       []float64        // each student's lambda Tr S of the S of the last lossAndGrad
 	bufs          [][]device.Buffer
 	w, grad, m, v device.Buffer // the lead's
-	s, gS, sBar   device.Buffer // the lead's S, G_S and average
-	ss, gSs       []device.Buffer
+	s, gS, sBar   device.Buffer // the lead's S and G_S (each student's) and the average
 	shards        []*shard
 }
 
-// shard is one member's part of a student.
+// shard is one member's part of a batch of students.
 type shard struct {
 	dev                     device.Device
 	tr                      device.Trainer
 	data                    *aim.Data
-	s, gS                   device.Buffer // S (a copy of the lead's) and the shard's part of G_S
+	s, gS                   device.Buffer // each S (a copy of the lead's) and the shard's part of each G_S
 	scratch, h, yhat, gamma device.Buffer
-	xc, gChunk              device.Buffer // streamed data: a chunk's tokens and its G_S part
-	loss, trG               float64
+	xc, gChunk              device.Buffer // streamed data: a chunk's tokens and its parts of G_S
+	loss, trG               []float64     // each student's
 }
 
-func newStudent(g *device.Group, trs []device.Trainer, parts []*aim.Data, R int) (*student, error) {
+func newStudent(g *device.Group, trs []device.Trainer, parts []*aim.Data, R, B int) (*student, error) {
 	D, T := parts[0].P.D, parts[0].P.T()
 	b, err := g.AllocEach(func(j int) []int {
 		n := parts[j].Samples()
@@ -369,27 +414,26 @@ func newStudent(g *device.Group, trs []device.Trainer, parts []*aim.Data, R int)
 		if parts[j].Chunk > 0 {
 			chunk = parts[j].Chunk
 		}
-		sizes := []int{D * D, D * D, chunk * T * D, n * T * T, n * T * T, n * T * T}
+		sizes := []int{B * D * D, B * D * D, B * chunk * T * D, B * n * T * T, B * n * T * T, B * n * T * T}
 		if parts[j].Chunk > 0 {
-			sizes = append(sizes, chunk*T*D, D*D)
+			sizes = append(sizes, chunk*T*D, B*D*D)
 		}
 		if j == 0 {
-			sizes = append(sizes, R*D, R*D, R*D, R*D, D*D)
+			sizes = append(sizes, B*R*D, B*R*D, B*R*D, B*R*D, D*D)
 		}
 		return sizes
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gd: %w", err)
 	}
-	st := &student{g: g, parts: parts, R: R, bufs: b}
+	st := &student{g: g, parts: parts, R: R, nb: B, bufs: b, penalty: make([]float64, B)}
 	for j, bj := range b {
 		sh := &shard{dev: g.Members[j], tr: trs[j], data: parts[j], s: bj[0], gS: bj[1],
-			scratch: bj[2], h: bj[3], yhat: bj[4], gamma: bj[5]}
+			scratch: bj[2], h: bj[3], yhat: bj[4], gamma: bj[5], loss: make([]float64, B), trG: make([]float64, B)}
 		if parts[j].Chunk > 0 {
 			sh.xc, sh.gChunk = bj[6], bj[7]
 		}
 		st.shards = append(st.shards, sh)
-		st.ss, st.gSs = append(st.ss, sh.s), append(st.gSs, sh.gS)
 	}
 	lb := b[0][len(b[0])-5:]
 	st.w, st.grad, st.m, st.v, st.sBar = lb[0], lb[1], lb[2], lb[3], lb[4]
@@ -429,114 +473,143 @@ func lossGrad(dev device.Device, tr device.Trainer, ch channel.Spec, gamma, yhat
 	return scale * ss, dev.Scal(gamma, 2*scale)
 }
 
-// lossAndGrad sets S = W^T W / sqrt(R D) from W and returns the data loss
-// L = sum_mu sum_ab (y-hat - y)^2 / D, writing grad = dL_lambda/dW, the gradient of
-// L_lambda = L + lambda Tr S:
+// lossAndGrad sets, for each student of the batch, S = W^T W / sqrt(R D) from W and returns
+// the data losses L = sum_mu sum_ab (y-hat - y)^2 / D, writing grad = dL_lambda/dW, the
+// gradient of L_lambda = L + lambda Tr S:
 //
 //	grad = W (G_S + G_S^T) / sqrt(R D) + (2 lambda / sqrt(R D)) W
 //
 // with G_S = (1/sqrt(D)) (sum_mu X_mu^T Gamma_mu X_mu - sum_mu Tr Gamma_mu I) and Gamma = dL/dh
 // (without the trace term, and with the trace offset in every residual, when uncentred). It
-// sets st.penalty = lambda Tr S; at lambda = 0 the decay term is not computed at all. A direct
-// student (Options.Direct) holds S in W: then S = W, grad = (G_S + G_S^T)/2 + 2 lambda S and
-// the penalty is lambda ||S||_F^2.
-func (st *student) lossAndGrad() (float64, error) {
+// sets st.penalty to each lambda Tr S; at lambda = 0 the decay term is not computed at all. A
+// direct student (Options.Direct) holds S in W: then S = W, grad = (G_S + G_S^T)/2 + 2 lambda S
+// and the penalty is lambda ||S||_F^2.
+func (st *student) lossAndGrad() ([]float64, error) {
 	g, lead, p := st.g, st.g.Lead(), st.parts[0].P
-	D, T, R := p.D, p.T(), st.R
+	D, T, R, nb := p.D, p.T(), st.R, st.nb
+	DD, RD := D*D, R*D
 	cSW := 1 / math.Sqrt(float64(R)*float64(D))
 	sqrtD := math.Sqrt(float64(D))
+	ss, gSs := make([]device.Buffer, len(st.shards)), make([]device.Buffer, len(st.shards))
+	for j, sh := range st.shards {
+		ss[j], gSs[j] = view(sh.s, 0, nb*DD), view(sh.gS, 0, nb*DD)
+	}
 	if err := device.Seq(
 		func() error {
 			if st.direct {
-				return lead.Copy(st.s, st.w)
+				return lead.Copy(ss[0], view(st.w, 0, DD))
 			}
-			return lead.Gemm(true, false, D, D, R, cSW, st.w, st.w, 0, st.s)
+			return device.GemmStridedBatchedAt(lead, device.FP64, true, false, D, D, R, cSW, st.w, RD, st.w, RD, 0, st.s, DD, nb)
 		},
-		func() error { return g.Sum.Broadcast(g.Members, st.ss) },
+		func() error { return g.Sum.Broadcast(g.Members, ss) },
 	); err != nil {
-		return 0, err
+		return nil, err
 	}
-	trS, err := lead.SumDiag(st.s, 1, D)
-	if err != nil {
-		return 0, err
-	}
-	st.penalty = 0
-	switch {
-	case st.decay != 0 && st.direct:
-		ss, err := lead.Dot(st.s, st.s)
-		if err != nil {
-			return 0, err
+	trS := make([]float64, nb)
+	for q := range trS {
+		sq := view(st.s, q*DD, DD)
+		var err error
+		if trS[q], err = lead.SumDiag(sq, 1, D); err != nil {
+			return nil, err
 		}
-		st.penalty = st.decay * ss
-	case st.decay != 0:
-		st.penalty = st.decay * trS
+		st.penalty[q] = 0
+		switch {
+		case st.decay != 0 && st.direct:
+			v, err := lead.Dot(sq, sq)
+			if err != nil {
+				return nil, err
+			}
+			st.penalty[q] = st.decay * v
+		case st.decay != 0:
+			st.penalty[q] = st.decay * trS[q]
+		}
 	}
 	// One pass over each member's samples, chunk by chunk of tokens (one chunk when they are
-	// stored, so that streamed tokens are regenerated once per step): the indices, the outputs,
-	// the loss and Gamma, and G_S = (1/sqrt(D)) sum_mu X_mu^T Gamma_mu X_mu, the loss, Tr Gamma
-	// and the chunks' parts of G_S summed in chunk order, then the members' in member order.
+	// stored, so that streamed tokens are regenerated once per step for the whole batch): the
+	// indices, the outputs, the loss and Gamma of each student, and its
+	// G_S = (1/sqrt(D)) sum_mu X_mu^T Gamma_mu X_mu, the loss, Tr Gamma and the chunks' parts of
+	// G_S summed in chunk order, then the members' in member order.
 	if err := g.Each(func(j int, dev device.Device) error {
 		sh := st.shards[j]
-		sh.loss, sh.trG = 0, 0
-		return sh.data.EachChunkSum(dev, sh.xc, sh.gS, sh.gChunk, func(lo, n int, x, out device.Buffer) error {
-			hc, yh, gc, yc := view(sh.h, lo*T*T, n*T*T), view(sh.yhat, lo*T*T, n*T*T), view(sh.gamma, lo*T*T, n*T*T), view(sh.data.Y, lo*T*T, n*T*T)
-			sc := view(sh.scratch, 0, n*T*D)
-			return device.Seq(
-				func() error { return aim.IndicesAt(dev, st.prec, hc, sc, x, sh.s, trS, n, T, D) },
-				func() error { return dev.ChannelOutput(p.Channel, yh, hc, n) },
-				func() error {
-					shift := 0.0 // the uncentred residual's (Tr S - Tr S*)/sqrt(D)
-					if st.uncentred {
-						shift = (trS - sh.data.TrS) / sqrtD
-					}
-					l, err := lossGrad(dev, sh.tr, p.Channel, gc, yh, yc, n, 1/float64(D), shift)
-					sh.loss += l
+		N := sh.data.Samples()
+		clear(sh.loss)
+		clear(sh.trG)
+		var gChunk device.Buffer
+		if sh.gChunk != nil {
+			gChunk = view(sh.gChunk, 0, nb*DD)
+		}
+		return sh.data.EachChunkSum(dev, sh.xc, gSs[j], gChunk, func(lo, n int, x, out device.Buffer) error {
+			ntt, ntd := n*T*T, n*T*D
+			at := func(b device.Buffer, q int) device.Buffer { return view(b, q*N*T*T+lo*T*T, ntt) }
+			if err := aim.IndicesBatch(dev, st.prec, view(sh.h, lo*T*T, (nb-1)*N*T*T+ntt), N*T*T, sh.scratch, x, ss[j], trS, n, T, D); err != nil {
+				return err
+			}
+			for q := 0; q < nb; q++ {
+				hc, yh, gc, sc := at(sh.h, q), at(sh.yhat, q), at(sh.gamma, q), view(sh.scratch, q*ntd, ntd)
+				if err := device.Seq(
+					func() error { return dev.ChannelOutput(p.Channel, yh, hc, n) },
+					func() error {
+						shift := 0.0 // the uncentred residual's (Tr S - Tr S*)/sqrt(D)
+						if st.uncentred {
+							shift = (trS[q] - sh.data.TrS) / sqrtD
+						}
+						l, err := lossGrad(dev, sh.tr, p.Channel, gc, yh, view(sh.data.Y, lo*T*T, ntt), n, 1/float64(D), shift)
+						sh.loss[q] += l
+						return err
+					},
+					func() error { t, err := dev.SumDiag(gc, n, T); sh.trG[q] += t; return err },
+					func() error { return dev.TokenMix(sc, gc, x, n, T, D) },
+				); err != nil {
 					return err
-				},
-				func() error { t, err := dev.SumDiag(gc, n, T); sh.trG += t; return err },
-				func() error { return dev.TokenMix(sc, gc, x, n, T, D) },
-				func() error { return device.GemmAt(dev, st.prec, true, false, D, D, n*T, 1/sqrtD, x, sc, 0, out) },
-			)
+				}
+			}
+			return device.GemmStridedBatchedAt(dev, st.prec, true, false, D, D, n*T, 1/sqrtD, x, 0, sh.scratch, ntd, 0, out, DD, nb)
 		})
 	}); err != nil {
-		return 0, err
+		return nil, err
 	}
-	if err := g.Sum.Reduce(g.Members, st.gSs); err != nil {
-		return 0, err
+	if err := g.Sum.Reduce(g.Members, gSs); err != nil {
+		return nil, err
 	}
-	var loss, trG float64
-	for _, sh := range st.shards {
-		loss += sh.loss
-		trG += sh.trG
+	losses := make([]float64, nb)
+	for q := range losses {
+		var trG float64
+		for _, sh := range st.shards {
+			losses[q] += sh.loss[q]
+			trG += sh.trG[q]
+		}
+		centre := -trG / sqrtD
+		if st.uncentred {
+			centre = 0
+		}
+		if err := lead.AddDiag(view(st.gS, q*DD, DD), 1, D, centre); err != nil {
+			return nil, err
+		}
 	}
-	centre := -trG / sqrtD
-	if st.uncentred {
-		centre = 0
-	}
-	return loss, device.Seq(
-		func() error { return lead.AddDiag(st.gS, 1, D, centre) },
+	return losses, device.Seq(
 		func() error {
 			if st.direct { // grad = (G_S + G_S^T)/2, the transpose as I G_S^T
-				return lead.Gemm(false, false, D, D, D, 0.5, st.eye, st.gS, 0, st.grad)
+				return device.GemmStridedBatchedAt(lead, device.FP64, false, false, D, D, D, 0.5, st.eye, 0, st.gS, DD, 0, st.grad, DD, nb)
 			}
-			return lead.Gemm(false, false, R, D, D, cSW, st.w, st.gS, 0, st.grad)
+			return device.GemmStridedBatchedAt(lead, device.FP64, false, false, R, D, D, cSW, st.w, RD, st.gS, DD, 0, st.grad, RD, nb)
 		},
 		func() error {
 			if st.direct {
-				return lead.Gemm(false, true, D, D, D, 0.5, st.eye, st.gS, 1, st.grad)
+				return device.GemmStridedBatchedAt(lead, device.FP64, false, true, D, D, D, 0.5, st.eye, 0, st.gS, DD, 1, st.grad, DD, nb)
 			}
-			return lead.Gemm(false, true, R, D, D, cSW, st.w, st.gS, 1, st.grad)
+			return device.GemmStridedBatchedAt(lead, device.FP64, false, true, R, D, D, cSW, st.w, RD, st.gS, DD, 1, st.grad, RD, nb)
 		},
 		func() error {
+			grad, w := view(st.grad, 0, nb*RD), view(st.w, 0, nb*RD)
 			switch {
 			case st.decay == 0:
 				return nil
 			case st.direct:
 				// d(lambda ||S||_F^2)/dS = 2 lambda S.
-				return lead.Axpby(st.grad, 2*st.decay, st.w, 1)
+				return lead.Axpby(grad, 2*st.decay, w, 1)
 			}
-			// d(lambda Tr S)/dW = d(lambda ||W||_F^2 / sqrt(R D))/dW = (2 lambda / sqrt(R D)) W.
-			return lead.Axpby(st.grad, 2*st.decay*cSW, st.w, 1)
+			// d(lambda Tr S)/dW = d(lambda ||W||_F^2 / sqrt(R D)) / dW = (2 lambda / sqrt(R D)) W.
+			return lead.Axpby(grad, 2*st.decay*cSW, w, 1)
 		},
 	)
 }

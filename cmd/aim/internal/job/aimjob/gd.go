@@ -2,6 +2,7 @@ package aimjob
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -128,13 +129,33 @@ func (c *GDConfig) options() gd.Options {
 // --max-memory) neither with stored nor with streamed tokens, as --tokens allows.
 func (c *GDConfig) CheckMemory(d *job.Device) error { _, err := c.planTokens(d); return err }
 
-// planTokens chooses the token mode of the grid (Tokens).
+// planTokens chooses the token mode of the grid (Tokens) and the students trained at once
+// (gd.Options.Batch): all the restarts where they fit in the mode, and with the chunk, one
+// student would get (stored tokens where one student fits beside them), else the largest of
+// K/2, K/4, ... (rounded up) that fits so, else one at a time.
 func (c *GDConfig) planTokens(d *job.Device) (TokenPlan, error) {
-	o := c.options()
-	return c.Sim.PlanTokens(d, func(p aim.Params, n int) uint64 { return StoredPeak(p, n, gd.Bytes(p, o, n)+c.precisionBytes(p, n)) },
-		func(p aim.Params, n, chunk int) uint64 {
-			return StreamedPeak(p, n, chunk, gd.StreamedBytes(p, o, n, chunk)+c.precisionBytes(p, min(chunk, n)))
-		})
+	plan := func(batch int) (TokenPlan, error) {
+		o := c.options()
+		o.Batch = batch
+		pl, err := c.Sim.PlanTokens(d, func(p aim.Params, n int) uint64 { return StoredPeak(p, n, gd.Bytes(p, o, n)+c.precisionBytes(p, n)) },
+			func(p aim.Params, n, chunk int) uint64 {
+				return StreamedPeak(p, n, chunk, gd.StreamedBytes(p, o, n, chunk)+c.precisionBytes(p, min(chunk, n)))
+			})
+		pl.Students = batch
+		return pl, err
+	}
+	one, err := plan(1)
+	if err != nil || c.Restarts == 1 {
+		return one, err
+	}
+	for b := c.Restarts; b > 1; b = (b + 1) / 2 {
+		if pl, err := plan(b); err == nil && pl.Streamed == one.Streamed && pl.Chunk == one.Chunk {
+			pl.Note += fmt.Sprintf("; %d of the %d students at a time", b, c.Restarts)
+			return pl, nil
+		}
+	}
+	one.Note += fmt.Sprintf("; the %d students one at a time (two need more memory)", c.Restarts)
+	return one, nil
 }
 
 // GDRow is one training: a row of the `aim gd` CSV.
@@ -291,6 +312,7 @@ func (j *gdJob) run(env job.Env) (*GDResult, error) {
 	defer bar.Finish()
 	err := c.eachRun(env.Ctx(), j.ch, gd.ErrDiverged, &res.Failed, &res.Missing, func(r simRun) error {
 		o := c.options()
+		o.Batch = j.plan.Students
 		done := 0
 		o.Progress = func() { done++; bar.Add(1) }
 		parts, err := j.plan.Generate(j.dev, r.p)
@@ -382,7 +404,7 @@ func ExecuteGD(c *GDConfig, env job.Env) (string, error) {
 		params[k] = v
 	}
 	for k, v := range map[string]any{"restarts": c.Restarts, "steps": c.Steps, "lr": c.LR, "optimizer": c.Optimizer,
-		"R_student": c.R, "amp": c.AMP, "weight_decay": c.WeightDecay, "direct": c.Direct} {
+		"R_student": c.R, "amp": c.AMP, "weight_decay": c.WeightDecay, "direct": c.Direct, "students_at_once": res.Tokens.Students} {
 		params[k] = v
 	}
 	man := env.Manifest("gd", res.Note, params, start)

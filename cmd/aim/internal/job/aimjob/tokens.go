@@ -68,6 +68,7 @@ func ParseBytes(s string) (uint64, error) {
 type TokenPlan struct {
 	Streamed bool
 	Chunk    int    // samples per chunk when streamed
+	Students int    // aim gd: the students trained at once (gd.Options.Batch)
 	Note     string // what was chosen and why, for stderr and the manifest
 }
 
