@@ -25,6 +25,9 @@
 #      warm-up then 3 timed GAMP-RIE iterations and GD steps, per-operation seconds, GFLOP/s
 #      against the GPU's 8192 Dgemm (D = 2000: 3.2e13 flops a pass, ~0.6 s; 4 AMP iterations,
 #      5 GD passes and the data per mode)                limit  45 s, expected 20 s
+#  4b. aim bench on the GPU at fp32, tf32 and bf16x9 (the two large contractions; the rest
+#      fp64), stored D = 2000, each against its own precision's 8192 product rate
+#                                                         limit  50 s, expected 25-35 s
 #   5. the big GPU tests, AIM_GPU_BIG=1: the > 2^31-value token test (about 90 GiB) and a
 #      D = 1000 GAMP-RIE trajectory against the CPU's    limit  90 s, expected 30-60 s
 #   6. aim bench on the GPU, streamed D = 4000, GAMP-RIE (the data, a warm-up, 3 iterations:
@@ -36,9 +39,10 @@
 #   8. the same streamed D = 4000 for GD (gd.Run also evaluates the loss after its last step:
 #      5 passes), if the budget allows                   limit  75 s, expected 50-60 s
 #   9. the Go GPU benchmarks, warm (-test.benchtime=2x: Dgemm, forward and back-projection,
-#      GAMP-RIE at D = 1000 and 2000, the largest D that fits, GD steps, the SMI deep channel's
+#      GAMP-RIE at D = 1000 and 2000, the largest D that fits, GD steps, averaged GD's 8
+#      restarts one at a time and batched at D = 100, 200 and 500, the SMI deep channel's
 #      sampler at L = 3 and 4 beside the host's CPU), if the budget allows
-#                                                         limit  45 s, expected 30 s
+#                                                         limit  60 s, expected 40 s
 #  10. GAMP-RIE with the hardmax channel at T = 3 (the polytope kernel hardmaxt_gout), D = 150,
 #      alpha = 0.2, 5 iterations, on the GPU and then on the CPU (seconds in the CSVs; ~80 s a
 #      CPU iteration on 2 cores with the default rule, --points 64: ~3 s)
@@ -46,7 +50,11 @@
 #  11. GAMP-RIE of the quadratic network (the linear channel, composed of vector kernels) at
 #      D = 2000, alpha = 0.2, rho = 0.5, streamed, 40 iterations, beside its SE (se_mmse in
 #      the CSV; 0.3922, and 0.3932 at D = 1000 on the CPU)   limit 45 s, expected 15-25 s
-#  12. summary: the bench CSVs merged and drawn, the table
+#  12. GAMP-RIE at D = 8000, streamed, at tf32 and at bf16x9: two iterations each (8.2e15
+#      flops an iteration), if the budget allows (TOTAL=700 to reach them)
+#                                                         limit 2 x 150 s, expected 60-300 s
+#  13. summary: the bench CSVs merged and drawn, the table (with each row's precision and its
+#      fraction of its own precision's product rate)
 set -u
 OUT=${1:-${OUT:-results/gpu-check}}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -116,6 +124,10 @@ part device 60 "$BIN/aim" device
 part gpu-tests 60 "$BIN/cuda.test" -test.v -test.count=1 -test.skip "$big" -test.timeout={T}s
 part bench-gpu 45 "${bench[@]}" --device cuda:0 --D 500,1000,2000 --streamed-D 500,1000,2000 \
 	--out "$OUT/bench-gpu.csv" --plot "$OUT/bench-gpu.png"
+# Each reduced precision against its own product rate (gemm_gflops, fraction_of_gemm), D = 2000
+# stored: the same iteration and step with the two large contractions at fp32, tf32 and bf16x9.
+part bench-gpu-precision 50 "${bench[@]}" --device cuda:0 \
+	--D 2000 --streamed-D none --precision fp32,tf32,bf16x9 --out "$OUT/bench-gpu-precision.csv" --plot ""
 part gpu-big 90 env AIM_GPU_BIG=1 "$BIN/cuda.test" -test.v -test.count=1 -test.run "$big" -test.timeout={T}s
 part bench-gpu-4000-amp 75 "${bench[@]}" --device cuda:0 --D none --streamed-D 4000 --algorithms amp \
 	--out "$OUT/bench-gpu-4000-amp.csv" --plot ""
@@ -123,7 +135,7 @@ part bench-cpu 100 "${bench[@]}" --device cpu --D 500,1000 --streamed-D 500 \
 	--out "$OUT/bench-cpu.csv" --plot "$OUT/bench-cpu.png"
 part bench-gpu-4000-gd 75 "${bench[@]}" --device cuda:0 --D none --streamed-D 4000 --algorithms gd \
 	--out "$OUT/bench-gpu-4000-gd.csv" --plot ""
-part gpu-bench 45 "$BIN/cuda.test" -test.run='^$' -test.bench=. -test.benchtime=2x -test.timeout={T}s
+part gpu-bench 60 "$BIN/cuda.test" -test.run='^$' -test.bench=. -test.benchtime=2x -test.timeout={T}s
 # GAMP-RIE with the hardmax polytope channel at T = 3 (kernel hardmaxt_gout), D = 150, alpha =
 # 0.2 (N = 4500): 5 iterations on the GPU, then the same on the CPU; the CSVs' seconds give
 # the ratio (issue 15).
@@ -136,9 +148,17 @@ done
 part amp-linear-2000 45 "$BIN/aim" amp --quiet --channel linear --rho 0.5 --D 2000 --alpha 0.2 --seeds 1 \
 	--max-iter 40 --tokens streamed --device cuda --out "$OUT/amp-linear-2000.csv" --plot ""
 
+# GAMP-RIE at D = 8000 (N = 1.6e7), streamed, with the two large contractions at tf32 and at
+# bf16x9: two iterations each (8.2e15 flops an iteration; about 190 s at fp64); the CSV's
+# seconds include drawing the teacher and the outputs.
+for prec in tf32 bf16x9; do
+	part "amp-8000-$prec" 150 "$BIN/aim" amp --quiet --channel softmax --T 2 --rho 0.5 --D 8000 --alpha 0.25 --seeds 1 \
+		--max-iter 2 --tokens streamed --device cuda --precision "$prec" --out "$OUT/amp-8000-$prec.csv" --plot ""
+done
+
 # The bench CSVs, merged (one header) and drawn on one figure.
 csvs=()
-for f in bench-gpu bench-gpu-4000-amp bench-gpu-4000-gd bench-cpu; do
+for f in bench-gpu bench-gpu-precision bench-gpu-4000-amp bench-gpu-4000-gd bench-cpu; do
 	[ -s "$OUT/$f.csv" ] && csvs+=("$OUT/$f.csv")
 done
 if [ "${#csvs[@]}" -gt 0 ]; then
@@ -172,20 +192,21 @@ printf '\n== summary\n'
 			{
 				n++
 				for (k in c) v[n, k] = $c[k]
-				if ($c["device"] == "cpu") cpu[$c["algorithm"] " " $c["D"] " " $c["tokens"]] = $c["seconds_median"]
+				if (!("precision" in c)) v[n, "precision"] = "fp64"
+				if ($c["device"] == "cpu") cpu[$c["algorithm"] " " $c["D"] " " $c["tokens"] " " v[n, "precision"]] = $c["seconds_median"]
 			}
 			END {
 				split("gemm_s quadformsum_s tokendots_s tokenmix_s channel_s eighsym_s spectral_s gaussian_s other_s collective_s host_s", ops, " ")
 				split("gemm qform tdots tmix chan eigh spec gauss other coll host", short, " ")
-				printf "%-7s %-4s %5s %-8s %10s %8s %6s %6s %7s", "device", "alg", "D", "tokens", "seconds", "GFLOP/s", "dgemm", "cpu/x", "gen_s"
+				printf "%-7s %-4s %5s %-8s %-6s %10s %8s %6s %6s %6s %7s", "device", "alg", "D", "tokens", "prec", "seconds", "GFLOP/s", "dgemm", "gemm", "cpu/x", "gen_s"
 				for (k = 1; k <= 11; k++) printf " %5s", short[k]
 				printf "\n"
 				for (i = 1; i <= n; i++) {
 					s = v[i, "seconds_median"]
-					key = v[i, "algorithm"] " " v[i, "D"] " " v[i, "tokens"]
+					key = v[i, "algorithm"] " " v[i, "D"] " " v[i, "tokens"] " " v[i, "precision"]
 					ratio = (v[i, "device"] != "cpu" && (key in cpu)) ? sprintf("%.1f", cpu[key] / s) : "-"
-					printf "%-7s %-4s %5s %-8s %10.4g %8.1f %6.3f %6s %7.3g", v[i, "device"], v[i, "algorithm"], v[i, "D"], v[i, "tokens"],
-						s, v[i, "gflops"], v[i, "fraction_of_dgemm"], ratio, v[i, "generate_s"]
+					printf "%-7s %-4s %5s %-8s %-6s %10.4g %8.1f %6.3f %6.3f %6s %7.3g", v[i, "device"], v[i, "algorithm"], v[i, "D"], v[i, "tokens"],
+						v[i, "precision"], s, v[i, "gflops"], v[i, "fraction_of_dgemm"], v[i, "fraction_of_gemm"], ratio, v[i, "generate_s"]
 					for (k = 1; k <= 11; k++) printf " %5.1f", 100 * v[i, ops[k]] / s
 					printf "\n"
 				}

@@ -30,11 +30,6 @@ func (d *backend) Precisions() []device.Precision {
 	return []device.Precision{device.FP32, device.TF32, device.BF16x9}
 }
 
-// bf16x9Order is the order in which GemmPrecision adds the nine products of split parts
-// (0 = hi, 1 = mid, 2 = lo): the smallest first, so that the float32 accumulator meets the
-// large terms last.
-var bf16x9Order = [9][2]int{{2, 2}, {2, 1}, {1, 2}, {2, 0}, {1, 1}, {0, 2}, {1, 0}, {0, 1}, {0, 0}}
-
 // GemmPrecision computes C = alpha op(A) op(B) + beta C with the product P = op(A) op(B) at
 // precision p (device.Precision), then C = alpha float64(P) + beta C in float64:
 //
@@ -45,7 +40,7 @@ var bf16x9Order = [9][2]int{{2, 2}, {2, 1}, {1, 2}, {2, 0}, {1, 1}, {0, 2}, {1, 
 //	BF16x9  a = fl32(A) split into bfloat16 parts a_hi + a_mid + a_lo (device.SplitBF16), b
 //	        likewise; P = sum of the nine sgemm(a_s, b_t), each exact term product accumulated
 //	        in float32 within a call and the nine results added into one float32 accumulator in
-//	        the order bf16x9Order (smallest parts first). cuBLAS adds the same exact products
+//	        the order device.BF16x9Order (smallest parts first). cuBLAS adds the same exact products
 //	        in float32 in an order of its own (inside its tensor-core tiles), so the emulation agrees with the GPU to float32
 //	        rounding, not bit for bit.
 //
@@ -84,7 +79,7 @@ func (d *backend) GemmPrecision(p device.Precision, transA, transB bool, m, n, k
 		ldb = k
 	}
 	if p == device.BF16x9 {
-		for i, st := range bf16x9Order {
+		for i, st := range device.BF16x9Order {
 			beta32 := float32(1)
 			if i == 0 {
 				beta32 = 0

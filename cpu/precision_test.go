@@ -35,7 +35,7 @@ func naivePrecision(p device.Precision, ta, tb bool, m, n, k int, a, b []float64
 					ah, am, al := device.SplitBF16(av)
 					bh, bm, bl := device.SplitBF16(bv)
 					ap, bp := [3]float32{ah, am, al}, [3]float32{bh, bm, bl}
-					for _, st := range bf16x9Order {
+					for _, st := range device.BF16x9Order {
 						acc += float32(ap[st[0]] * bp[st[1]])
 					}
 				} else {

@@ -172,6 +172,12 @@ func SplitBF16(x float32) (hi, mid, lo float32) {
 	return hi, mid, lo
 }
 
+// BF16x9Order is the order in which a BF16x9 product adds its nine products of split parts
+// (0 = hi, 1 = mid, 2 = lo; the pair (s, t) is a_s b_t) into one float32 accumulator: the
+// smallest first, so that the accumulator meets the large terms last. The CPU and CUDA
+// backends both follow it.
+var BF16x9Order = [9][2]int{{2, 2}, {2, 1}, {1, 2}, {2, 0}, {1, 1}, {0, 2}, {1, 0}, {0, 1}, {0, 0}}
+
 // RoundInput returns the float32 that a product at precision p reads for the float64 value x:
 // fl32(x) at FP32 and BF16x9 (which then splits it), RoundTF32(fl32(x)) at TF32. At FP64 it
 // is fl32(x) too, which no product of FP64 uses.

@@ -37,6 +37,9 @@ var modules = map[string]struct {
 	"softmax_loss_grad": {"train", 8},
 	"adam_step":         {"train", 11},
 	"deep_sample":       {"deep", 10},
+	"to_f32":            {"precision", 4},
+	"split_bf16":        {"precision", 4},
+	"from_f32":          {"precision", 5},
 	"deep_sample_warp":  {"deep", 10},
 }
 

@@ -41,6 +41,9 @@ var signatures = map[string]string{
 	"adam_step":         "u64 u64 u64 u64 u64 f64 f64 f64 f64 f64 f64",
 	"deep_sample":       "u64 u64 u64 u32 u32 f64 f64 u64 u64 u64",
 	"deep_sample_warp":  "u64 u64 u64 u32 u32 f64 f64 u64 u64 u64",
+	"to_f32":            "u64 u64 u64 u32",
+	"split_bf16":        "u64 u64 u64 u64",
+	"from_f32":          "u64 u64 u64 f64 f64",
 }
 
 var entryRE = regexp.MustCompile(`(?m)^\.visible \.entry ([A-Za-z_][A-Za-z0-9_]*)\(\s*\n((?:\s*\.param [^\n]*\n)*)\s*\)`)

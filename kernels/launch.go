@@ -7,11 +7,12 @@
 // compare each kernel with its twin without a GPU (and fail for a .cu without one), the GPU
 // tests of device/cuda on fresh random inputs.
 //
-// The launch contract. All kernels are extern "C", work in float64, take sizes as long long
+// The launch contract. All kernels are extern "C", work in float64 (the conversions of
+// precision.cu read or write float32 and bfloat16 arrays too), take sizes as long long
 // (int64) except T-like small sizes as int, and run with Block threads per block:
 //
 //	elementwise   scal, axpby, add_diag, mul_pattern, scale_columns, token_mix, gaussian_fill,
-//	              adam_step:
+//	              adam_step, to_f32, split_bf16, from_f32:
 //	              grid-stride loops; grid = GridElems(work), work as documented per kernel.
 //	per sample    token_dots: block mu (grid-stride over samples) reduces sample mu;
 //	              grid = GridSamples(n).
@@ -91,6 +92,13 @@
 //	    deep_sample with one task per warp: lane l takes the draws l, l + 32, ..., and the
 //	    lanes' weighted sums are merged in a fixed tree (lane l with l + o, o = 16, ..., 1).
 //	    The same draws and estimator, summed in another order: the same results to rounding.
+//	to_f32(float *out, const double *in, long long len, int tf32)
+//	    out = fl32(in), then device.RoundTF32 where tf32 != 0 (device.RoundInput); work = len
+//	split_bf16(unsigned short *out, const double *in, long long len, long long stride)
+//	    the bfloat16 bit patterns of device.SplitBF16(fl32(in)): hi at out[i], mid at
+//	    out[stride + i], lo at out[2 stride + i] (stride >= len); work = len
+//	from_f32(double *c, const float *p, long long len, double alpha, double beta)
+//	    c = alpha (double) p + beta c, or alpha (double) p where beta = 0; work = len
 //
 // The channel kernels follow device.Device's conventions: z-coordinates, full symmetric T x T
 // matrices per sample, only the upper triangle of omega read, g written full and symmetric.

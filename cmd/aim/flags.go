@@ -578,7 +578,7 @@ func simFlags(fs *flag.FlagSet, s *aimjob.Sim, pm *progressMode, withHardmax boo
 	fs.StringVar(&s.Mode, "tokens", s.Mode, "tokens X stored on the device, or streamed: regenerated chunk by chunk from the seed at every use, never stored (same values); auto stores when the largest run fits")
 	fs.IntVar(&s.Chunk, "chunk", s.Chunk, "samples per chunk of streamed tokens (0: the largest that fits, at most 4096)")
 	fs.StringVar(&s.MaxMemory, "max-memory", s.MaxMemory, "cap on a run's device memory, e.g. 4GiB or 512MiB (default: the device's free memory)")
-	fs.StringVar(&s.Precision, "precision", s.Precision, usage("precision", "the CPU emulates tf32 and bf16x9 rounding exactly; the CUDA backend computes fp64 only so far"))
+	fs.StringVar(&s.Precision, "precision", s.Precision, usage("precision", "the CPU emulates tf32 and bf16x9 rounding exactly; the CUDA backend computes them with cuBLAS's GemmEx, tf32 and bf16x9 on the tensor cores"))
 	if withHardmax {
 		fs.IntVar(&s.Points, "points", s.Points, "hardmax and noisy softmax, T > 2: lattice points per shift (x 8 shifts) of each sample's g_out")
 	}

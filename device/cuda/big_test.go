@@ -326,5 +326,5 @@ func TestAMPTrajectoryD1000CPUvsGPU(t *testing.T) {
 	if e := relErr(yg, yc); e > tol {
 		t.Errorf("teacher outputs differ: relative error %.3g", e)
 	}
-	compareTrajectories(t, rc, rg, iters)
+	compareTrajectories(t, rc, rg, iters, 1e-8)
 }

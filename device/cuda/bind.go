@@ -136,6 +136,13 @@ const (
 	cublasOpN = 0
 	cublasOpT = 1
 
+	cudaR32F  = 0  // cudaDataType CUDA_R_32F
+	cudaR16BF = 14 // cudaDataType CUDA_R_16BF
+
+	cublasCompute32F         = 68 // cublasComputeType_t CUBLAS_COMPUTE_32F
+	cublasCompute32FFastTF32 = 77 // CUBLAS_COMPUTE_32F_FAST_TF32
+	cublasGemmDefault        = -1 // cublasGemmAlgo_t CUBLAS_GEMM_DEFAULT
+
 	cublasFillLower = 0
 	cublasFillUpper = 1
 )
@@ -148,7 +155,10 @@ type cublasLib struct {
 	cublasDgemm               func(h uintptr, ta, tb int32, m, n, k int32, alpha *float64, a uint64, lda int32, b uint64, ldb int32, beta *float64, c uint64, ldc int32) int32
 	cublasDgemmStridedBatched func(h uintptr, ta, tb int32, m, n, k int32, alpha *float64, a uint64, lda int32, strideA int64, b uint64, ldb int32, strideB int64, beta *float64, c uint64, ldc int32, strideC int64, batch int32) int32
 	cublasDgeam               func(h uintptr, ta, tb int32, m, n int32, alpha *float64, a uint64, lda int32, beta *float64, b uint64, ldb int32, c uint64, ldc int32) int32
-	lib                       Library
+	// cublasGemmEx with float32 alpha and beta (the compute types CUBLAS_COMPUTE_32F*).
+	cublasGemmEx func(h uintptr, ta, tb int32, m, n, k int32, alpha *float32, a uint64, atype int32, lda int32, b uint64, btype int32, ldb int32,
+		beta *float32, c uint64, ctype int32, ldc int32, compute int32, algo int32) int32
+	lib Library
 }
 
 func bindCublas(h uintptr) (*cublasLib, error) {
@@ -160,6 +170,7 @@ func bindCublas(h uintptr) (*cublasLib, error) {
 	b.bind(&l.cublasDgemm, "cublasDgemm_v2")
 	b.bind(&l.cublasDgemmStridedBatched, "cublasDgemmStridedBatched")
 	b.bind(&l.cublasDgeam, "cublasDgeam")
+	b.bind(&l.cublasGemmEx, "cublasGemmEx")
 	if b.err != nil {
 		return nil, b.err
 	}

@@ -48,7 +48,7 @@ var kernelNames = []string{
 	"token_dots", "token_mix", "scal", "axpby", "add_diag", "mul_pattern", "scale_columns",
 	"dot_partial", "sqdist_partial", "sumdiag_partial",
 	"softmax_output", "hardmax_output", "softmax_gout", "hardmax_gout", "hardmaxt_gout", "gaussian_fill",
-	"softmax_loss_grad", "adam_step", "deep_sample", "deep_sample_warp",
+	"softmax_loss_grad", "adam_step", "deep_sample", "deep_sample_warp", "to_f32", "split_bf16", "from_f32",
 }
 
 // ErrClosed is wrapped by the errors of the operations of a closed Device: it is
@@ -100,6 +100,7 @@ type backend struct {
 	square    scratch // D x D: EighSym's working copy, SpectralCompose's scaled copy
 	work      scratch // cuSOLVER workspace
 	info      scratch // cuSOLVER info (one int)
+	lowp      scratch // GemmPrecision's float32 and bfloat16 arrays
 	lwork     map[int]int32
 }
 
@@ -437,7 +438,7 @@ func (d *backend) release() error {
 			add(d.drv.cuErr("cuStreamSynchronize", d.drv.cuStreamSynchronize(d.stream)))
 		}
 	}
-	for _, s := range []*scratch{&d.part, &d.square, &d.work, &d.info} {
+	for _, s := range []*scratch{&d.part, &d.square, &d.work, &d.info, &d.lowp} {
 		if s.ptr != 0 {
 			add(d.drv.cuErr("cuMemFree_v2", d.drv.cuMemFree(s.ptr)))
 		}
@@ -493,9 +494,12 @@ func (d *Device) Libraries() []Library { return append([]Library(nil), d.b.libs.
 // Name returns the GPU's name, e.g. "NVIDIA H200".
 func (d *Device) Name() string { return d.b.name }
 
-// Capabilities: the GPU has the training operations and the deep channel's sampler; the
-// back-projection goes through TokenMix then Gemm (no QuadFormSum).
-func (d *backend) Capabilities() device.Caps { return device.Caps{Trainer: d, DeepSampler: d} }
+// Capabilities: the GPU has the training operations, the deep channel's sampler and the
+// products at reduced precision; the back-projection goes through TokenMix then Gemm (no
+// QuadFormSum).
+func (d *backend) Capabilities() device.Caps {
+	return device.Caps{Trainer: d, DeepSampler: d, PrecisionGemmer: d}
+}
 
 // Info describes the GPU; the memory comes from cuMemGetInfo (zero when it fails or the
 // Device is closed).

@@ -301,6 +301,102 @@ func testGPUGemmStridedBatched(t *testing.T, g target) {
 	me.report()
 }
 
+func TestGPUGemmPrecision(t *testing.T) { onTargets(t, testGPUGemmPrecision) }
+
+// testGPUGemmPrecision checks the products at fp32, tf32 and bf16x9 against the CPU's
+// emulation of the same precision (device.Precision): element by element within
+// 2 (4 sqrt(k) 2^-24) |alpha| sum_l |a_il b_lj| of each other (each is within half of that of
+// the exact product of the rounded inputs; only the order of the float32 sums differs), with
+// beta 0 (C overwritten, NaN included) and beta 0.7; and the relative RMS error against the
+// fp64 product within a factor 4 of the CPU's, so that a GPU product that quietly computes at
+// another precision (tf32 where fp32 is asked for, or fp64) fails. The shapes include the
+// engine's forward product (n T x D times D x D) and back-projection (D x n T times n T x D).
+func testGPUGemmPrecision(t *testing.T, g target) {
+	c := cpu.New(0)
+	cg, gg := c.Capabilities().PrecisionGemmer, g.Capabilities().PrecisionGemmer
+	if gg == nil {
+		t.Fatal("the device has no PrecisionGemmer")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	type shape struct {
+		m, n, k    int
+		transposes bool // all four transpositions (else none, and A^T B: the back-projection)
+	}
+	for _, p := range []device.Precision{device.FP32, device.TF32, device.BF16x9} {
+		worst, ratios := 0.0, [2]float64{math.Inf(1), 0}
+		for _, s := range []shape{{1, 1, 1, true}, {7, 5, 3, true}, {64, 33, 17, true}, {300, 200, 100, true}, {1000, 64, 257, false}, {4000, 200, 200, false}} {
+			trs := [][2]bool{{false, false}, {true, false}}
+			if s.transposes {
+				trs = append(trs, [2]bool{false, true}, [2]bool{true, true})
+			}
+			for _, tr := range trs {
+				m, n, k := s.m, s.n, s.k
+				if tr[0] && !s.transposes { // the back-projection's shape: D x D from n T rows
+					m, n, k = s.n, s.n, s.m
+				}
+				for _, beta := range []float64{0, 0.7} {
+					av, bv, cv := randVec(r, m*k), randVec(r, k*n), randVec(r, m*n)
+					if beta == 0 {
+						cv[0] = math.NaN()
+					}
+					a, b := both(t, c, g, av), both(t, c, g, bv)
+					cc := both(t, c, g, cv)
+					if err := cg.GemmPrecision(p, tr[0], tr[1], m, n, k, 1.3, a.c, b.c, beta, cc.c); err != nil {
+						t.Fatal(err)
+					}
+					if err := gg.GemmPrecision(p, tr[0], tr[1], m, n, k, 1.3, a.g, b.g, beta, cc.g); err != nil {
+						t.Fatal(err)
+					}
+					got, want := down(t, g, cc.g), down(t, c, cc.c)
+					// The scale sum_l |a_il b_lj| and the fp64 product, on the cpu.
+					abs := func(v []float64) []float64 {
+						out := make([]float64, len(v))
+						for i, x := range v {
+							out[i] = math.Abs(x)
+						}
+						return out
+					}
+					sa, sb, sab := up(t, c, abs(av)), up(t, c, abs(bv)), up(t, c, make([]float64, m*n))
+					if err := c.Gemm(tr[0], tr[1], m, n, k, 1, sa, sb, 0, sab); err != nil {
+						t.Fatal(err)
+					}
+					scale := down(t, c, sab)
+					exact := up(t, c, cv)
+					if err := c.Gemm(tr[0], tr[1], m, n, k, 1.3, a.c, b.c, beta, exact); err != nil {
+						t.Fatal(err)
+					}
+					ref := down(t, c, exact)
+					bound := 2 * 4 * math.Sqrt(float64(k)) * 0x1p-24 * 1.3
+					for i := range got {
+						d := math.Abs(got[i] - want[i])
+						if !(d <= bound*scale[i]) {
+							t.Fatalf("%v m=%d n=%d k=%d trans=%v beta=%g: entry %d is %v on the device, %v on the cpu (bound %.3g)",
+								p, m, n, k, tr, beta, i, got[i], want[i], bound*scale[i])
+						}
+						if scale[i] > 0 {
+							worst = math.Max(worst, d/(bound*scale[i]))
+						}
+					}
+					if m*n*k >= 100000 {
+						eg, ec := relErr(got, ref), relErr(want, ref)
+						ratio := eg / ec
+						ratios[0], ratios[1] = math.Min(ratios[0], ratio), math.Max(ratios[1], ratio)
+						if !(ratio >= 0.25 && ratio <= 4) {
+							t.Errorf("%v m=%d n=%d k=%d trans=%v: relative RMS error against fp64 %.3g on the device, %.3g on the cpu",
+								p, m, n, k, tr, eg, ec)
+						}
+					}
+					for _, q := range []pair{a, b, cc} {
+						q.free(c, g)
+					}
+					device.FreeAll(c, sa, sb, sab, exact)
+				}
+			}
+		}
+		t.Logf("%-6v largest |device - cpu| / bound %.3g; device/cpu RMS error against fp64 in [%.3g, %.3g]", p, worst, ratios[0], ratios[1])
+	}
+}
+
 func TestGPUTokens(t *testing.T) { onTargets(t, testGPUTokens) }
 
 func testGPUTokens(t *testing.T, g target) {

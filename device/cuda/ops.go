@@ -330,8 +330,9 @@ func (d *backend) TokenMix(z, c, x device.Buffer, n, t, dd int) error {
 var Channels = channel.Support{}
 
 // Precisions declares the precisions of the CUDA backend's matrix products, known without a
-// GPU: FP64 only (it has no device.PrecisionGemmer yet; cuBLAS's GemmEx offers the others).
-var Precisions = []device.Precision{device.FP64}
+// GPU: FP64 (Dgemm) and, through its device.PrecisionGemmer (GemmPrecision: cuBLAS's GemmEx),
+// FP32, TF32 and BF16x9.
+var Precisions = device.AllPrecisions()
 
 // Channels returns the package's Channels: the front refuses the softmax with label noise
 // before this backend is called.

@@ -31,6 +31,9 @@ var kernelSigs = map[string][]string{
 	"adam_step":         {"64", "64", "64", "64", "64", "f64", "f64", "f64", "f64", "f64", "f64"},
 	"deep_sample":       {"64", "64", "64", "32", "32", "f64", "f64", "64", "64", "64"},
 	"deep_sample_warp":  {"64", "64", "64", "32", "32", "f64", "f64", "64", "64", "64"},
+	"to_f32":            {"64", "64", "64", "32"},
+	"split_bf16":        {"64", "64", "64", "64"},
+	"from_f32":          {"64", "64", "64", "f64", "f64"},
 }
 
 // argClass returns the class of a launch argument.

@@ -27,11 +27,12 @@ var twins = map[string]struct {
 		[]string{"channel/channel.go", "channel/bvn.go", "channel/hardmaxt.go", "channel/polytope.go", "cpu/channel.go"},
 		[]string{"TestChannelOutput", "TestChannelGOut", "TestHardmaxTGOut"},
 	},
-	"deep":   {[]string{"channel/deep.go", "cpu/deep.go"}, []string{"TestDeepSample", "TestDeepSampleBadL"}},
-	"gauss":  {[]string{"device/normal.go", "device/philox.go"}, []string{"TestGauss"}},
-	"tokens": {[]string{"cpu/tokens.go"}, []string{"TestTokens"}},
-	"train":  {[]string{"cpu/train.go"}, []string{"TestTrain"}},
-	"vector": {[]string{"cpu/vector.go", "cpu/linalg.go"}, []string{"TestElementwise", "TestReductions"}},
+	"deep":      {[]string{"channel/deep.go", "cpu/deep.go"}, []string{"TestDeepSample", "TestDeepSampleBadL"}},
+	"gauss":     {[]string{"device/normal.go", "device/philox.go"}, []string{"TestGauss"}},
+	"precision": {[]string{"device/precision.go", "cpu/precision.go"}, []string{"TestPrecision"}},
+	"tokens":    {[]string{"cpu/tokens.go"}, []string{"TestTokens"}},
+	"train":     {[]string{"cpu/train.go"}, []string{"TestTrain"}},
+	"vector":    {[]string{"cpu/vector.go", "cpu/linalg.go"}, []string{"TestElementwise", "TestReductions"}},
 }
 
 // TestTwins: every kernels/X.cu has a twin in the table above (a .cu without one fails), every

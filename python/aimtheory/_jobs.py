@@ -327,7 +327,7 @@ def amp(
         paper_init: start as the authors' code: a random prior draw with omega = V = c-hat = 10 (default: the prior mean, as state evolution starts).
         plot: plot output, .png, .svg or .pdf; empty for none (default results/amp.png).
         points: hardmax and noisy softmax, T > 2: lattice points per shift (x 8 shifts) of each sample's g_out (default 64).
-        precision: arithmetic of the two large contractions of every iteration or step, the forward product X S and the back-projection sum_mu X_mu^T (C_mu X_mu): fp64, fp32, tf32 (TF32 inputs, fp32 sums) or bf16x9 (fp32 emulated by three bfloat16 parts); the eigendecomposition, the RIE map, the channel and everything else stay fp64; the CPU emulates tf32 and bf16x9 rounding exactly; the CUDA backend computes fp64 only so far (default fp64).
+        precision: arithmetic of the two large contractions of every iteration or step, the forward product X S and the back-projection sum_mu X_mu^T (C_mu X_mu): fp64, fp32, tf32 (TF32 inputs, fp32 sums) or bf16x9 (fp32 emulated by three bfloat16 parts); the eigendecomposition, the RIE map, the channel and everything else stay fp64; the CPU emulates tf32 and bf16x9 rounding exactly; the CUDA backend computes them with cuBLAS's GemmEx, tf32 and bf16x9 on the tensor cores (default fp64).
         rho: rank ratio rho = R/D: a value, list or range; repeatable, each value once (default 0.5).
         se: an 'aim se' CSV (same channel, T and beta, a curve at every --rho) whose lines to draw on the plot, instead of solving the SE on a dense grid.
         seed: random seed; run s uses seed + s for its teacher, data and start (default 1).
@@ -477,7 +477,7 @@ def gd(
         optimizer: adam or gd (default adam).
         out: CSV output (the manifest goes beside it as .json) (default results/gd.csv).
         plot: plot output, .png, .svg or .pdf; empty for none (default results/gd.png).
-        precision: arithmetic of the two large contractions of every iteration or step, the forward product X S and the back-projection sum_mu X_mu^T (C_mu X_mu): fp64, fp32, tf32 (TF32 inputs, fp32 sums) or bf16x9 (fp32 emulated by three bfloat16 parts); the eigendecomposition, the RIE map, the channel and everything else stay fp64; the CPU emulates tf32 and bf16x9 rounding exactly; the CUDA backend computes fp64 only so far (default fp64).
+        precision: arithmetic of the two large contractions of every iteration or step, the forward product X S and the back-projection sum_mu X_mu^T (C_mu X_mu): fp64, fp32, tf32 (TF32 inputs, fp32 sums) or bf16x9 (fp32 emulated by three bfloat16 parts); the eigendecomposition, the RIE map, the channel and everything else stay fp64; the CPU emulates tf32 and bf16x9 rounding exactly; the CUDA backend computes them with cuBLAS's GemmEx, tf32 and bf16x9 on the tensor cores (default fp64).
         restarts: students averaged per data set (1: GD single; the paper's averaged GD uses 32) (default 1).
         rho: rank ratio rho = R/D: a value, list or range; repeatable, each value once (default 0.5).
         se: an 'aim se' CSV (same T and beta, a curve at every --rho) whose lines to draw on the plot, instead of solving the SE on a dense grid.

@@ -29,6 +29,9 @@ static inline double __dmul_rn(double a, double b) { volatile double r = a * b; 
 static inline double __dsqrt_rn(double a) { return std::sqrt(a); }
 static inline long long __double_as_longlong(double x) { long long r; memcpy(&r, &x, 8); return r; }
 static inline double __longlong_as_double(long long x) { double r; memcpy(&r, &x, 8); return r; }
+static inline float __double2float_rn(double x) { volatile float r = (float)x; return r; } // round to nearest even
+static inline unsigned __float_as_uint(float x) { unsigned r; memcpy(&r, &x, 4); return r; }
+static inline float __uint_as_float(unsigned x) { float r; memcpy(&r, &x, 4); return r; }
 using std::exp; using std::log; using std::erfc; using std::log1p; using std::asin; using std::sin; using std::sqrt; using std::fabs;
 using std::expm1; using std::floor; using std::fmax; using std::copysign; // glibc's, correctly rounded or within 1 ulp, as CUDA's
 

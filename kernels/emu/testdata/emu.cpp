@@ -25,6 +25,9 @@ namespace train {
 namespace deep {
 #include "../../deep.cu"
 }
+namespace precision {
+#include "../../precision.cu"
+}
 
 // Buffers: files of raw float64; read at start, written back at the end.
 struct Buf { std::string path; std::vector<double> v; };
@@ -72,6 +75,9 @@ int main(int argc, char **argv) {
     else if (k == "adam_step") { double *w = B(a[0]), *g = B(a[1]), *m = B(a[2]), *v = B(a[3]); long long n = L(a[4]); double lr = D(a[5]), b1 = D(a[6]), b2 = D(a[7]), ep = D(a[8]), c1 = D(a[9]), c2 = D(a[10]); f = [=] { train::adam_step(w, g, m, v, n, lr, b1, b2, ep, c1, c2); }; }
     else if (k == "deep_sample") { double *o = B(a[0]), *in = B(a[1]); long long n = L(a[2]); int ly = atoi(a[3]), dr = atoi(a[4]); double c = D(a[5]), be = D(a[6]); unsigned long long s = U(a[7]), of = U(a[8]), st = U(a[9]); f = [=] { deep::deep_sample(o, in, n, ly, dr, c, be, s, of, st); }; }
     else if (k == "deep_sample_warp") { double *o = B(a[0]), *in = B(a[1]); long long n = L(a[2]); int ly = atoi(a[3]), dr = atoi(a[4]); double c = D(a[5]), be = D(a[6]); unsigned long long s = U(a[7]), of = U(a[8]), st = U(a[9]); f = [=] { deep::deep_sample_warp(o, in, n, ly, dr, c, be, s, of, st); }; }
+    else if (k == "to_f32") { float *o = (float *)B(a[0]); double *in = B(a[1]); long long n = L(a[2]); int tf = atoi(a[3]); f = [=] { precision::to_f32(o, in, n, tf); }; }
+    else if (k == "split_bf16") { unsigned short *o = (unsigned short *)B(a[0]); double *in = B(a[1]); long long n = L(a[2]), st = L(a[3]); f = [=] { precision::split_bf16(o, in, n, st); }; }
+    else if (k == "from_f32") { double *c = B(a[0]); float *p = (float *)B(a[1]); long long n = L(a[2]); double al = D(a[3]), be = D(a[4]); f = [=] { precision::from_f32(c, p, n, al, be); }; }
     else { fprintf(stderr, "unknown kernel %s\n", k.c_str()); return 2; }
     launch(grid, 256, f);
     for (Buf *b : bufs) {
