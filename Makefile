@@ -95,7 +95,7 @@ gpu-check-bin:
 	mkdir -p bin/gpu
 	CGO_ENABLED=0 $(GO) test -c -o bin/gpu/cuda.test ./device/cuda
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/gpu/aim ./cmd/aim
-	cp bench/gpu-check.sh bin/gpu/gpu-check.sh
+	cp bench/gpu-check.sh bench/gamp_rie_numpy.py bin/gpu/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""GAMP-RIE for the attention-indexed model in NumPy: the comparison point of aim's CPU backend.
+"""GAMP-RIE for the attention-indexed model in NumPy (or CuPy): the comparison point of aim's
+CPU backend (and, with --xp cupy, of its CUDA backend).
 
-This is the same iteration as aim's engine/aim/amp (docs/AIM.md section 3, z-coordinates, softmax
-channel, the state-evolution start S-hat = sqrt(rho) I, damping 0.5), written the way a careful
+This is the same iteration as aim's engine/aim/amp (docs/theory/aim.md section 3, z-coordinates,
+softmax channel, the state-evolution start S-hat = sqrt(rho) I, damping 0.5), written the way a careful
 NumPy user would write it: no N x D x D tensor, every O(N T D^2) step one BLAS call on the
 (N T) x D matrix of tokens, the per-sample T x T work vectorised, the eigendecomposition
 numpy.linalg.eigh (LAPACK dsyevd) and the RIE map vectorised over the spectrum.
@@ -20,6 +21,9 @@ Modes (one JSON object per line on stdout):
   --data FILE --D 60 ...        run on aim's data (S, X, y as float64, written by the Go test
                                 TestNumPyMatchesAIM) and print the error of every iteration
   --eigh 1000 [--reps 3]        time numpy.linalg.eigh of a random symmetric matrix
+  --xp cupy                     the same on a GPU through CuPy (cuBLAS products, cupy.linalg.eigh,
+                                the data drawn on the GPU by CuPy's generator); the RIE map of
+                                the D eigenvalues stays on the host, as a careful user keeps it
 Threads: OpenBLAS's default (all cores) unless OPENBLAS_NUM_THREADS says otherwise; the core
 type is OpenBLAS's detection unless OPENBLAS_CORETYPE is set (bench/cpu-vs-numpy.sh sets both
 to what aim uses).
@@ -33,6 +37,15 @@ import sys
 import time
 
 import numpy as np
+
+# xp is the array module of the iteration and the data: numpy, or cupy with --xp cupy. The RIE
+# denoiser's cubic (Spectrum, D eigenvalues) always runs in numpy on the host.
+xp = np
+
+
+def to_host(a):
+    """A numpy copy of an array of xp (the array itself under numpy)."""
+    return a.get() if hasattr(a, 'get') else np.asarray(a)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,10 +175,10 @@ class Spectrum:
 class Softmax:
     def __init__(self, y, T, beta):
         self.T = T
-        iu = np.triu_indices(T)
+        iu = tuple(xp.asarray(i) for i in np.triu_indices(T))
         self.iu = iu
-        self.tau = np.where(iu[0] == iu[1], 1.0, math.sqrt(2.0))
-        logy = np.log(np.maximum(y, 2.0 ** -1022))
+        self.tau = xp.asarray(np.where(np.triu_indices(T)[0] == np.triu_indices(T)[1], 1.0, math.sqrt(2.0)))
+        logy = xp.log(xp.maximum(y, 2.0 ** -1022))
         phi = (logy - logy[:, :, T - 1:T]) / beta          # phi_ab = log(y_ab/y_aT)/beta
         hp = phi[:, T - 1, :][:, iu[0]] + phi[:, iu[0], iu[1]]  # h^p_ab, a <= b
         self.zp = self.tau * hp                            # packed z^p, (N, M): fixed by y
@@ -182,8 +195,10 @@ class Softmax:
 def token_dots(Y, X, T, out=None):
     """H_mu,ab = sum_i Y_mu,a,i X_mu,b,i, packed over a <= b (H is symmetric when Y = X S).
     One einsum pass over Y and X (measured faster than T^2 dot passes or a batched matmul)."""
-    iu = np.triu_indices(T)
-    return np.einsum('nai,nbi->nab', Y, X, out=out)[:, iu[0], iu[1]]
+    iu = tuple(xp.asarray(i) for i in np.triu_indices(T))
+    if xp is np:
+        return np.einsum('nai,nbi->nab', Y, X, out=out)[:, iu[0], iu[1]]
+    return xp.einsum('nai,nbi->nab', Y, X)[:, iu[0], iu[1]]  # CuPy's einsum takes no out
 
 
 def back_project(C, X, Z, symmetric):
@@ -197,10 +212,10 @@ def back_project(C, X, Z, symmetric):
     """
     N, T, D = X.shape
     if not symmetric:
-        np.matmul(C, X, out=Z)
+        xp.matmul(C, X, out=Z)
         return X.reshape(N * T, D).T @ Z.reshape(N * T, D)
-    s, U = np.linalg.eigh(C)
-    np.matmul((np.sqrt(np.abs(s))[:, :, None] * U.transpose(0, 2, 1)), X, out=Z)
+    s, U = xp.linalg.eigh(C)
+    xp.matmul((xp.sqrt(xp.abs(s))[:, :, None] * U.transpose(0, 2, 1)), X, out=Z)
     rows, sign = Z.reshape(N * T, D), s.reshape(N * T)
     P, Q = rows[sign > 0], rows[sign < 0]
     return P.T @ P - Q.T @ Q
@@ -209,10 +224,11 @@ def back_project(C, X, Z, symmetric):
 def unpack_sym(p, T, scale_off):
     """Full symmetric (N, T, T) from packed a <= b values, off-diagonal entries times scale_off."""
     iu = np.triu_indices(T)
-    full = np.empty((p.shape[0], T, T))
-    off = iu[0] != iu[1]
-    full[:, iu[0], iu[1]] = np.where(off, p * scale_off, p)
-    full[:, iu[1], iu[0]] = np.where(off, p * scale_off, p)
+    off = xp.asarray(iu[0] != iu[1])
+    iu = tuple(xp.asarray(i) for i in iu)
+    full = xp.empty((p.shape[0], T, T))
+    full[:, iu[0], iu[1]] = xp.where(off, p * scale_off, p)
+    full[:, iu[1], iu[0]] = xp.where(off, p * scale_off, p)
     return full
 
 
@@ -223,23 +239,24 @@ def gamp_rie(X, y, S, rho, alpha, beta, iters, damping=0.5, tol=0.0, symmetric=F
     sqrtD = math.sqrt(D)
     ch = Softmax(y, T, beta)
     iu = np.triu_indices(T)
-    diag = (iu[0] == iu[1])
+    diag = xp.asarray(np.nonzero(iu[0] == iu[1])[0])        # the packed diagonal entries
+    eye = xp.arange(D)
     # The N x T x D buffers are allocated once (fresh 100 MB temporaries per iteration would
     # cost page faults), and the products write into them.
-    Y, Z, Hfull = np.empty_like(X), np.empty_like(X), np.empty((N, T, T))
+    Y, Z, Hfull = xp.empty_like(X), xp.empty_like(X), xp.empty((N, T, T))
     Y2 = Y.reshape(N * T, D)
-    S_hat = math.sqrt(rho) * np.eye(D)
+    S_hat = math.sqrt(rho) * xp.eye(D)
     c_hat, V = 1.0, 2.0
-    g = np.zeros((N, len(iu[0])))                            # packed z-coordinates
+    g = xp.zeros((N, len(iu[0])))                            # packed z-coordinates
     omega = None
     recs = []
     t0 = time.perf_counter()
     for it in range(1, iters + 1):
         v_new = 2 * c_hat
         # Forward: Omega = tau o (X S-hat X^T - Tr S-hat I)/sqrt(D) - V_new g.
-        np.matmul(X2, S_hat, out=Y2)
+        xp.matmul(X2, S_hat, out=Y2)
         H = token_dots(Y, X, T, out=Hfull)
-        H[:, diag] -= np.trace(S_hat)
+        H[:, diag] -= xp.trace(S_hat)
         Omega = ch.tau * (H / sqrtD) - v_new * g
         if omega is None:
             omega, V = Omega, v_new
@@ -247,22 +264,22 @@ def gamp_rie(X, y, S, rho, alpha, beta, iters, damping=0.5, tol=0.0, symmetric=F
             omega = (1 - damping) * Omega + damping * omega
             V = (1 - damping) * v_new + damping * V
         g = ch.gout(omega, V)
-        A = 2 * alpha / N * np.sum(g * g)
+        A = 2 * alpha / N * float(xp.sum(g * g))
         delta = 1 / (2 * A)
         # Back-projection: C_aa = g_aa, C_ab = g_ab / sqrt 2; B = (sum X^T C X - Tr C I)/sqrt(D).
         C = unpack_sym(g, T, 1 / math.sqrt(2))
-        trC = np.sum(g[:, diag])
+        trC = xp.sum(g[:, diag])
         B = back_project(C, X, Z, symmetric)
-        B[np.diag_indices(D)] -= trC
+        B[eye, eye] -= trC
         R = S_hat + B / (sqrtD * A * D)
-        # The RIE denoiser.
-        lam, O = np.linalg.eigh(R)
+        # The RIE denoiser: the map of the D eigenvalues on the host.
+        lam, O = xp.linalg.eigh(R)
         sp = Spectrum(rho, delta)
-        S_new = (O * sp.denoise(lam)) @ O.T
+        S_new = (O * xp.asarray(sp.denoise(to_host(lam)))) @ O.T
         c_hat = sp.mmse()
-        step = np.sum((S_new - S_hat) ** 2) / D
+        step = float(xp.sum((S_new - S_hat) ** 2)) / D
         S_hat = S_new
-        err = np.sum((S_hat - S) ** 2) / D if S is not None else float('nan')
+        err = float(xp.sum((S_hat - S) ** 2)) / D if S is not None else float('nan')
         recs.append({'iter': it, 'error': err, 'step': step, 'delta': delta,
                      'seconds': time.perf_counter() - t0})
         if step < tol:
@@ -271,18 +288,18 @@ def gamp_rie(X, y, S, rho, alpha, beta, iters, damping=0.5, tol=0.0, symmetric=F
 
 
 def draw(D, alpha, rho, T, beta, seed):
-    """A teacher and its data from numpy's generator (same model as engine/aim)."""
-    rng = np.random.default_rng(seed)
+    """A teacher and its data from the array module's generator (same model as engine/aim)."""
+    rng = xp.random.default_rng(seed)
     R, N = int(math.floor(rho * D)), int(math.floor(alpha * D * D))
     W = rng.standard_normal((D, R))
     S = W @ W.T / math.sqrt(R * D)
     X = rng.standard_normal((N, T, D))
     Hp = token_dots((X.reshape(N * T, D) @ S).reshape(N, T, D), X, T).copy()
-    Hp[:, np.triu_indices(T)[0] == np.triu_indices(T)[1]] -= np.trace(S)
+    Hp[:, xp.asarray(np.nonzero(np.triu_indices(T)[0] == np.triu_indices(T)[1])[0])] -= xp.trace(S)
     h = unpack_sym(Hp / math.sqrt(D), T, 1.0)
     z = beta * h
     z -= z.max(axis=2, keepdims=True)
-    y = np.exp(z)
+    y = xp.exp(z)
     y /= y.sum(axis=2, keepdims=True)
     return X, y, S
 
@@ -315,17 +332,35 @@ def main():
     ap.add_argument('--symmetric', action='store_true',
                     help="back-project as aim does: per-sample eigh of C and two dsyrk (default: dgemm)")
     ap.add_argument('--reps', type=int, default=3)
+    ap.add_argument('--xp', choices=['numpy', 'cupy'], default='numpy',
+                    help='the array module: numpy on the CPU, or cupy on the GPU')
     a = ap.parse_args()
-    info = blas_info()
+    global xp
+    if a.xp == 'cupy':
+        try:
+            import cupy
+        except ImportError as e:
+            sys.exit(f'--xp cupy: {e} (CuPy runs on an NVIDIA GPU: pip install cupy-cuda12x or cupy-cuda13x)')
+        xp = cupy
+        info = {'xp': 'cupy', 'cupy': cupy.__version__,
+                'gpu': cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}
+    else:
+        info = dict(blas_info(), xp='numpy')
+
+    def sync():
+        if xp is not np:
+            xp.cuda.Device().synchronize()
     if a.eigh:
-        rng = np.random.default_rng(a.seed)
+        rng = xp.random.default_rng(a.seed)
         M = rng.standard_normal((a.eigh, a.eigh))
         M = (M + M.T) / 2
-        np.linalg.eigh(M)  # warm-up
+        xp.linalg.eigh(M)  # warm-up
+        sync()
         ts = []
         for _ in range(a.reps):
             t0 = time.perf_counter()
-            np.linalg.eigh(M)
+            xp.linalg.eigh(M)
+            sync()
             ts.append(time.perf_counter() - t0)
         print(json.dumps(dict(info, eigh=a.eigh, seconds=sorted(ts)[len(ts) // 2], all=ts)))
         return
@@ -336,9 +371,9 @@ def main():
         want = D * D + N * T * D + N * T * T
         if raw.size != want:
             sys.exit(f'{a.data}: {raw.size} values, want {want} for D = {D}, N = {N}, T = {T}')
-        S = raw[:D * D].reshape(D, D)
-        X = raw[D * D:D * D + N * T * D].reshape(N, T, D)
-        y = raw[D * D + N * T * D:].reshape(N, T, T)
+        S = xp.asarray(raw[:D * D].reshape(D, D))
+        X = xp.asarray(raw[D * D:D * D + N * T * D].reshape(N, T, D))
+        y = xp.asarray(raw[D * D + N * T * D:].reshape(N, T, T))
     else:
         X, y, S = draw(a.D, a.alpha, a.rho, a.T, a.beta, a.seed)
     recs = gamp_rie(X, y, S, a.rho, a.alpha, a.beta, a.iters, symmetric=a.symmetric)

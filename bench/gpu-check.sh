@@ -50,6 +50,8 @@
 #  11. GAMP-RIE of the quadratic network (the linear channel, composed of vector kernels) at
 #      D = 2000, alpha = 0.2, rho = 0.5, streamed, 40 iterations, beside its SE (se_mmse in
 #      the CSV; 0.3922, and 0.3932 at D = 1000 on the CPU)   limit 45 s, expected 15-25 s
+#  11b. the CuPy peer (bench/gamp_rie_numpy.py --xp cupy) at D = 1000 and 2000, beside aim's
+#      stored rows of part 4 in the summary               limit  60 s, expected 20-40 s
 #  12. GAMP-RIE at D = 8000, streamed, at tf32 and at bf16x9: two iterations each (8.2e15
 #      flops an iteration), if the budget allows (TOTAL=700 to reach them)
 #                                                         limit 2 x 150 s, expected 60-300 s
@@ -148,6 +150,11 @@ done
 part amp-linear-2000 45 "$BIN/aim" amp --quiet --channel linear --rho 0.5 --D 2000 --alpha 0.2 --seeds 1 \
 	--max-iter 40 --tokens streamed --device cuda --out "$OUT/amp-linear-2000.csv" --plot ""
 
+# The peer: the same GAMP-RIE iteration written as a careful CuPy user would (bench/gamp_rie_numpy.py
+# --xp cupy: cuBLAS products, cupy.linalg.eigh), D = 1000 and 2000, 4 iterations of which the
+# first is a warm-up; the summary sets its median iteration beside aim's (bench-gpu, stored).
+part cupy-peer 60 bash -c "for D in 1000 2000; do python3 '$here/gamp_rie_numpy.py' --xp cupy --D \$D --alpha 0.25 --rho 0.5 --T 2 --iters 4 || exit; done"
+
 # GAMP-RIE at D = 8000 (N = 1.6e7), streamed, with the two large contractions at tf32 and at
 # bf16x9: two iterations each (8.2e15 flops an iteration; about 190 s at fp64); the CSV's
 # seconds include drawing the teacher and the outputs.
@@ -215,6 +222,25 @@ printf '\n== summary\n'
 					printf "Dgemm rate %s: %.1f GFLOP/s\n", v[i, "device"], v[i, "dgemm_gflops"]
 				}
 			}' "$OUT/bench-all.csv"
+	fi
+	if grep -q '"xp": "cupy"' "$OUT/cupy-peer.log" 2>/dev/null && [ -s "$OUT/bench-all.csv" ]; then
+		printf '\nGAMP-RIE against the CuPy port (median seconds of one iteration, stored tokens, fp64)\n'
+		python3 - "$OUT/cupy-peer.log" "$OUT/bench-all.csv" <<'PY'
+import csv, json, sys
+peer = {}
+for line in open(sys.argv[1]):
+    if line.startswith('{'):
+        r = json.loads(line)
+        peer[r['D']] = r['median_per_iter']
+aim = {}
+for r in csv.DictReader(open(sys.argv[2])):
+    if r['device'] != 'cpu' and r['algorithm'] == 'amp' and r['tokens'] == 'stored' and r.get('precision', 'fp64') in ('', 'fp64'):
+        aim[int(r['D'])] = float(r['seconds_median'])
+print(f"{'D':>6} {'aim':>10} {'CuPy':>10} {'CuPy/aim':>9}")
+for D in sorted(peer):
+    a = aim.get(D)
+    print(f"{D:>6} {a if a else float('nan'):>10.4g} {peer[D]:>10.4g} {peer[D] / a if a else float('nan'):>9.2f}")
+PY
 	fi
 	if grep -q -E '^Benchmark' "$OUT/gpu-bench.log" 2>/dev/null; then
 		printf '\nGo GPU benchmarks (-test.benchtime=2x)\n'
