@@ -189,7 +189,14 @@ type cusolverLib struct {
 	cusolverDnSetStream        func(h uintptr, s uintptr) int32
 	cusolverDnDsyevdBufferSize func(h uintptr, jobz, uplo int32, n int32, a uint64, lda int32, w uint64, lwork *int32) int32
 	cusolverDnDsyevd           func(h uintptr, jobz, uplo int32, n int32, a uint64, lda int32, w uint64, work uint64, lwork int32, info uint64) int32
-	lib                        Library
+	// The Jacobi eigensolver (syevj), optional: nil where the library lacks it.
+	cusolverDnCreateSyevjInfo    func(info *uintptr) int32
+	cusolverDnDestroySyevjInfo   func(info uintptr) int32
+	cusolverDnXsyevjSetTolerance func(info uintptr, tol float64) int32
+	cusolverDnXsyevjSetMaxSweeps func(info uintptr, sweeps int32) int32
+	cusolverDnDsyevjBufferSize   func(h uintptr, jobz, uplo int32, n int32, a uint64, lda int32, w uint64, lwork *int32, info uintptr) int32
+	cusolverDnDsyevj             func(h uintptr, jobz, uplo int32, n int32, a uint64, lda int32, w uint64, work uint64, lwork int32, devInfo uint64, info uintptr) int32
+	lib                          Library
 }
 
 func bindCusolver(h uintptr) (*cusolverLib, error) {
@@ -200,6 +207,12 @@ func bindCusolver(h uintptr) (*cusolverLib, error) {
 	b.bind(&l.cusolverDnSetStream, "cusolverDnSetStream")
 	b.bind(&l.cusolverDnDsyevdBufferSize, "cusolverDnDsyevd_bufferSize")
 	b.bind(&l.cusolverDnDsyevd, "cusolverDnDsyevd")
+	b.bindOptional(&l.cusolverDnCreateSyevjInfo, "cusolverDnCreateSyevjInfo")
+	b.bindOptional(&l.cusolverDnDestroySyevjInfo, "cusolverDnDestroySyevjInfo")
+	b.bindOptional(&l.cusolverDnXsyevjSetTolerance, "cusolverDnXsyevjSetTolerance")
+	b.bindOptional(&l.cusolverDnXsyevjSetMaxSweeps, "cusolverDnXsyevjSetMaxSweeps")
+	b.bindOptional(&l.cusolverDnDsyevjBufferSize, "cusolverDnDsyevj_bufferSize")
+	b.bindOptional(&l.cusolverDnDsyevj, "cusolverDnDsyevj")
 	if b.err != nil {
 		return nil, b.err
 	}

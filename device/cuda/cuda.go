@@ -96,12 +96,13 @@ type backend struct {
 	images    map[string][]byte // NUL-terminated PTX, kept alive while its module is loaded
 	modules   map[string]uintptr
 	fn        map[string]uintptr
-	part      scratch // reduction partials
-	square    scratch // D x D: EighSym's working copy, SpectralCompose's scaled copy
-	work      scratch // cuSOLVER workspace
-	info      scratch // cuSOLVER info (one int)
-	lowp      scratch // GemmPrecision's float32 and bfloat16 arrays
-	lwork     map[int]int32
+	part      scratch          // reduction partials
+	square    scratch          // D x D: EighSym's working copy, SpectralCompose's scaled copy
+	work      scratch          // cuSOLVER workspace
+	info      scratch          // cuSOLVER info (one int)
+	lowp      scratch          // GemmPrecision's float32 and bfloat16 arrays
+	lwork     map[[2]int]int32 // cuSOLVER workspace sizes by (eighMethod, d)
+	syevj     uintptr          // syevj's parameters (cusolverDnCreateSyevjInfo), made on first use
 }
 
 var _ device.Backend = (*backend)(nil)
@@ -185,7 +186,7 @@ func open(ordinal int) (*backend, error) {
 		images:  map[string][]byte{},
 		modules: map[string]uintptr{},
 		fn:      map[string]uintptr{},
-		lwork:   map[int]int32{},
+		lwork:   map[[2]int]int32{},
 	}
 	go executor(d.jobs, d.done)
 	d.mu.Lock()
@@ -450,6 +451,10 @@ func (d *backend) release() error {
 		delete(d.images, m)
 	}
 	clear(d.fn)
+	if d.syevj != 0 {
+		add(cusolverErr("cusolverDnDestroySyevjInfo", d.sol.cusolverDnDestroySyevjInfo(d.syevj)))
+		d.syevj = 0
+	}
 	if d.cusolverH != 0 {
 		add(cusolverErr("cusolverDnDestroy", d.sol.cusolverDnDestroy(d.cusolverH)))
 		d.cusolverH = 0

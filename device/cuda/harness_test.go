@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -22,6 +23,9 @@ import (
 // target is the device under test with the entry points GPU tests use beyond device.Device.
 type target interface {
 	device.Device
+	// eigh runs EighSym with the eigensolver m; on the stand-in, the cpu's EighSym (the same
+	// for every m).
+	eigh(m eighMethod, vals, vecs, a device.Buffer, d int) error
 	// deepSample runs the variant k of the deep channel's sampler; on the stand-in, its CPU
 	// twin (the same for every variant).
 	deepSample(k deepKernel, out, in device.Buffer, n, L, draws int, c, beta float64, seed, offset, stride uint64) error
@@ -36,6 +40,21 @@ type target interface {
 
 // gpuTarget is the GPU as a target.
 type gpuTarget struct{ *Device }
+
+// eigh unwraps the front's buffers (checked as EighSym checks them: lengths, no overlap) and
+// runs the eigensolver m on the backend.
+func (g gpuTarget) eigh(m eighMethod, vals, vecs, a device.Buffer, d int) error {
+	if err := g.EighSym(vals, vecs, a, d); err != nil { // the front's checks, and syevd once
+		return err
+	}
+	vb, err1 := g.BackendBuffer("EighSym", "vals", vals, d)
+	ob, err2 := g.BackendBuffer("EighSym", "vecs", vecs, d*d)
+	ab, err3 := g.BackendBuffer("EighSym", "a", a, d*d)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return err
+	}
+	return g.b.eigh(m, vb, ob, ab, d)
+}
 
 // deepSample unwraps the front's buffers (the front's checks of a live buffer of the device
 // and its length) and runs the variant k on the backend.
@@ -68,6 +87,10 @@ func (g gpuTarget) onGPU() bool { return true }
 
 // cpuTarget is the cpu backend standing in for the GPU.
 type cpuTarget struct{ *cpu.Device }
+
+func (c cpuTarget) eigh(_ eighMethod, vals, vecs, a device.Buffer, d int) error {
+	return c.EighSym(vals, vecs, a, d)
+}
 
 func (c cpuTarget) deepSample(_ deepKernel, out, in device.Buffer, n, L, draws int, cs, beta float64, seed, offset, stride uint64) error {
 	return c.Capabilities().DeepSampler.DeepSample(out, in, n, L, draws, cs, beta, seed, offset, stride)

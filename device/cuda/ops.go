@@ -202,6 +202,21 @@ func (d *backend) GemmStridedBatched(transA, transB bool, m, n, k int, alpha flo
 // eigenvectors into vecs (row-major, column k the eigenvector of lambda_k). vals gets lambda
 // in ascending order. The three buffers do not overlap; d must fit a C int.
 func (d *backend) EighSym(vals, vecs, a device.Buffer, dd int) error {
+	return d.eigh(eighSyevd, vals, vecs, a, dd)
+}
+
+// eighMethod is a dense symmetric eigensolver of cuSOLVER.
+type eighMethod int
+
+const (
+	eighSyevd eighMethod = iota // Dsyevd: tridiagonalisation and divide and conquer (EighSym's)
+	eighSyevj                   // Dsyevj: Jacobi rotations to machine precision (tolerance 0, at most 100 sweeps)
+)
+
+func (m eighMethod) String() string { return [...]string{"syevd", "syevj"}[m] }
+
+// eigh is EighSym with the eigensolver m (BenchmarkEighSym times each; EighSym uses syevd).
+func (d *backend) eigh(m eighMethod, vals, vecs, a device.Buffer, dd int) error {
 	const op = "cuda EighSym"
 	if err := fitsInt32(op, "d", dd); err != nil {
 		return err
@@ -210,6 +225,7 @@ func (d *backend) EighSym(vals, vecs, a device.Buffer, dd int) error {
 	if dd == 0 {
 		return nil
 	}
+	call := "cusolverDnD" + m.String()
 	return wrap(op, d.do(func() error {
 		if err := d.square.grow(d, dd*dd); err != nil {
 			return err
@@ -221,23 +237,55 @@ func (d *backend) EighSym(vals, vecs, a device.Buffer, dd int) error {
 		if err := d.drv.cuErr("cuCtxSynchronize", d.drv.cuCtxSynchronize()); err != nil {
 			return err
 		}
-		lwork, ok := d.lwork[dd]
-		if !ok {
-			if err := cusolverErr("cusolverDnDsyevd_bufferSize", d.sol.cusolverDnDsyevdBufferSize(d.cusolverH,
-				cusolverEigModeVector, cublasFillLower, int32(dd), w, int32(dd), wb.ptr, &lwork)); err != nil {
+		if m == eighSyevj && d.syevj == 0 {
+			if d.sol.cusolverDnDsyevj == nil || d.sol.cusolverDnCreateSyevjInfo == nil || d.sol.cusolverDnDsyevjBufferSize == nil {
+				return fmt.Errorf("%s: not in this cuSOLVER", call)
+			}
+			var info uintptr
+			if err := cusolverErr("cusolverDnCreateSyevjInfo", d.sol.cusolverDnCreateSyevjInfo(&info)); err != nil {
 				return err
 			}
-			d.lwork[dd] = lwork
+			d.syevj = info
+			if d.sol.cusolverDnXsyevjSetTolerance != nil {
+				if err := cusolverErr("cusolverDnXsyevjSetTolerance", d.sol.cusolverDnXsyevjSetTolerance(info, 0)); err != nil {
+					return err
+				}
+			}
+			if d.sol.cusolverDnXsyevjSetMaxSweeps != nil {
+				if err := cusolverErr("cusolverDnXsyevjSetMaxSweeps", d.sol.cusolverDnXsyevjSetMaxSweeps(info, 100)); err != nil {
+					return err
+				}
+			}
+		}
+		key := [2]int{int(m), dd}
+		lwork, ok := d.lwork[key]
+		if !ok {
+			var st int32
+			if m == eighSyevj {
+				st = d.sol.cusolverDnDsyevjBufferSize(d.cusolverH, cusolverEigModeVector, cublasFillLower, int32(dd), w, int32(dd), wb.ptr, &lwork, d.syevj)
+			} else {
+				st = d.sol.cusolverDnDsyevdBufferSize(d.cusolverH, cusolverEigModeVector, cublasFillLower, int32(dd), w, int32(dd), wb.ptr, &lwork)
+			}
+			if err := cusolverErr(call+"_bufferSize", st); err != nil {
+				return err
+			}
+			d.lwork[key] = lwork
 		}
 		if err := d.work.grow(d, int(max(lwork, 1))); err != nil {
 			return err
 		}
-		if err := cusolverErr("cusolverDnDsyevd", d.sol.cusolverDnDsyevd(d.cusolverH,
-			cusolverEigModeVector, cublasFillLower, int32(dd), w, int32(dd), wb.ptr,
-			d.work.ptr, lwork, d.info.ptr)); err != nil {
+		var st int32
+		if m == eighSyevj {
+			st = d.sol.cusolverDnDsyevj(d.cusolverH, cusolverEigModeVector, cublasFillLower, int32(dd), w, int32(dd), wb.ptr,
+				d.work.ptr, lwork, d.info.ptr, d.syevj)
+		} else {
+			st = d.sol.cusolverDnDsyevd(d.cusolverH, cusolverEigModeVector, cublasFillLower, int32(dd), w, int32(dd), wb.ptr,
+				d.work.ptr, lwork, d.info.ptr)
+		}
+		if err := cusolverErr(call, st); err != nil {
 			return err
 		}
-		if err := d.sync("cusolverDnDsyevd"); err != nil {
+		if err := d.sync(call); err != nil {
 			return err
 		}
 		var info int32
@@ -246,9 +294,11 @@ func (d *backend) EighSym(vals, vecs, a device.Buffer, dd int) error {
 		}
 		switch {
 		case info < 0:
-			return fmt.Errorf("cusolverDnDsyevd: parameter %d is wrong (info = %d)", -info, info)
+			return fmt.Errorf("%s: parameter %d is wrong (info = %d)", call, -info, info)
+		case info > 0 && m == eighSyevj:
+			return fmt.Errorf("%s did not converge (d = %d) to machine precision in 100 sweeps (info = %d)", call, dd, info)
 		case info > 0:
-			return fmt.Errorf("cusolverDnDsyevd did not converge (d = %d): %d off-diagonal elements of an intermediate tridiagonal form did not converge to zero (info = %d)", dd, info, info)
+			return fmt.Errorf("%s did not converge (d = %d): %d off-diagonal elements of an intermediate tridiagonal form did not converge to zero (info = %d)", call, dd, info, info)
 		}
 		one, zero := 1.0, 0.0
 		if err := cublasErr("cublasDgeam", d.blas.cublasDgeam(d.cublasH, cublasOpT, cublasOpN, int32(dd), int32(dd),
