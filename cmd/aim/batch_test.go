@@ -10,7 +10,7 @@ import (
 )
 
 // TestGDStudentsAtOnce: `aim gd --restarts 8` trains as many students at once as fit in the
-// memory allowed (all 8, then 4, 2 or 1 as --max-memory shrinks, stored or streamed), says so
+// memory allowed (all 8, then 4, 2 or 1 as --max-memory shrinks, stored, then streamed), says so
 // and records it in the manifest, and writes the same rows whatever that number: every column
 // but the wall time, to the last digit.
 func TestGDStudentsAtOnce(t *testing.T) {
@@ -20,7 +20,7 @@ func TestGDStudentsAtOnce(t *testing.T) {
 		memory   string // --max-memory ("" for none)
 		students int
 		streamed bool
-	}{{"", 8, false}, {"5MiB", 4, false}, {"3MiB", 2, false}, {"2MiB", 1, false}, {"1MiB", 1, true}} {
+	}{{"", 8, false}, {"3MiB", 4, false}, {"2.4MiB", 2, false}, {"2.0MiB", 1, false}, {"1.5MiB", 2, true}, {"800KiB", 1, true}} {
 		out := filepath.Join(dir, fmt.Sprintf("gd-%d-%v.csv", c.students, c.streamed))
 		args := []string{"gd", "--quiet", "--device", "cpu", "--D", "60", "--alpha", "0.25", "--seeds", "1", "--restarts", "8",
 			"--max-iter", "6", "--out", out, "--plot", ""}

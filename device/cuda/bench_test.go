@@ -214,7 +214,7 @@ func BenchmarkGDStep(b *testing.B) {
 }
 
 // BenchmarkGDRestarts times averaged GD's 8 restarts trained one at a time and in one batch
-// (gd.Options.Batch: strided-batched products), back to back in each iteration on the GPU, at
+// (gd.Options.Batch: one pass over the tokens per step), back to back in each iteration on the GPU, at
 // alpha-bar = 1, as bench.BenchmarkGDRestarts does on the CPU: the seconds of one step of all
 // 8 students each way and their ratio (batched over one at a time).
 func BenchmarkGDRestarts(b *testing.B) {

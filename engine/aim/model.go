@@ -372,30 +372,16 @@ func Indices(dev device.Device, h, xa, x, a device.Buffer, trA float64, n, t, d 
 // IndicesAt is Indices with the product X A computed at precision p (device.GemmAt); TokenDots,
 // the trace and the scaling stay in float64. At device.FP64 it is Indices.
 func IndicesAt(dev device.Device, p device.Precision, h, xa, x, a device.Buffer, trA float64, n, t, d int) error {
-	return IndicesBatch(dev, p, h, 0, xa, x, a, []float64{trA}, n, t, d)
-}
-
-// IndicesBatch computes the indices of len(trA) matrices A_q on the same N samples of X:
-// h_q = (X_mu A_q X_mu^T - trA[q] I)/sqrt(D) at value q hStride of h, for the D x D matrices
-// A_q at q D^2 of a. The products X A_q are one strided-batched product at precision p
-// (device.GemmStridedBatchedAt) into xa, N T D values apart; then TokenDots, the trace and the
-// scaling for each q. Each h_q is bit for bit what IndicesAt computes for A_q alone.
-func IndicesBatch(dev device.Device, p device.Precision, h device.Buffer, hStride int, xa, x, a device.Buffer, trA []float64, n, t, d int) error {
-	ntd, ntt := n*t*d, n*t*t
-	if err := device.GemmStridedBatchedAt(dev, p, false, false, n*t, d, d, 1, x, 0, a, d*d, 0, xa, ntd, len(trA)); err != nil {
+	if err := device.GemmAt(dev, p, false, false, n*t, d, d, 1, x, a, 0, xa); err != nil {
 		return err
 	}
-	for q, tr := range trA {
-		hq, xq := device.MustView(h, q*hStride, ntt), device.MustView(xa, q*ntd, ntd)
-		if err := device.Seq(
-			func() error { return dev.TokenDots(hq, xq, x, n, t, d) },
-			func() error { return dev.AddDiag(hq, n, t, -tr) },
-			func() error { return dev.Scal(hq, 1/math.Sqrt(float64(d))) },
-		); err != nil {
-			return err
-		}
+	if err := dev.TokenDots(h, xa, x, n, t, d); err != nil {
+		return err
 	}
-	return nil
+	if err := dev.AddDiag(h, n, t, -trA); err != nil {
+		return err
+	}
+	return dev.Scal(h, 1/math.Sqrt(float64(d)))
 }
 
 // Free releases the data's buffers.

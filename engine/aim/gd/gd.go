@@ -42,12 +42,12 @@ type Options struct {
 	R        int     // student width; 0 means the teacher's R
 	Restarts int     // independent initialisations whose final S are averaged (1 = single GD)
 	// Batch is the number of students trained at once, in lockstep (0, or more than Restarts:
-	// all of them). A batch shares each step's pass over the tokens: the forward products
-	// X S_k and the back-projections are one strided-batched product each
-	// (device.Ops.GemmStridedBatched), streamed tokens are regenerated once per step for the
-	// whole batch, and W^T W, the gradient's products and Adam run once for all. Every student
-	// computes what it computes alone, so the result does not depend on the batch (bit for bit
-	// on the CPU); the students' buffers grow with it (Bytes).
+	// all of them). A batch shares each step's pass over the tokens: each chunk of tokens
+	// (streamed tokens regenerated once per step for the whole batch) serves every student in
+	// turn, and the lead's W^T W and gradient products are one strided-batched product each
+	// (device.Ops.GemmStridedBatched) and Adam one update for all. Every student computes what
+	// it computes alone, so the result does not depend on the batch (bit for bit on the CPU);
+	// the students' buffers grow with it (Bytes).
 	Batch int
 	// TraceEvery records loss and error of the first student every that many steps (0: none).
 	TraceEvery int
@@ -108,21 +108,21 @@ type Result struct {
 // Bytes returns the device memory of one training beside the data on a device that holds n
 // samples (all N on one device; a shard on a group's lead), for B = o.BatchSize() students
 // at once: W, its gradient and Adam's moments (B R x D each), S and the gradient G_S (B D x D
-// each) and the running average (D x D), the B n x T x D scratch and the 3 B n x T x T work
-// arrays, and with o.Spectrum the eigenvectors and eigenvalues of S (D x D and D). The other
-// members of a group hold no W, moments or average.
+// each) and the running average (D x D), the n x T x D scratch (shared by the students) and
+// the 3 B n x T x T work arrays, and with o.Spectrum the eigenvectors and eigenvalues of S
+// (D x D and D). The other members of a group hold no W, moments or average.
 func Bytes(p aim.Params, o Options, n int) uint64 {
 	D, N, T, B := uint64(p.D), uint64(n), uint64(p.T()), uint64(o.BatchSize())
-	return 8*(4*B*studentRank(p, o)*D+(2*B+1)*D*D+B*N*T*D+3*B*N*T*T) + spectrumBytes(p, o) + directBytes(p, o)
+	return 8*(4*B*studentRank(p, o)*D+(2*B+1)*D*D+N*T*D+3*B*N*T*T) + spectrumBytes(p, o) + directBytes(p, o)
 }
 
 // StreamedBytes returns the device memory of one training on streamed tokens (chunks of chunk
-// samples) beside the data on a device that holds n samples: as Bytes, with the tokens of one
-// chunk and the B students' scratch of one chunk ((1 + B) chunk T D) in place of the n x T x D
-// scratch, and B more D x D matrices (a chunk's parts of G_S).
+// samples) beside the data on a device that holds n samples: as Bytes, with the tokens and the
+// scratch of one chunk (2 chunk T D) in place of the n x T x D scratch, and B more D x D
+// matrices (a chunk's parts of G_S).
 func StreamedBytes(p aim.Params, o Options, n, chunk int) uint64 {
 	D, N, T, C, B := uint64(p.D), uint64(n), uint64(p.T()), uint64(min(chunk, n)), uint64(o.BatchSize())
-	return 8*(4*B*studentRank(p, o)*D+(3*B+1)*D*D+(1+B)*C*T*D+3*B*N*T*T) + spectrumBytes(p, o) + directBytes(p, o)
+	return 8*(4*B*studentRank(p, o)*D+(3*B+1)*D*D+2*C*T*D+3*B*N*T*T) + spectrumBytes(p, o) + directBytes(p, o)
 }
 
 // BatchSize is the number of students trained at once: Batch, or Restarts where Batch is 0
@@ -377,7 +377,8 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 // gradients. The lead holds the W of each, their gradients, Adam's moments and the average of
 // S; every member holds its copy of each S, its parts of G_S and the work arrays of its shard.
 // The batch's student q has its R x D matrices at q R D of w, grad, m and v, its S and G_S at
-// q D^2, and its n x T x T arrays at q n T^2 of a shard's h, yhat and gamma.
+// q D^2, and its n x T x T arrays at q n T^2 of a shard's h, yhat and gamma; the students
+// share a shard's scratch.
 type student struct {
 	g             *device.Group
 	parts         []*aim.Data
@@ -414,7 +415,7 @@ func newStudent(g *device.Group, trs []device.Trainer, parts []*aim.Data, R, B i
 		if parts[j].Chunk > 0 {
 			chunk = parts[j].Chunk
 		}
-		sizes := []int{B * D * D, B * D * D, B * chunk * T * D, B * n * T * T, B * n * T * T, B * n * T * T}
+		sizes := []int{B * D * D, B * D * D, chunk * T * D, B * n * T * T, B * n * T * T, B * n * T * T}
 		if parts[j].Chunk > 0 {
 			sizes = append(sizes, chunk*T*D, B*D*D)
 		}
@@ -525,10 +526,11 @@ func (st *student) lossAndGrad() ([]float64, error) {
 		}
 	}
 	// One pass over each member's samples, chunk by chunk of tokens (one chunk when they are
-	// stored, so that streamed tokens are regenerated once per step for the whole batch): the
-	// indices, the outputs, the loss and Gamma of each student, and its
-	// G_S = (1/sqrt(D)) sum_mu X_mu^T Gamma_mu X_mu, the loss, Tr Gamma and the chunks' parts of
-	// G_S summed in chunk order, then the members' in member order.
+	// stored, so that streamed tokens are regenerated once per step for the whole batch), each
+	// chunk serving the students one after another (the scratch X_mu S or Gamma_mu X_mu stays
+	// in cache between its two products): the indices, the outputs, the loss and Gamma of each
+	// student, and its G_S = (1/sqrt(D)) sum_mu X_mu^T Gamma_mu X_mu, the loss, Tr Gamma and the
+	// chunks' parts of G_S summed in chunk order, then the members' in member order.
 	if err := g.Each(func(j int, dev device.Device) error {
 		sh := st.shards[j]
 		N := sh.data.Samples()
@@ -539,14 +541,13 @@ func (st *student) lossAndGrad() ([]float64, error) {
 			gChunk = view(sh.gChunk, 0, nb*DD)
 		}
 		return sh.data.EachChunkSum(dev, sh.xc, gSs[j], gChunk, func(lo, n int, x, out device.Buffer) error {
-			ntt, ntd := n*T*T, n*T*D
+			ntt := n * T * T
 			at := func(b device.Buffer, q int) device.Buffer { return view(b, q*N*T*T+lo*T*T, ntt) }
-			if err := aim.IndicesBatch(dev, st.prec, view(sh.h, lo*T*T, (nb-1)*N*T*T+ntt), N*T*T, sh.scratch, x, ss[j], trS, n, T, D); err != nil {
-				return err
-			}
+			sc := view(sh.scratch, 0, n*T*D)
 			for q := 0; q < nb; q++ {
-				hc, yh, gc, sc := at(sh.h, q), at(sh.yhat, q), at(sh.gamma, q), view(sh.scratch, q*ntd, ntd)
+				hc, yh, gc := at(sh.h, q), at(sh.yhat, q), at(sh.gamma, q)
 				if err := device.Seq(
+					func() error { return aim.IndicesAt(dev, st.prec, hc, sc, x, view(ss[j], q*DD, DD), trS[q], n, T, D) },
 					func() error { return dev.ChannelOutput(p.Channel, yh, hc, n) },
 					func() error {
 						shift := 0.0 // the uncentred residual's (Tr S - Tr S*)/sqrt(D)
@@ -559,11 +560,14 @@ func (st *student) lossAndGrad() ([]float64, error) {
 					},
 					func() error { t, err := dev.SumDiag(gc, n, T); sh.trG[q] += t; return err },
 					func() error { return dev.TokenMix(sc, gc, x, n, T, D) },
+					func() error {
+						return device.GemmAt(dev, st.prec, true, false, D, D, n*T, 1/sqrtD, x, sc, 0, view(out, q*DD, DD))
+					},
 				); err != nil {
 					return err
 				}
 			}
-			return device.GemmStridedBatchedAt(dev, st.prec, true, false, D, D, n*T, 1/sqrtD, x, 0, sh.scratch, ntd, 0, out, DD, nb)
+			return nil
 		})
 	}); err != nil {
 		return nil, err
