@@ -37,10 +37,8 @@ func BenchmarkGDStep(b *testing.B) {
 	}
 }
 
-// BenchmarkGDRestarts times averaged GD's 8 restarts trained one at a time and in one batch
-// (gd.Options.Batch), back to back in each iteration on the CPU, at alpha-bar = 1, with stored
-// tokens and streamed ones (chunks of 1024 samples): the seconds of one step of all 8
-// students each way and their ratio (batched over one at a time).
+// BenchmarkGDRestarts is GDRestarts on the CPU at alpha-bar = 1 (alpha = 0.25, T = 2,
+// rho = 0.5), with stored tokens and streamed ones (chunks of 1024 samples).
 func BenchmarkGDRestarts(b *testing.B) {
 	dev := cpu.New(0)
 	for _, c := range []struct{ D, chunk int }{{50, 0}, {100, 0}, {200, 0}, {100, 1024}, {200, 1024}} {
@@ -61,27 +59,7 @@ func BenchmarkGDRestarts(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer data.Free(dev)
-			o := gd.DefaultOptions()
-			o.Steps, o.Restarts = 4, 8
-			var seq, bat float64
-			for b.Loop() {
-				for _, batch := range []int{1, 0} {
-					o.Batch = batch
-					res, err := gd.Run(dev, data, o)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if batch == 1 {
-						seq += res.Seconds
-					} else {
-						bat += res.Seconds
-					}
-				}
-			}
-			steps := float64(b.N * (o.Steps + 1))
-			b.ReportMetric(seq/steps, "s/step-one-at-a-time")
-			b.ReportMetric(bat/steps, "s/step-batched")
-			b.ReportMetric(bat/seq, "batched/one-at-a-time")
+			GDRestarts(b, dev, data)
 		})
 	}
 }

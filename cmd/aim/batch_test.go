@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,18 +36,7 @@ func TestGDStudentsAtOnce(t *testing.T) {
 		if !strings.Contains(stderr, want) || strings.Contains(stderr, "tokens streamed") != c.streamed {
 			t.Errorf("--max-memory %q: stderr %q, want %q (streamed %v)", c.memory, stderr, want, c.streamed)
 		}
-		var man map[string]any
-		raw, err := os.ReadFile(strings.TrimSuffix(out, ".csv") + ".json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(raw, &man); err != nil {
-			t.Fatal(err)
-		}
-		params, _ := man["parameters"].(map[string]any)
-		if params == nil {
-			params = man
-		}
+		params := csvManifest(t, out)["parameters"].(map[string]any)
 		if params["students_at_once"] != float64(c.students) {
 			t.Errorf("--max-memory %q: manifest students_at_once %v, want %d", c.memory, params["students_at_once"], c.students)
 		}

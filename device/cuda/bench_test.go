@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/aimtheory/aim/bench"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
@@ -213,10 +214,8 @@ func BenchmarkGDStep(b *testing.B) {
 	}
 }
 
-// BenchmarkGDRestarts times averaged GD's 8 restarts trained one at a time and in one batch
-// (gd.Options.Batch: one pass over the tokens per step), back to back in each iteration on the GPU, at
-// alpha-bar = 1, as bench.BenchmarkGDRestarts does on the CPU: the seconds of one step of all
-// 8 students each way and their ratio (batched over one at a time).
+// BenchmarkGDRestarts is bench.GDRestarts on the GPU at alpha-bar = 1 (alpha = 0.25, T = 2,
+// rho = 0.5, stored tokens): averaged GD's 8 restarts one at a time and all at once.
 func BenchmarkGDRestarts(b *testing.B) {
 	g := gpu(b)
 	for _, D := range []int{100, 200, 500} {
@@ -226,27 +225,7 @@ func BenchmarkGDRestarts(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer data.Free(g)
-			o := gd.DefaultOptions()
-			o.Steps, o.Restarts = 5, 8
-			var seq, bat float64
-			for b.Loop() {
-				for _, batch := range []int{1, 0} {
-					o.Batch = batch
-					res, err := gd.Run(g, data, o)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if batch == 1 {
-						seq += res.Seconds
-					} else {
-						bat += res.Seconds
-					}
-				}
-			}
-			steps := float64(b.N * (o.Steps + 1))
-			b.ReportMetric(seq/steps, "s/step-one-at-a-time")
-			b.ReportMetric(bat/steps, "s/step-batched")
-			b.ReportMetric(bat/seq, "batched/one-at-a-time")
+			bench.GDRestarts(b, g, data)
 		})
 	}
 }

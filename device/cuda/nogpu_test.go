@@ -383,3 +383,26 @@ func TestNoiseRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRowMajor: the leading dimension of each operand is its stored row length (A is m x k,
+// or k x m when transposed; B is k x n, or n x k), at least 1, with the operation that
+// transposes it back.
+func TestRowMajor(t *testing.T) {
+	for _, c := range []struct {
+		transA, transB   bool
+		m, n, k          int
+		ta, lda, tb, ldb int32
+	}{
+		{false, false, 3, 4, 5, cublasOpN, 5, cublasOpN, 4},
+		{true, false, 3, 4, 5, cublasOpT, 3, cublasOpN, 4},
+		{false, true, 3, 4, 5, cublasOpN, 5, cublasOpT, 5},
+		{true, true, 3, 4, 5, cublasOpT, 3, cublasOpT, 5},
+		{false, false, 3, 0, 0, cublasOpN, 1, cublasOpN, 1},
+	} {
+		ta, lda, tb, ldb := rowMajor(c.transA, c.transB, c.m, c.n, c.k)
+		if ta != c.ta || lda != c.lda || tb != c.tb || ldb != c.ldb {
+			t.Errorf("rowMajor(%v, %v, %d, %d, %d) = %d, %d, %d, %d; want %d, %d, %d, %d", c.transA, c.transB, c.m, c.n, c.k,
+				ta, lda, tb, ldb, c.ta, c.lda, c.tb, c.ldb)
+		}
+	}
+}

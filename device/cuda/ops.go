@@ -108,20 +108,27 @@ func fitsInt32(op string, names string, vals ...int) error {
 // ---------------------------------------------------------------------------------------
 // BLAS and LAPACK.
 
+// rowMajor returns cuBLAS's operations and leading dimensions for the row-major product
+// C = op(A) op(B) (m x n, inner k) computed as the column-major C^T = op(B)^T op(A)^T: the
+// operation of A and its leading dimension, then B's (each at least 1).
+func rowMajor(transA, transB bool, m, n, k int) (ta, lda, tb, ldb int32) {
+	ta, tb, lda, ldb = cublasOpN, cublasOpN, int32(max(1, k)), int32(max(1, n))
+	if transA {
+		ta, lda = cublasOpT, int32(max(1, m))
+	}
+	if transB {
+		tb, ldb = cublasOpT, int32(max(1, k))
+	}
+	return ta, lda, tb, ldb
+}
+
 // gemm computes row-major C = alpha op(A) op(B) + beta C with cuBLAS's column-major Dgemm on
 // swapped operands: C^T = op(B)^T op(A)^T. Executor only.
 func (d *backend) gemm(transA, transB bool, m, n, k int, alpha float64, a, b uint64, beta float64, c uint64) error {
-	lda, ldb := k, n
-	ta, tb := int32(cublasOpN), int32(cublasOpN)
-	if transA {
-		lda, ta = m, cublasOpT
-	}
-	if transB {
-		ldb, tb = k, cublasOpT
-	}
+	ta, lda, tb, ldb := rowMajor(transA, transB, m, n, k)
 	al, be := alpha, beta
 	st := d.blas.cublasDgemm(d.cublasH, tb, ta, int32(n), int32(m), int32(k),
-		&al, b, int32(max(1, ldb)), a, int32(max(1, lda)), &be, c, int32(max(1, n)))
+		&al, b, ldb, a, lda, &be, c, int32(max(1, n)))
 	return cublasErr("cublasDgemm_v2", st)
 }
 
@@ -175,18 +182,11 @@ func (d *backend) GemmStridedBatched(transA, transB bool, m, n, k int, alpha flo
 		return nil
 	}
 	ab, bb, cb := buf(a), buf(b), buf(c)
-	lda, ldb := k, n
-	ta, tb := int32(cublasOpN), int32(cublasOpN)
-	if transA {
-		lda, ta = m, cublasOpT
-	}
-	if transB {
-		ldb, tb = k, cublasOpT
-	}
+	ta, lda, tb, ldb := rowMajor(transA, transB, m, n, k)
 	return wrap(op, d.do(func() error {
 		al, be := alpha, beta
 		st := d.blas.cublasDgemmStridedBatched(d.cublasH, tb, ta, int32(n), int32(m), int32(k),
-			&al, bb.ptr, int32(max(1, ldb)), int64(strideB), ab.ptr, int32(max(1, lda)), int64(strideA),
+			&al, bb.ptr, ldb, int64(strideB), ab.ptr, lda, int64(strideA),
 			&be, cb.ptr, int32(max(1, n)), int64(strideC), int32(batch))
 		if err := cublasErr("cublasDgemmStridedBatched", st); err != nil {
 			return err

@@ -61,14 +61,7 @@ func (d *backend) GemmPrecision(p device.Precision, transA, transB bool, m, n, k
 	offB := parts * strideA
 	offC := offB + parts*strideB
 	total := offC + alignUp(4*mn)
-	lda, ldb := k, n
-	ta, tb := int32(cublasOpN), int32(cublasOpN)
-	if transA {
-		lda, ta = m, cublasOpT
-	}
-	if transB {
-		ldb, tb = k, cublasOpT
-	}
+	ta, lda, tb, ldb := rowMajor(transA, transB, m, n, k)
 	return wrap(op, d.do(func() error {
 		if err := d.lowp.grow(d, int((total+7)/8)); err != nil {
 			return err
@@ -98,7 +91,7 @@ func (d *backend) GemmPrecision(p device.Precision, transA, transB bool, m, n, k
 		gemm := func(a, b uint64, dtype, compute int32, beta float32) error {
 			one := float32(1)
 			st := d.blas.cublasGemmEx(d.cublasH, tb, ta, int32(n), int32(m), int32(k), &one,
-				b, dtype, int32(max(1, ldb)), a, dtype, int32(max(1, lda)), &beta, pc, cudaR32F, int32(max(1, n)),
+				b, dtype, ldb, a, dtype, lda, &beta, pc, cudaR32F, int32(max(1, n)),
 				compute, cublasGemmDefault)
 			return cublasErr("cublasGemmEx", st)
 		}

@@ -15,14 +15,8 @@ import (
 // the given batch size and returns the result and the error.
 func trainBatch(t *testing.T, k int, p aim.Params, chunk int, o Options, batch int) (Result, error) {
 	t.Helper()
-	g := devtest.Group(t, k, func() device.Device { return cpu.New(0) })
-	parts, err := aim.GenerateGroup(g, p, chunk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer aim.FreeGroup(g, parts)
 	o.Batch = batch
-	return RunGroup(g, parts, o)
+	return runOnGroup(t, k, p, chunk, o)
 }
 
 // flatResult lists every number of a result: the averaged error, each student's error, loss and

@@ -13,17 +13,23 @@ import (
 // trainGroup draws the data on a group of k CPU devices (stored tokens for chunk 0) and trains.
 func trainGroup(t *testing.T, k int, p aim.Params, chunk int, o Options) Result {
 	t.Helper()
+	res, err := runOnGroup(t, k, p, chunk, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// runOnGroup is trainGroup returning the error.
+func runOnGroup(t *testing.T, k int, p aim.Params, chunk int, o Options) (Result, error) {
+	t.Helper()
 	g := devtest.Group(t, k, func() device.Device { return cpu.New(0) })
 	parts, err := aim.GenerateGroup(g, p, chunk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer aim.FreeGroup(g, parts)
-	res, err := RunGroup(g, parts, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return RunGroup(g, parts, o)
 }
 
 // TestGroupEqualsOneDevice: gradient descent on a group of k CPU devices follows one device.
