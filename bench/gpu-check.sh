@@ -28,6 +28,8 @@
 #  4b. aim bench on the GPU at fp32, tf32 and bf16x9 (the two large contractions; the rest
 #      fp64), stored D = 2000, each against its own precision's 8192 product rate
 #                                                         limit  50 s, expected 25-35 s
+#  4c. cuBLAS's FP64 emulation switched on (CUBLAS_EMULATE_DOUBLE_PRECISION=1): the Gemm and
+#      GAMP-RIE tests against the CPU and the Dgemm rates     limit  45 s, expected 20 s
 #   5. the big GPU tests, AIM_GPU_BIG=1: the > 2^31-value token test (about 90 GiB) and a
 #      D = 1000 GAMP-RIE trajectory against the CPU's    limit  90 s, expected 30-60 s
 #   6. aim bench on the GPU, streamed D = 4000, GAMP-RIE (the data, a warm-up, 3 iterations:
@@ -131,6 +133,13 @@ part bench-gpu 45 "${bench[@]}" --device cuda:0 --D 500,1000,2000 --streamed-D 5
 # stored: the same iteration and step with the two large contractions at fp32, tf32 and bf16x9.
 part bench-gpu-precision 50 "${bench[@]}" --device cuda:0 \
 	--D 2000 --streamed-D none --precision fp32,tf32,bf16x9 --out "$OUT/bench-gpu-precision.csv" --plot ""
+# cuBLAS 13's FP64 emulation on the integer tensor cores (the Ozaki scheme), documented for
+# Blackwell: does it engage on this GPU, and does it keep fp64's accuracy? The same Dgemm
+# calls with the library's switches on (CUBLAS_EMULATE_DOUBLE_PRECISION=1, strategy eager):
+# the products and GAMP-RIE against the CPU (1e-12 and 1e-8), and the Dgemm, forward and
+# back-projection rates, to set beside gpu-bench's.
+part fp64-emulation 45 env CUBLAS_EMULATE_DOUBLE_PRECISION=1 CUBLAS_EMULATION_STRATEGY=eager "$BIN/cuda.test" -test.v \
+	-test.run 'TestGPUGemm$|TestAMPTrajectoryCPUvsGPU$' -test.bench 'CublasDgemm|ForwardBack' -test.benchtime=2x -test.timeout={T}s
 part gpu-big 90 env AIM_GPU_BIG=1 "$BIN/cuda.test" -test.v -test.count=1 -test.run "$big" -test.timeout={T}s
 part bench-gpu-4000-amp 75 "${bench[@]}" --device cuda:0 --D none --streamed-D 4000 --algorithms amp \
 	--out "$OUT/bench-gpu-4000-amp.csv" --plot ""
@@ -243,9 +252,15 @@ for D in sorted(peer):
     print(f"{D:>6} {a if a else float('nan'):>10.4g} {peer[D]:>10.4g} {peer[D] / a if a else float('nan'):>9.2f}")
 PY
 	fi
-	if grep -q -E '^Benchmark' "$OUT/gpu-bench.log" 2>/dev/null; then
-		printf '\nGo GPU benchmarks (-test.benchtime=2x)\n'
-		grep -E '^Benchmark' "$OUT/gpu-bench.log" | awk '{ name = $1; $1 = ""; $2 = ""; printf "%-44s %s\n", name, $0 }'
+	for log in gpu-bench fp64-emulation; do
+		if grep -q -E '^Benchmark' "$OUT/$log.log" 2>/dev/null; then
+			printf '\nGo GPU benchmarks (-test.benchtime=2x), %s\n' "$log"
+			grep -E '^Benchmark' "$OUT/$log.log" | awk '{ name = $1; $1 = ""; $2 = ""; printf "%-44s %s\n", name, $0 }'
+		fi
+	done
+	if [ -s "$OUT/fp64-emulation.log" ]; then
+		printf '\nfp64-emulation tests: %s passed, %s failed\n' "$(grep -c -- '--- PASS' "$OUT/fp64-emulation.log")" \
+			"$(grep -c -- '--- FAIL' "$OUT/fp64-emulation.log")"
 	fi
 	printf '\n%-22s %s s (budget %s s)\n' "wall time" "$(($(date +%s) - start))" "$TOTAL"
 } | tee "$OUT/summary.txt"
