@@ -254,6 +254,23 @@ func AllocAll(dev Device, sizes ...int) ([]Buffer, error) {
 	return bufs, nil
 }
 
+// GemmBatch is GemmStridedBatched for a batch that may hold one product: two products or more
+// are the device's batched product, one is Gemm on views (a library's tuned path for a single
+// product, and on a GPU the same kernel as an unbatched caller's).
+func GemmBatch(dev Device, transA, transB bool, m, n, k int, alpha float64, a Buffer, strideA int,
+	b Buffer, strideB int, beta float64, c Buffer, strideC, batch int) error {
+	if batch != 1 {
+		return dev.GemmStridedBatched(transA, transB, m, n, k, alpha, a, strideA, b, strideB, beta, c, strideC, batch)
+	}
+	av, err1 := View(a, 0, m*k)
+	bv, err2 := View(b, 0, k*n)
+	cv, err3 := View(c, 0, m*n)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return fmt.Errorf("GemmBatch: %w", err)
+	}
+	return dev.Gemm(transA, transB, m, n, k, alpha, av, bv, beta, cv)
+}
+
 // FreeAll frees every non-nil buffer.
 func FreeAll(dev Device, bufs ...Buffer) {
 	for _, b := range bufs {

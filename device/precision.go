@@ -249,25 +249,3 @@ func GemmAt(dev Device, p Precision, transA, transB bool, m, n, k int, alpha flo
 	}
 	return g.GemmPrecision(p, transA, transB, m, n, k, alpha, a, b, beta, c)
 }
-
-// GemmStridedBatchedAt is GemmStridedBatched with each product at precision p: the device's
-// batched product at FP64 for two products or more, else GemmAt product by product on views
-// (one product is Gemm's own, the library's tuned path for a single large product).
-func GemmStridedBatchedAt(dev Device, p Precision, transA, transB bool, m, n, k int, alpha float64, a Buffer, strideA int,
-	b Buffer, strideB int, beta float64, c Buffer, strideC, batch int) error {
-	if p == FP64 && batch > 1 {
-		return dev.GemmStridedBatched(transA, transB, m, n, k, alpha, a, strideA, b, strideB, beta, c, strideC, batch)
-	}
-	for q := 0; q < batch; q++ {
-		av, err1 := View(a, q*strideA, m*k)
-		bv, err2 := View(b, q*strideB, k*n)
-		cv, err3 := View(c, q*strideC, m*n)
-		if err := errors.Join(err1, err2, err3); err != nil {
-			return fmt.Errorf("GemmStridedBatchedAt, product %d: %w", q, err)
-		}
-		if err := GemmAt(dev, p, transA, transB, m, n, k, alpha, av, bv, beta, cv); err != nil {
-			return err
-		}
-	}
-	return nil
-}

@@ -500,7 +500,7 @@ func (st *student) lossAndGrad() ([]float64, error) {
 			if st.direct {
 				return lead.Copy(ss[0], view(st.w, 0, DD))
 			}
-			return device.GemmStridedBatchedAt(lead, device.FP64, true, false, D, D, R, cSW, st.w, RD, st.w, RD, 0, st.s, DD, nb)
+			return device.GemmBatch(lead, true, false, D, D, R, cSW, st.w, RD, st.w, RD, 0, st.s, DD, nb)
 		},
 		func() error { return g.Sum.Broadcast(g.Members, ss) },
 	); err != nil {
@@ -593,15 +593,15 @@ func (st *student) lossAndGrad() ([]float64, error) {
 	return losses, device.Seq(
 		func() error {
 			if st.direct { // grad = (G_S + G_S^T)/2, the transpose as I G_S^T
-				return device.GemmStridedBatchedAt(lead, device.FP64, false, false, D, D, D, 0.5, st.eye, 0, st.gS, DD, 0, st.grad, DD, nb)
+				return device.GemmBatch(lead, false, false, D, D, D, 0.5, st.eye, 0, st.gS, DD, 0, st.grad, DD, nb)
 			}
-			return device.GemmStridedBatchedAt(lead, device.FP64, false, false, R, D, D, cSW, st.w, RD, st.gS, DD, 0, st.grad, RD, nb)
+			return device.GemmBatch(lead, false, false, R, D, D, cSW, st.w, RD, st.gS, DD, 0, st.grad, RD, nb)
 		},
 		func() error {
 			if st.direct {
-				return device.GemmStridedBatchedAt(lead, device.FP64, false, true, D, D, D, 0.5, st.eye, 0, st.gS, DD, 1, st.grad, DD, nb)
+				return device.GemmBatch(lead, false, true, D, D, D, 0.5, st.eye, 0, st.gS, DD, 1, st.grad, DD, nb)
 			}
-			return device.GemmStridedBatchedAt(lead, device.FP64, false, true, R, D, D, cSW, st.w, RD, st.gS, DD, 1, st.grad, RD, nb)
+			return device.GemmBatch(lead, false, true, R, D, D, cSW, st.w, RD, st.gS, DD, 1, st.grad, RD, nb)
 		},
 		func() error {
 			grad, w := view(st.grad, 0, nb*RD), view(st.w, 0, nb*RD)
