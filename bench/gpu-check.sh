@@ -37,7 +37,7 @@
 #   7. aim bench on the CPU backend of the same host, stored D = 500, 1000 and streamed D = 500,
 #      so that each GPU row has its CPU ratio at a common D (D = 1000: 2e12 flops a pass,
 #      3.7 s an AMP iteration on the H200 host's 16 cores, with 7 s of data; measured 69 s
-#      in all on 2026-12-04, when a 60 s limit cut it)    limit 100 s, expected 70 s
+#      in all on the H200's host, when a 60 s limit cut it) limit 100 s, expected 70 s
 #   8. the same streamed D = 4000 for GD (gd.Run also evaluates the loss after its last step:
 #      5 passes), if the budget allows                   limit  75 s, expected 50-60 s
 #   9. the Go GPU benchmarks, warm (-test.benchtime=2x: Dgemm, forward and back-projection,
@@ -150,7 +150,7 @@ part bench-gpu-4000-gd 75 "${bench[@]}" --device cuda:0 --D none --streamed-D 40
 part gpu-bench 75 "$BIN/cuda.test" -test.run='^$' -test.bench=. -test.benchtime=2x -test.timeout={T}s
 # GAMP-RIE with the hardmax polytope channel at T = 3 (kernel hardmaxt_gout), D = 150, alpha =
 # 0.2 (N = 4500): 5 iterations on the GPU, then the same on the CPU; the CSVs' seconds give
-# the ratio (issue 15).
+# the ratio.
 for dev in cuda cpu; do
 	part "amp-hardmax-t3-$dev" 40 "$BIN/aim" amp --quiet --channel hardmax --T 3 --D 150 --rho 0.5 --alpha 0.2 \
 		--seeds 1 --max-iter 5 --device "$dev" --out "$OUT/amp-hardmax-t3-$dev.csv" --plot ""

@@ -390,7 +390,7 @@ func TestInfo(t *testing.T) {
 }
 
 // TestCoreFromEnvironment loads OpenBLAS in a child process with OPENBLAS_CORETYPE=Prescott
-// (the misdetection of issue 8): the core must be Prescott, the note must say it came from the
+// (a misdetected core): the core must be Prescott, the note must say it came from the
 // environment, and on an AVX2 or AVX-512 CPU the warning must name the variable to set.
 func TestCoreFromEnvironment(t *testing.T) {
 	if os.Getenv("NATIVEBLAS_CHILD") == "1" {
