@@ -9,6 +9,7 @@ import (
 	"github.com/aimtheory/aim/cmd/aim/internal/job"
 	"github.com/aimtheory/aim/cmd/aim/internal/plot"
 	"github.com/aimtheory/aim/cmd/aim/internal/table"
+	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/device/cuda"
 	"github.com/aimtheory/aim/engine/aim"
 	"github.com/aimtheory/aim/engine/aim/amp"
@@ -255,8 +256,17 @@ func RunAMP(c *AMPConfig, env job.Env) (*AMPResult, error) {
 	})
 }
 
+// tf32Tol is a --tol GAMP-RIE meets at tf32: its estimated distance to the fixed point does
+// not fall below about 2e-5 there (the noise of the TF32 products), and with 1e-3 it stopped at
+// the iteration where fp64's distance fell under 1e-3 (docs/validation/precision.md, "The
+// stopping rule at each precision").
+const tf32Tol = 1e-3
+
 func (j *ampJob) run(env job.Env) (*AMPResult, error) {
 	c := j.c
+	if c.prec == device.TF32 && c.Tol < tf32Tol && !c.ERM {
+		env.Notef("--precision tf32 with --tol %g: the TF32 products keep the estimated distance to the fixed point above about 2e-5, so runs will seldom stop before --max-iter; --tol %g or more lets them stop (docs/validation/precision.md)", c.Tol, tf32Tol)
+	}
 	res := &AMPResult{Note: j.dev.Note, Tokens: j.plan}
 	what := "amp " + c.csvChannel()
 	ch := j.ch
