@@ -34,21 +34,8 @@ func testAMPTrajectoryCPUvsGPU(t *testing.T, g target) {
 	o.MaxIter = 10
 	o.Tol = 1e-300 // run all 10 iterations
 
-	run := func(dev device.Device) (amp.Result, []float64, float64) {
-		data, err := aim.Generate(dev, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer data.Free(dev)
-		y := down(t, dev, data.Y)
-		res, err := amp.Run(dev, data, o)
-		if err != nil {
-			t.Fatalf("%s: %v", dev.Info().Name, err)
-		}
-		return res, y, data.TrS
-	}
-	rc, yc, trc := run(c)
-	rg, yg, trg := run(g)
+	rc, yc, trc := runAMP(t, c, p, o)
+	rg, yg, trg := runAMP(t, g, p, o)
 	t.Logf("data: Tr S relative difference %.3g, outputs Y relative error %.3g", relScalar(trg, trc), relErr(yg, yc))
 	if e := relErr(yg, yc); e > tol {
 		t.Errorf("teacher outputs differ: relative error %.3g", e)
@@ -75,21 +62,28 @@ func testAMPPrecisionCPUvsGPU(t *testing.T, g target) {
 	for _, prec := range []device.Precision{device.FP32, device.TF32, device.BF16x9} {
 		o := amp.DefaultOptions()
 		o.MaxIter, o.Tol, o.Precision = 10, 1e-300, prec
-		run := func(dev device.Device) amp.Result {
-			data, err := aim.Generate(dev, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer data.Free(dev)
-			res, err := amp.Run(dev, data, o)
-			if err != nil {
-				t.Fatalf("%s %v: %v", dev.Info().Name, prec, err)
-			}
-			return res
-		}
 		t.Logf("precision %v", prec)
-		compareTrajectories(t, run(c), run(g), 10, 2e-6)
+		rc, _, _ := runAMP(t, c, p, o)
+		rg, _, _ := runAMP(t, g, p, o)
+		compareTrajectories(t, rc, rg, 10, 2e-6)
 	}
+}
+
+// runAMP draws the data of p on dev and runs GAMP-RIE with o: the result, the teacher's
+// outputs Y (downloaded) and Tr S.
+func runAMP(t *testing.T, dev device.Device, p aim.Params, o amp.Options) (amp.Result, []float64, float64) {
+	t.Helper()
+	data, err := aim.Generate(dev, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer data.Free(dev)
+	y := down(t, dev, data.Y)
+	res, err := amp.Run(dev, data, o)
+	if err != nil {
+		t.Fatalf("%s %v: %v", dev.Info().Name, o.Precision, err)
+	}
+	return res, y, data.TrS
 }
 
 // compareTrajectories fails the test unless the first iters iterations of the CPU's and the
