@@ -11,7 +11,6 @@ import (
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/aim"
-	"github.com/aimtheory/aim/engine/aim/amp"
 )
 
 // iterationFlops counts the floating-point work of one GAMP-RIE iteration: two N T x D x D
@@ -24,31 +23,7 @@ func iterationFlops(p aim.Params) float64 {
 // timeIterations returns the seconds per GAMP-RIE iteration (after the first, which includes
 // warm-up) on dev, with stored tokens.
 func timeIterations(b *testing.B, dev device.Device, p aim.Params, iters int) float64 {
-	return timeChunked(b, dev, p, iters, 0)
-}
-
-// timeChunked is timeIterations with the tokens streamed in chunks of chunk samples (0: stored).
-func timeChunked(b *testing.B, dev device.Device, p aim.Params, iters, chunk int) float64 {
-	var data *aim.Data
-	var err error
-	if chunk > 0 {
-		data, err = aim.GenerateStreamed(dev, p, chunk)
-	} else {
-		data, err = aim.Generate(dev, p)
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer data.Free(dev)
-	o := amp.DefaultOptions()
-	o.MaxIter = iters + 1
-	o.Tol = 1e-300 // run every iteration
-	res, err := amp.Run(dev, data, o)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tr := res.Trace
-	return (tr[len(tr)-1].Seconds - tr[0].Seconds) / float64(len(tr)-1)
+	return IterationSeconds(b, dev, p, iters, 0)
 }
 
 // BenchmarkAMPIteration times one GAMP-RIE iteration, softmax T = 2, rho = 0.5, alpha = 0.2
@@ -81,8 +56,8 @@ func BenchmarkAMPStreamed(b *testing.B) {
 				var ratios []float64
 				var stored, streamed float64
 				for round := 0; round < 3; round++ {
-					stored = timeChunked(b, dev, p, 2, 0)
-					streamed = timeChunked(b, dev, p, 2, 1024)
+					stored = IterationSeconds(b, dev, p, 2, 0)
+					streamed = IterationSeconds(b, dev, p, 2, 1024)
 					ratios = append(ratios, streamed/stored)
 				}
 				slices.Sort(ratios)
@@ -102,6 +77,19 @@ func BenchmarkAMPStreamed(b *testing.B) {
 				}
 			}
 			b.ReportMetric(4*float64(1<<22)/time.Since(start).Seconds(), "normals/s")
+		})
+	}
+}
+
+// BenchmarkAMPStreamedPrefetch is StreamedPrefetch on the CPU, at the shapes of
+// BenchmarkAMPStreamed: a streamed iteration with each next chunk's tokens drawn beside the
+// products against one that draws them in turn.
+func BenchmarkAMPStreamedPrefetch(b *testing.B) {
+	dev := cpu.New(0)
+	for _, D := range []int{200, 400} {
+		b.Run(fmt.Sprintf("D=%d", D), func(b *testing.B) {
+			p := aim.Params{D: D, Alpha: 0.2, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}, Seed: 1}
+			StreamedPrefetch(b, dev, p, 1024, 2)
 		})
 	}
 }

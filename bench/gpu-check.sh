@@ -25,6 +25,9 @@
 #      warm-up then 3 timed GAMP-RIE iterations and GD steps, per-operation seconds, GFLOP/s
 #      against the GPU's 8192 Dgemm (D = 2000: 3.2e13 flops a pass, ~0.6 s; 4 AMP iterations,
 #      5 GD passes and the data per mode)                limit  45 s, expected 20 s
+#  4a. streamed GAMP-RIE at D = 2000 with the next chunk drawn on the second stream against one
+#      drawn in turn (BenchmarkAMPStreamedPrefetch: 2 data sets and 3 iterations each way)
+#                                                         limit  30 s, expected 15 s
 #  4b. aim bench on the GPU at fp32, tf32 and bf16x9 (the two large contractions; the rest
 #      fp64), stored D = 2000, each against its own precision's 8192 product rate
 #                                                         limit  50 s, expected 25-35 s
@@ -55,9 +58,10 @@
 #      the CSV; 0.3922, and 0.3932 at D = 1000 on the CPU)   limit 45 s, expected 15-25 s
 #  11b. the CuPy peer (bench/gamp_rie_numpy.py --xp cupy) at D = 1000 and 2000, beside aim's
 #      stored rows of part 4 in the summary               limit  60 s, expected 20-40 s
-#  12. GAMP-RIE at D = 8000, streamed, at tf32 and at bf16x9: two iterations each (8.2e15
-#      flops an iteration), if the budget allows (TOTAL=700 to reach them)
-#                                                         limit 2 x 150 s, expected 60-300 s
+#  12. D = 8000, streamed: GAMP-RIE at bf16x9, a GD step at tf32, GAMP-RIE at tf32 (two
+#      iterations, or a step and the evaluation; 8.2e15 flops a pass, and the data), if the
+#      budget allows (TOTAL=700 reaches the first two)
+#                                                         limit 3 x 150 s, expected 90-150 s each
 #  13. summary: the bench CSVs merged and drawn, the table (with each row's precision and its
 #      fraction of its own precision's product rate)
 set -u
@@ -131,6 +135,7 @@ part bench-gpu 45 "${bench[@]}" --device cuda:0 --D 500,1000,2000 --streamed-D 5
 	--out "$OUT/bench-gpu.csv" --plot "$OUT/bench-gpu.png"
 # Each reduced precision against its own product rate (gemm_gflops, fraction_of_gemm), D = 2000
 # stored: the same iteration and step with the two large contractions at fp32, tf32 and bf16x9.
+part gpu-prefetch 30 "$BIN/cuda.test" -test.run='^$' -test.bench=AMPStreamedPrefetch -test.benchtime=1x -test.timeout={T}s
 part bench-gpu-precision 50 "${bench[@]}" --device cuda:0 \
 	--D 2000 --streamed-D none --precision fp32,tf32,bf16x9 --out "$OUT/bench-gpu-precision.csv" --plot ""
 # cuBLAS 13's FP64 emulation on the integer tensor cores (the Ozaki scheme), documented for
@@ -147,7 +152,7 @@ part bench-cpu 100 "${bench[@]}" --device cpu --D 500,1000 --streamed-D 500 \
 	--out "$OUT/bench-cpu.csv" --plot "$OUT/bench-cpu.png"
 part bench-gpu-4000-gd 75 "${bench[@]}" --device cuda:0 --D none --streamed-D 4000 --algorithms gd \
 	--out "$OUT/bench-gpu-4000-gd.csv" --plot ""
-part gpu-bench 75 "$BIN/cuda.test" -test.run='^$' -test.bench=. -test.benchtime=2x -test.timeout={T}s
+part gpu-bench 75 "$BIN/cuda.test" -test.run='^$' -test.bench=. -test.skip=AMPStreamedPrefetch -test.benchtime=2x -test.timeout={T}s
 # GAMP-RIE with the hardmax polytope channel at T = 3 (kernel hardmaxt_gout), D = 150, alpha =
 # 0.2 (N = 4500): 5 iterations on the GPU, then the same on the CPU; the CSVs' seconds give
 # the ratio.
@@ -165,13 +170,17 @@ part amp-linear-2000 45 "$BIN/aim" amp --quiet --channel linear --rho 0.5 --D 20
 # first is a warm-up; the summary sets its median iteration beside aim's (bench-gpu, stored).
 part cupy-peer 60 bash -c "for D in 1000 2000; do python3 '$here/gamp_rie_numpy.py' --xp cupy --D \$D --alpha 0.25 --rho 0.5 --T 2 --iters 4 || exit; done"
 
-# GAMP-RIE at D = 8000 (N = 1.6e7), streamed, with the two large contractions at tf32 and at
-# bf16x9: two iterations each (8.2e15 flops an iteration; about 190 s at fp64); the CSV's
-# seconds include drawing the teacher and the outputs.
-for prec in tf32 bf16x9; do
-	part "amp-8000-$prec" 150 "$BIN/aim" amp --quiet --channel softmax --T 2 --rho 0.5 --D 8000 --alpha 0.25 --seeds 1 \
-		--max-iter 2 --tokens streamed --device cuda --precision "$prec" --out "$OUT/amp-8000-$prec.csv" --plot ""
-done
+# D = 8000 (N = 1.6e7), streamed: GAMP-RIE with the two large contractions at bf16x9 (the
+# precision the accuracy study allows for it), a GD step at tf32 (which the study allows for GD),
+# then GAMP-RIE at tf32. Two iterations, or one step and the final evaluation (8.2e15 flops a
+# pass; about 190 s at fp64); the CSVs' seconds include drawing the teacher and the outputs
+# (one fp64 pass of the forward product, about 75 s).
+part amp-8000-bf16x9 150 "$BIN/aim" amp --quiet --channel softmax --T 2 --rho 0.5 --D 8000 --alpha 0.25 --seeds 1 \
+	--max-iter 2 --tokens streamed --device cuda --precision bf16x9 --out "$OUT/amp-8000-bf16x9.csv" --plot ""
+part gd-8000-tf32 150 "$BIN/aim" gd --quiet --T 2 --rho 0.5 --D 8000 --alpha 0.25 --seeds 1 \
+	--max-iter 1 --tokens streamed --device cuda --precision tf32 --out "$OUT/gd-8000-tf32.csv" --plot ""
+part amp-8000-tf32 150 "$BIN/aim" amp --quiet --channel softmax --T 2 --rho 0.5 --D 8000 --alpha 0.25 --seeds 1 \
+	--max-iter 2 --tokens streamed --device cuda --precision tf32 --out "$OUT/amp-8000-tf32.csv" --plot ""
 
 # The bench CSVs, merged (one header) and drawn on one figure.
 csvs=()

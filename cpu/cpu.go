@@ -173,9 +173,10 @@ func (d *backend) Info() device.Info {
 }
 
 // Capabilities: the CPU has the training operations, the symmetric back-projection, the
-// deep channel's sampler and products at every reduced precision (GemmPrecision).
+// deep channel's sampler, products at every reduced precision (GemmPrecision) and fills that
+// run beside the other operations (GaussianFillAsync).
 func (d *backend) Capabilities() device.Caps {
-	return device.Caps{Trainer: d, QuadFormSummer: d, DeepSampler: d, PrecisionGemmer: d}
+	return device.Caps{Trainer: d, QuadFormSummer: d, DeepSampler: d, PrecisionGemmer: d, Prefetcher: d}
 }
 
 // Channels: the CPU computes every valid channel, the softmax with label noise included.

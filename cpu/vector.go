@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"fmt"
+
 	"github.com/aimtheory/aim/device"
 )
 
@@ -131,6 +133,21 @@ func (d *backend) GaussianFill(x device.Buffer, seed, offset uint64, scale float
 			}
 		}
 	}))
+}
+
+// GaussianFillAsync runs GaussianFill on a goroutine of its own (its chunks on the worker pool,
+// beside the chunks of the operations that run meanwhile) and returns the wait for it.
+func (d *backend) GaussianFillAsync(x device.Buffer, seed, offset uint64, scale float64) (func() error, error) {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("cpu GaussianFillAsync: panic: %v", r)
+			}
+		}()
+		done <- d.GaussianFill(x, seed, offset, scale)
+	}()
+	return func() error { return <-done }, nil
 }
 
 // dot returns sum_i x_i y_i with four accumulators (len(y) >= len(x)).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/aimtheory/aim/channel"
@@ -28,6 +29,10 @@ type Checked struct {
 	chans  channel.Support // the channels the backend declares
 	closed atomic.Bool
 	obs    atomic.Pointer[Observer] // nil: none
+
+	fillMu sync.Mutex
+	fills  []*fill      // the GaussianFillAsync in flight
+	nfill  atomic.Int32 // len(fills), read without the lock by every operation's checks
 }
 
 // An Observer watches the operations of a checked front (Checked.Observe), as a timer or a
@@ -56,6 +61,9 @@ func New(b Backend) *Checked {
 	}
 	if bc.PrecisionGemmer != nil {
 		c.caps.PrecisionGemmer = newCheckedPrecision(c, bc.PrecisionGemmer)
+	}
+	if bc.Prefetcher != nil {
+		c.caps.Prefetcher = checkedPrefetcher{c, bc.Prefetcher}
 	}
 	return c
 }
@@ -188,6 +196,9 @@ func (c *Checked) arg(op, name string, b Buffer, need int) (*buffer, error) {
 	if fb.n < need {
 		return nil, c.errf(op, "buffer %s holds %d values, needs %d: %w", name, fb.n, need, ErrSize)
 	}
+	if c.nfill.Load() > 0 && c.filling(fb.use(fb.n)) {
+		return nil, c.errf(op, "buffer %s is being filled by GaussianFillAsync: wait for the fill first", name)
+	}
 	return fb, nil
 }
 
@@ -282,6 +293,7 @@ func (c *Checked) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.finishFills(nil)
 	return c.b.Close()
 }
 
@@ -321,12 +333,16 @@ func (c *Checked) Alloc(n int) (Buffer, error) {
 	return &buffer{dev: c, root: &alloc{raw: raw}, raw: raw, n: n}, nil
 }
 
-// Free releases a buffer of c. Freeing nil, a buffer of another device, a freed buffer or a
-// view does nothing (a view goes with its buffer); after Close it only marks the buffer.
+// Free releases a buffer of c, after the fills in flight into it (GaussianFillAsync) finish.
+// Freeing nil, a buffer of another device, a freed buffer or a view does nothing (a view goes
+// with its buffer); after Close it only marks the buffer.
 func (c *Checked) Free(b Buffer) {
 	fb, ok := b.(*buffer)
 	if !ok || fb == nil || fb.dev != c || fb.view {
 		return
+	}
+	if c.nfill.Load() > 0 {
+		c.finishFills(fb.root)
 	}
 	if fb.root.freed.Swap(true) || c.closed.Load() {
 		return

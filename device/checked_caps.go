@@ -6,6 +6,7 @@ package device
 import (
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/aimtheory/aim/channel"
 )
@@ -240,4 +241,116 @@ func (k checkedPrecision) GemmPrecision(p Precision, transA, transB bool, m, n, 
 		})
 	}
 	return k.g.GemmPrecision(p, transA, transB, m, n, k2, alpha, ab.raw, bb.raw, beta, cb.raw)
+}
+
+// checkedPrefetcher is a backend's Prefetcher behind the front's checks; the front keeps each
+// fill in flight until its wait, so that no operation touches the buffer before then.
+type checkedPrefetcher struct {
+	c *Checked
+	p Prefetcher
+}
+
+// fill is a GaussianFillAsync in flight: the span it writes and the backend's wait, run once.
+type fill struct {
+	c    *Checked
+	s    span
+	once sync.Once
+	wait func() error
+	err  error
+}
+
+// finish waits for the fill once and returns its error (a panic of the backend's wait
+// included).
+func (f *fill) finish() error {
+	f.once.Do(func() {
+		defer func() {
+			if r := recover(); r != nil {
+				f.err = f.c.errf("GaussianFillAsync", "panic in the backend: %v", r)
+			}
+		}()
+		f.err = f.wait()
+	})
+	return f.err
+}
+
+// GaussianFillAsync starts GaussianFill(x, seed, offset, scale) after GaussianFill's checks and
+// a check that no other fill is writing x. Until wait returns, every operation refuses x
+// ("buffer x is being filled by GaussianFillAsync"), and Free of x's buffer, or Close, waits for
+// the fill first. A second wait returns the first's error. An Observer sees the start as
+// "GaussianFillAsync" and the first wait as "GaussianFillWait" (the time the caller waited).
+func (k checkedPrefetcher) GaussianFillAsync(x Buffer, seed, offset uint64, scale float64) (wait func() error, err error) {
+	const op = "GaussianFillAsync"
+	c := k.c
+	if err := c.open(op); err != nil {
+		return nil, err
+	}
+	xb, err := c.arg(op, "x", x, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := &fill{c: c, s: xb.use(xb.n)}
+	defer c.guard(op, &err)
+	start := func() error {
+		w, err := k.p.GaussianFillAsync(xb.raw, seed, offset, scale)
+		f.wait = w
+		return err
+	}
+	if o := c.obs.Load(); o != nil {
+		err = (*o)(op, start)
+	} else {
+		err = start()
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.fillMu.Lock()
+	c.fills = append(c.fills, f)
+	c.nfill.Store(int32(len(c.fills)))
+	c.fillMu.Unlock()
+	return func() error {
+		defer c.dropFill(f)
+		if o := c.obs.Load(); o != nil {
+			return (*o)("GaussianFillWait", f.finish)
+		}
+		return f.finish()
+	}, nil
+}
+
+// filling reports whether a fill in flight writes a value of s.
+func (c *Checked) filling(s span) bool {
+	c.fillMu.Lock()
+	defer c.fillMu.Unlock()
+	for _, f := range c.fills {
+		if f.s.overlaps(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropFill forgets a finished fill.
+func (c *Checked) dropFill(f *fill) {
+	c.fillMu.Lock()
+	defer c.fillMu.Unlock()
+	if i := slices.Index(c.fills, f); i >= 0 {
+		c.fills = slices.Delete(c.fills, i, i+1)
+	}
+	c.nfill.Store(int32(len(c.fills)))
+}
+
+// finishFills waits for the fills in flight into the allocation root (all of them when root is
+// nil) and forgets them; their waits then return the fills' errors.
+func (c *Checked) finishFills(root *alloc) {
+	c.fillMu.Lock()
+	var todo []*fill
+	for _, f := range c.fills {
+		if root == nil || f.s.root == root {
+			todo = append(todo, f)
+		}
+	}
+	c.fillMu.Unlock()
+	for _, f := range todo {
+		f.finish()
+		c.dropFill(f)
+	}
 }

@@ -21,6 +21,7 @@ type recorder struct {
 	caps   Caps
 	chans  channel.Support
 	precs  []Precision // the precisions its PrecisionGemmer declares
+	waits  []string    // the waits of its GaussianFillAsync, as "wait" then "free" or "close" in order of the calls
 }
 
 // recBuf is a buffer of the recorder.
@@ -33,9 +34,9 @@ func (r *recorder) rec(op string) { r.calls = append(r.calls, op) }
 func (r *recorder) Info() Info                  { return Info{Name: r.name, FreeBytes: 1 << 30} }
 func (r *recorder) Capabilities() Caps          { return r.caps }
 func (r *recorder) Channels() channel.Support   { return r.chans }
-func (r *recorder) Close() error                { r.closes++; return nil }
+func (r *recorder) Close() error                { r.closes++; r.waits = append(r.waits, "close"); return nil }
 func (r *recorder) Alloc(n int) (Buffer, error) { r.rec("Alloc"); return &recBuf{n}, nil }
-func (r *recorder) Free(b Buffer)               { r.frees++ }
+func (r *recorder) Free(b Buffer)               { r.frees++; r.waits = append(r.waits, "free") }
 func (r *recorder) Slice(b Buffer, off, n int) Buffer {
 	if off < 0 || n < 0 || off+n > b.Len() {
 		panic("Slice out of range")
@@ -79,6 +80,10 @@ func (r *recorder) MulPattern(x, p Buffer, n, m int) error               { r.rec
 func (r *recorder) GaussianFill(x Buffer, seed, offset uint64, scale float64) error {
 	r.rec("GaussianFill")
 	return nil
+}
+func (r *recorder) GaussianFillAsync(x Buffer, seed, offset uint64, scale float64) (func() error, error) {
+	r.rec("GaussianFillAsync")
+	return func() error { r.waits = append(r.waits, "wait"); return nil }, nil
 }
 func (r *recorder) SoftmaxLossGrad(ch channel.Spec, gamma, yhat, y Buffer, n int, scale float64) (float64, error) {
 	r.rec("SoftmaxLossGrad")
@@ -167,6 +172,7 @@ func TestBadArguments(t *testing.T) {
 	qf := d.Capabilities().QuadFormSummer
 	ds := d.Capabilities().DeepSampler
 	pg := d.Capabilities().PrecisionGemmer
+	pf := d.Capabilities().Prefetcher
 	dIn := must(d.Alloc(2 * channel.DeepIn(3)))
 	dOut := must(d.Alloc(2 * channel.DeepOut(3)))
 	dBoth := must(d.Alloc(2 * (channel.DeepIn(3) + channel.DeepOut(3))))
@@ -278,6 +284,8 @@ func TestBadArguments(t *testing.T) {
 		{"MulPattern p overlaps x", "MulPattern", false, func() error { return d.MulPattern(lo, mid, 2, 8) }, "must not overlap"},
 		{"GaussianFill freed", "GaussianFill", false, func() error { return d.GaussianFill(freed, 1, 0, 1) }, "was freed"},
 		{"GaussianFill other device", "GaussianFill", false, func() error { return d.GaussianFill(theirs, 1, 0, 1) }, "another rec device"},
+		{"GaussianFillAsync freed", "GaussianFillAsync", false, func() error { _, err := pf.GaussianFillAsync(freed, 1, 0, 1); return err }, "was freed"},
+		{"GaussianFillAsync nil", "GaussianFillAsync", false, func() error { _, err := pf.GaussianFillAsync(nil, 1, 0, 1); return err }, "nil"},
 
 		{"SoftmaxLossGrad hardmax", "SoftmaxLossGrad", false, func() error {
 			return f64(tr.SoftmaxLossGrad(channel.Spec{Kind: channel.KindHardmax, T: 2}, a, b, big, 1, 1))
@@ -398,6 +406,7 @@ func goodCalls(t *testing.T, d *Checked) []opCall {
 	qf := d.Capabilities().QuadFormSummer
 	ds := d.Capabilities().DeepSampler
 	pg := d.Capabilities().PrecisionGemmer
+	pf := d.Capabilities().Prefetcher
 	dBoth := must(d.Alloc(channel.DeepIn(3) + channel.DeepOut(3)))
 	sm := channel.Spec{Kind: channel.KindSoftmax, T: 2, Beta: 1}
 	f64 := func(_ float64, err error) error { return err }
@@ -423,6 +432,13 @@ func goodCalls(t *testing.T, d *Checked) []opCall {
 		{"SumDiag", func() error { return f64(d.SumDiag(lo, 1, 4)) }},
 		{"MulPattern", func() error { return d.MulPattern(lo, hi, 4, 4) }},
 		{"GaussianFill", func() error { return d.GaussianFill(mid, 1, 8, 1) }},
+		{"GaussianFillAsync", func() error {
+			wait, err := pf.GaussianFillAsync(mid, 1, 8, 1)
+			if err != nil {
+				return err
+			}
+			return wait()
+		}},
 		{"SoftmaxLossGrad", func() error { return f64(tr.SoftmaxLossGrad(sm, lo, lo, hi, 4, 1)) }},
 		{"AdamStep", func() error { return tr.AdamStep(a, b, lo, hi, 0.1, 0.9, 0.99, 1e-8, 1) }},
 		{"QuadFormSum", func() error { return qf.QuadFormSum(a, lo, hi, b, 4, 2, 2, 1) }},
@@ -453,7 +469,11 @@ func TestObserver(t *testing.T) {
 		if err := c.call(); err != nil {
 			t.Errorf("%s: %v", c.op, err)
 		}
-		if !slices.Equal(seen, []string{c.op}) || !slices.Equal(inside, []string{c.op}) {
+		wantSeen, wantInside := []string{c.op}, []string{c.op}
+		if c.op == "GaussianFillAsync" { // its start and its wait, which calls no operation
+			wantSeen, wantInside = append(wantSeen, "GaussianFillWait"), append(wantInside, "")
+		}
+		if !slices.Equal(seen, wantSeen) || !slices.Equal(inside, wantInside) {
 			t.Errorf("%s: the observer saw %v, the backend ran %v inside it; want each once", c.op, seen, inside)
 		}
 	}
@@ -547,6 +567,7 @@ func TestClose(t *testing.T) {
 	qf := d.Capabilities().QuadFormSummer
 	ds := d.Capabilities().DeepSampler
 	pg := d.Capabilities().PrecisionGemmer
+	pf := d.Capabilities().Prefetcher
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -581,6 +602,7 @@ func TestClose(t *testing.T) {
 		"QuadFormSum":        qf.QuadFormSum(x, x, x, x, 0, 0, 0, 1),
 		"DeepSample":         ds.DeepSample(x, x, 0, 3, 2, 1, 1, 1, 0, 8),
 		"GemmPrecision":      pg.GemmPrecision(FP32, false, false, 0, 0, 0, 1, x, x, 0, x),
+		"GaussianFillAsync":  func() error { _, err := pf.GaussianFillAsync(x, 1, 0, 1); return err }(),
 	} {
 		if !errors.Is(err, ErrClosed) || !strings.HasPrefix(err.Error(), "rec "+op+": ") {
 			t.Errorf("%s after Close: %v", op, err)
@@ -589,6 +611,115 @@ func TestClose(t *testing.T) {
 	d.Free(x)
 	if len(r.calls) != before || r.frees != 0 {
 		t.Errorf("the closed backend was called: %v, %d frees", r.calls[before:], r.frees)
+	}
+}
+
+// TestFillInFlight: while a GaussianFillAsync writes a range, every operation that names a
+// buffer overlapping it is refused before the backend sees it, others run; after its wait the
+// range is free again, and a second wait returns the first's error. Free of the buffer, and
+// Close, wait for the fills in flight first.
+func TestFillInFlight(t *testing.T) {
+	must := buffers(t)
+	d, r := newRec(t, "rec")
+	pf := d.Capabilities().Prefetcher
+	big := must(d.Alloc(32))
+	other := must(d.Alloc(16))
+	lo := must(View(big, 0, 16))
+	mid := must(View(big, 8, 16))
+	hi := must(View(big, 16, 16))
+	wait, err := pf.GaussianFillAsync(lo, 1, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(r.calls)
+	for name, err := range map[string]error{
+		"Scal of the range":      d.Scal(lo, 2),
+		"Scal of an overlap":     d.Scal(mid, 2),
+		"Scal of the whole":      d.Scal(big, 2),
+		"Copy from it":           d.Copy(other, lo),
+		"Dot with it":            func() error { _, err := d.Dot(other, mid); return err }(),
+		"a second fill over it":  func() error { _, err := pf.GaussianFillAsync(mid, 1, 8, 1); return err }(),
+		"GaussianFill over it":   d.GaussianFill(big, 1, 0, 1),
+		"Gemm reading it as b":   d.Gemm(false, false, 2, 2, 2, 1, other, lo, 0, hi),
+		"Download while filling": d.Download(make([]float64, 4), lo),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "being filled by GaussianFillAsync") {
+			t.Errorf("%s: %v, want it refused", name, err)
+		}
+	}
+	if got := r.calls[before:]; len(got) != 0 {
+		t.Errorf("the backend saw %v while the range was filling", got)
+	}
+	if err := d.Scal(hi, 2); err != nil {
+		t.Errorf("Scal of the other half: %v", err)
+	}
+	if err := wait(); err != nil || !slices.Equal(r.waits, []string{"wait"}) {
+		t.Fatalf("wait: %v, backend waits %v", err, r.waits)
+	}
+	if err := wait(); err != nil || len(r.waits) != 1 {
+		t.Errorf("second wait: %v, backend waits %v; want the first's answer", err, r.waits)
+	}
+	if err := d.Scal(mid, 2); err != nil {
+		t.Errorf("Scal after the wait: %v", err)
+	}
+	// Free and Close wait first.
+	r.waits = nil
+	if _, err := pf.GaussianFillAsync(hi, 1, 16, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pf.GaussianFillAsync(other, 1, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	d.Free(big)
+	if !slices.Equal(r.waits, []string{"wait", "free"}) {
+		t.Errorf("Free during a fill: backend calls %v, want the wait before the free", r.waits)
+	}
+	if err := d.Close(); err != nil || !slices.Equal(r.waits, []string{"wait", "free", "wait", "close"}) {
+		t.Errorf("Close during a fill: %v, backend calls %v, want the wait before the close", err, r.waits)
+	}
+}
+
+// failingFill is a recorder whose fills fail in their wait, or panic there.
+type failingFill struct {
+	*recorder
+	panics bool
+}
+
+func (f failingFill) GaussianFillAsync(x Buffer, seed, offset uint64, scale float64) (func() error, error) {
+	return func() error {
+		if f.panics {
+			panic("boom")
+		}
+		return errors.New("lost")
+	}, nil
+}
+
+// TestFillErrors: the error of a fill, or a panic in its wait, comes back from the wait, and
+// from a second wait after Free or Close waited.
+func TestFillErrors(t *testing.T) {
+	for _, panics := range []bool{false, true} {
+		r := &recorder{name: "rec"}
+		fr := failingFill{r, panics}
+		r.caps = Caps{Prefetcher: fr}
+		d := New(fr)
+		x, err := d.Alloc(4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "lost"
+		if panics {
+			want = "rec GaussianFillAsync: panic in the backend: boom"
+		}
+		wait, err := d.Capabilities().Prefetcher.GaussianFillAsync(x, 1, 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Free(x)
+		for i := range 2 {
+			if err := wait(); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("panics %v, wait %d: %v, want %q", panics, i, err, want)
+			}
+		}
 	}
 }
 
@@ -621,7 +752,7 @@ func TestCapabilities(t *testing.T) {
 			}
 		}
 	}
-	if got := full.Names(); !slices.Equal(got, []string{"Trainer", "QuadFormSummer", "DeepSampler", "PrecisionGemmer"}) {
+	if got := full.Names(); !slices.Equal(got, []string{"Trainer", "QuadFormSummer", "DeepSampler", "PrecisionGemmer", "Prefetcher"}) {
 		t.Errorf("Names of every capability: %v", got)
 	}
 	if got := (Caps{}).Names(); len(got) != 0 {

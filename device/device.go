@@ -204,6 +204,20 @@ type Caps struct {
 	// PrecisionGemmer: matrix products at reduced precision (FP32, TF32, BF16x9) for the large
 	// contractions of engine/amp and engine/gd; absent, a device computes FP64 only.
 	PrecisionGemmer PrecisionGemmer
+	// Prefetcher: normals drawn while other operations run, for the next chunk of streamed
+	// tokens (engine/aim's Data.EachChunk).
+	Prefetcher Prefetcher
+}
+
+// Prefetcher is the optional operation that fills a buffer with normals while the device runs
+// other operations (Caps.Prefetcher): streamed tokens draw the next chunk while the products of
+// the current one run (on a GPU, on a second stream).
+type Prefetcher interface {
+	// GaussianFillAsync starts GaussianFill(x, seed, offset, scale) and returns without
+	// waiting for it. wait blocks until x holds the values and returns the fill's error; it is
+	// called exactly once. Until it returns no other operation may use x, which the checked
+	// front enforces: it refuses them, and Free and Close wait for the fill first.
+	GaussianFillAsync(x Buffer, seed, offset uint64, scale float64) (wait func() error, err error)
 }
 
 // Names returns the names of the capabilities present ("Trainer", "QuadFormSummer"), in the

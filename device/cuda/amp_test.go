@@ -34,8 +34,8 @@ func testAMPTrajectoryCPUvsGPU(t *testing.T, g target) {
 	o.MaxIter = 10
 	o.Tol = 1e-300 // run all 10 iterations
 
-	rc, yc, trc := runAMP(t, c, p, o)
-	rg, yg, trg := runAMP(t, g, p, o)
+	rc, yc, trc := runAMP(t, c, p, o, 0)
+	rg, yg, trg := runAMP(t, g, p, o, 0)
 	t.Logf("data: Tr S relative difference %.3g, outputs Y relative error %.3g", relScalar(trg, trc), relErr(yg, yc))
 	if e := relErr(yg, yc); e > tol {
 		t.Errorf("teacher outputs differ: relative error %.3g", e)
@@ -63,17 +63,44 @@ func testAMPPrecisionCPUvsGPU(t *testing.T, g target) {
 		o := amp.DefaultOptions()
 		o.MaxIter, o.Tol, o.Precision = 10, 1e-300, prec
 		t.Logf("precision %v", prec)
-		rc, _, _ := runAMP(t, c, p, o)
-		rg, _, _ := runAMP(t, g, p, o)
+		rc, _, _ := runAMP(t, c, p, o, 0)
+		rg, _, _ := runAMP(t, g, p, o, 0)
 		compareTrajectories(t, rc, rg, 10, 2e-6)
 	}
 }
 
-// runAMP draws the data of p on dev and runs GAMP-RIE with o: the result, the teacher's
-// outputs Y (downloaded) and Tr S.
-func runAMP(t *testing.T, dev device.Device, p aim.Params, o amp.Options) (amp.Result, []float64, float64) {
+// TestAMPStreamedCPUvsGPU runs GAMP-RIE on tokens streamed in chunks of about N/3 samples on the
+// GPU, where each next chunk is drawn on the second stream while the current one is used
+// (GaussianFillAsync), against the CPU on stored tokens, at the settings and tolerance of
+// TestAMPTrajectoryCPUvsGPU: the chunks change only the order of the back-projection's sum.
+func TestAMPStreamedCPUvsGPU(t *testing.T) { onTargets(t, testAMPStreamedCPUvsGPU) }
+
+func testAMPStreamedCPUvsGPU(t *testing.T, g target) {
+	c := cpu.New(0)
+	D := 200
+	if !g.onGPU() {
+		D = 60
+	}
+	p := softmaxParams(D, 0.25, 2024)
+	o := amp.DefaultOptions()
+	o.MaxIter = 10
+	o.Tol = 1e-300 // run all 10 iterations
+	rc, yc, _ := runAMP(t, c, p, o, 0)
+	rg, yg, _ := runAMP(t, g, p, o, p.N()/3+1)
+	if e := relErr(yg, yc); e > tol {
+		t.Errorf("teacher outputs differ: relative error %.3g", e)
+	}
+	compareTrajectories(t, rc, rg, 10, 1e-8)
+}
+
+// runAMP draws the data of p on dev, its tokens stored (chunk 0) or streamed in chunks of chunk
+// samples, and runs GAMP-RIE with o: the result, the teacher's outputs Y (downloaded) and Tr S.
+func runAMP(t *testing.T, dev device.Device, p aim.Params, o amp.Options, chunk int) (amp.Result, []float64, float64) {
 	t.Helper()
 	data, err := aim.Generate(dev, p)
+	if chunk > 0 {
+		data, err = aim.GenerateStreamed(dev, p, chunk)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

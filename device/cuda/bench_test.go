@@ -159,6 +159,18 @@ func BenchmarkAMPIteration(b *testing.B) {
 	}
 }
 
+// BenchmarkAMPStreamedPrefetch is bench.StreamedPrefetch on the GPU at D = 2000 (alpha = 0.25,
+// T = 2, chunks of 4096 samples, the automatic chunk): a streamed iteration with each next
+// chunk drawn on the second stream beside the products, against one that draws them in turn.
+func BenchmarkAMPStreamedPrefetch(b *testing.B) {
+	g := gpu(b)
+	p := softmaxParams(2000, 0.25, 5)
+	if need := amp.StreamedBytes(p, p.N(), 4096) + p.StreamedBytes(p.N(), 4096); need > g.Info().FreeBytes {
+		b.Skipf("needs %s, %s free", device.Bytes(need), device.Bytes(g.Info().FreeBytes))
+	}
+	bench.StreamedPrefetch(b, g, p, 4096, 2)
+}
+
 // BenchmarkLargestD finds the largest D at alpha = 0.25, T = 2 whose data and AMP run fit in the
 // free GPU memory (aim.Params.Bytes, amp.Bytes and the backend's scratch), reports it, and
 // times two iterations there.

@@ -77,6 +77,7 @@ type driverLib struct {
 	cuEventSynchronize        func(e uintptr) int32
 	cuEventElapsedTime        func(ms *float32, start, end uintptr) int32
 	cuEventDestroy            func(e uintptr) int32
+	cuStreamWaitEvent         func(s, e uintptr, flags uint32) int32
 	handle                    uintptr
 	lib                       Library
 }
@@ -88,6 +89,13 @@ const (
 	attrComputeCapabilityMajor = 75
 	attrComputeCapabilityMinor = 76
 )
+
+// cuStreamNonBlocking is CU_STREAM_NON_BLOCKING (cuda.h): a stream that does not synchronise
+// with the legacy default stream.
+const cuStreamNonBlocking = 0x1
+
+// cuEventDisableTiming is CU_EVENT_DISABLE_TIMING (cuda.h): an event for ordering only.
+const cuEventDisableTiming = 0x2
 
 // bindDriver binds every driver function from the library handle h.
 func bindDriver(h uintptr) (*driverLib, error) {
@@ -125,6 +133,7 @@ func bindDriver(h uintptr) (*driverLib, error) {
 	b.bind(&l.cuEventSynchronize, "cuEventSynchronize")
 	b.bind(&l.cuEventElapsedTime, "cuEventElapsedTime")
 	b.bind(&l.cuEventDestroy, "cuEventDestroy_v2")
+	b.bind(&l.cuStreamWaitEvent, "cuStreamWaitEvent")
 	if b.err != nil {
 		return nil, b.err
 	}

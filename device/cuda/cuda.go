@@ -91,6 +91,8 @@ type backend struct {
 	ctx       uintptr
 	ctxHeld   bool
 	stream    uintptr
+	side      uintptr // a second stream, non-blocking: GaussianFillAsync's
+	filled    uintptr // an event recorded on side after each GaussianFillAsync
 	cublasH   uintptr
 	cusolverH uintptr
 	images    map[string][]byte // NUL-terminated PTX, kept alive while its module is loaded
@@ -249,6 +251,12 @@ func (d *backend) init() error {
 		return err
 	}
 	if err := drv.cuErr("cuStreamCreate", drv.cuStreamCreate(&d.stream, 0)); err != nil {
+		return err
+	}
+	if err := drv.cuErr("cuStreamCreate", drv.cuStreamCreate(&d.side, cuStreamNonBlocking)); err != nil {
+		return err
+	}
+	if err := drv.cuErr("cuEventCreate", drv.cuEventCreate(&d.filled, cuEventDisableTiming)); err != nil {
 		return err
 	}
 
@@ -435,8 +443,10 @@ func (d *backend) release() error {
 	}
 	if d.ctxHeld {
 		add(d.drv.cuErr("cuCtxSetCurrent", d.drv.cuCtxSetCurrent(d.ctx)))
-		if d.stream != 0 {
-			add(d.drv.cuErr("cuStreamSynchronize", d.drv.cuStreamSynchronize(d.stream)))
+		for _, s := range []uintptr{d.stream, d.side} {
+			if s != 0 {
+				add(d.drv.cuErr("cuStreamSynchronize", d.drv.cuStreamSynchronize(s)))
+			}
 		}
 	}
 	for _, s := range []*scratch{&d.part, &d.square, &d.work, &d.info, &d.lowp} {
@@ -463,9 +473,15 @@ func (d *backend) release() error {
 		add(cublasErr("cublasDestroy_v2", d.blas.cublasDestroy(d.cublasH)))
 		d.cublasH = 0
 	}
-	if d.stream != 0 {
-		add(d.drv.cuErr("cuStreamDestroy_v2", d.drv.cuStreamDestroy(d.stream)))
-		d.stream = 0
+	if d.filled != 0 {
+		add(d.drv.cuErr("cuEventDestroy_v2", d.drv.cuEventDestroy(d.filled)))
+		d.filled = 0
+	}
+	for _, s := range []*uintptr{&d.stream, &d.side} {
+		if *s != 0 {
+			add(d.drv.cuErr("cuStreamDestroy_v2", d.drv.cuStreamDestroy(*s)))
+			*s = 0
+		}
 	}
 	if d.ctxHeld {
 		add(d.drv.cuErr("cuCtxSetCurrent", d.drv.cuCtxSetCurrent(0)))
@@ -499,11 +515,11 @@ func (d *Device) Libraries() []Library { return append([]Library(nil), d.b.libs.
 // Name returns the GPU's name, e.g. "NVIDIA H200".
 func (d *Device) Name() string { return d.b.name }
 
-// Capabilities: the GPU has the training operations, the deep channel's sampler and the
-// products at reduced precision; the back-projection goes through TokenMix then Gemm (no
-// QuadFormSum).
+// Capabilities: the GPU has the training operations, the deep channel's sampler, the
+// products at reduced precision and fills on a second stream; the back-projection goes
+// through TokenMix then Gemm (no QuadFormSum).
 func (d *backend) Capabilities() device.Caps {
-	return device.Caps{Trainer: d, DeepSampler: d, PrecisionGemmer: d}
+	return device.Caps{Trainer: d, DeepSampler: d, PrecisionGemmer: d, Prefetcher: d}
 }
 
 // Info describes the GPU; the memory comes from cuMemGetInfo (zero when it fails or the

@@ -863,6 +863,54 @@ func testGPUGaussianFill(t *testing.T, g target) {
 	t.Logf("GaussianFill: %d of %d values differ from device.FillNormals in their bits", mismatches, total)
 }
 
+// TestGPUGaussianFillAsync: fills started with the Prefetcher into one half of a buffer, while
+// Gemm runs on other buffers, hold after their wait the bits of device.FillNormals, and leave
+// the other half as it was.
+func TestGPUGaussianFillAsync(t *testing.T) { onTargets(t, testGPUGaussianFillAsync) }
+
+func testGPUGaussianFillAsync(t *testing.T, g target) {
+	pf := g.Capabilities().Prefetcher
+	if pf == nil {
+		t.Fatal("no Prefetcher")
+	}
+	const k = 256
+	r := rand.New(rand.NewPCG(13, 14))
+	a, b, c := up(t, g, randVec(r, k*k)), up(t, g, randVec(r, k*k)), up(t, g, make([]float64, k*k))
+	for _, n := range []int{1, 4097, 1 << 20} {
+		buf, err := g.Alloc(2 * n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixed := randVec(r, n)
+		if err := g.Upload(device.MustView(buf, 0, n), fixed); err != nil {
+			t.Fatal(err)
+		}
+		seed, offset := uint64(n), uint64(12345)
+		wait, err := pf.GaussianFillAsync(device.MustView(buf, n, n), seed, offset, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 4 {
+			if err := g.Gemm(false, false, k, k, k, 1, a, b, 1, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := wait(); err != nil {
+			t.Fatal(err)
+		}
+		got := down(t, g, buf)
+		want := make([]float64, n)
+		device.FillNormals(want, seed, offset)
+		for i := range n {
+			if math.Float64bits(got[n+i]) != math.Float64bits(want[i]) || got[i] != fixed[i] {
+				t.Fatalf("n = %d: x[%d] = %v, filled %v (want %v, %v)", n, i, got[i], got[n+i], fixed[i], want[i])
+			}
+		}
+		g.Free(buf)
+	}
+	device.FreeAll(g, a, b, c)
+}
+
 func TestGPUInfoAndErrors(t *testing.T) { onTargets(t, testGPUInfoAndErrors) }
 
 func testGPUInfoAndErrors(t *testing.T, g target) {

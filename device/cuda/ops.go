@@ -15,6 +15,11 @@ import (
 // Arguments are passed by value in their C types: uint64 (pointers, unsigned long long), int64
 // (long long), int32 (int) and float64 (double). Executor only.
 func (d *backend) launch(name string, grid uint32, args ...any) error {
+	return d.launchOn(d.stream, name, grid, args...)
+}
+
+// launchOn is launch on the given stream (the device's, or its second: side). Executor only.
+func (d *backend) launchOn(stream uintptr, name string, grid uint32, args ...any) error {
 	f, ok := d.fn[name]
 	if !ok {
 		return fmt.Errorf("kernel %s is not loaded", name)
@@ -53,7 +58,7 @@ func (d *backend) launch(name string, grid uint32, args ...any) error {
 		pin.Pin(&params[0])
 		pp = unsafe.Pointer(&params[0])
 	}
-	r := d.drv.cuLaunchKernel(f, grid, 1, 1, kernels.Block, 1, 1, 0, d.stream, pp, nil)
+	r := d.drv.cuLaunchKernel(f, grid, 1, 1, kernels.Block, 1, 1, 0, stream, pp, nil)
 	runtime.KeepAlive(params)
 	return d.drv.cuErr("cuLaunchKernel("+name+")", r)
 }
@@ -576,6 +581,37 @@ func (d *backend) GaussianFill(x device.Buffer, seed, offset uint64, scale float
 		return d.launchSync("gaussian_fill", kernels.GridElems(philoxBlocks(offset, xb.n)),
 			xb.ptr, int64(xb.n), seed, offset, scale)
 	}))
+}
+
+// GaussianFillAsync launches the gaussian_fill kernel (GaussianFill) on the device's second
+// stream, which synchronises with no other, so that it runs beside the operations of the
+// first, and records the event filled after it. wait makes the first stream wait for that
+// event and synchronises it: the stall, if any, is on the first stream, where Time sees it.
+// The checked front keeps every other operation off x until wait returns.
+func (d *backend) GaussianFillAsync(x device.Buffer, seed, offset uint64, scale float64) (func() error, error) {
+	const op = "cuda GaussianFillAsync"
+	xb := buf(x)
+	if xb.n == 0 {
+		return func() error { return nil }, nil
+	}
+	err := wrap(op, d.do(func() error {
+		if err := d.launchOn(d.side, "gaussian_fill", kernels.GridElems(philoxBlocks(offset, xb.n)),
+			xb.ptr, int64(xb.n), seed, offset, scale); err != nil {
+			return err
+		}
+		return d.drv.cuErr("cuEventRecord", d.drv.cuEventRecord(d.filled, d.side))
+	}))
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		return wrap(op, d.do(func() error {
+			if err := d.drv.cuErr("cuStreamWaitEvent", d.drv.cuStreamWaitEvent(d.stream, d.filled, 0)); err != nil {
+				return err
+			}
+			return d.sync("the fill's wait")
+		}))
+	}, nil
 }
 
 // philoxBlocks returns the number of Philox blocks (pairs of normals) that the values

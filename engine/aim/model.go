@@ -200,11 +200,12 @@ func FreeGroup(g *device.Group, parts []*Data) {
 }
 
 // StreamedBytes returns the device memory of GenerateStreamed for n samples (all N on one
-// device, a shard in a group) while it draws: S, W (D x D, D x R), the outputs (n x T x T) and,
-// per chunk, its tokens, their product with S and its indices (2 chunk T D + chunk T T).
+// device, a shard in a group) while it draws: S, W (D x D, D x R), the outputs (n x T x T), the
+// buffer of the chunks' tokens (ChunkTokens) and, per chunk, their product with S and its
+// indices (chunk T D + chunk T T).
 func (p Params) StreamedBytes(n, chunk int) uint64 {
 	D, N, T, R, C := uint64(p.D), uint64(n), uint64(p.T()), uint64(p.R()), uint64(min(chunk, n))
-	return 8 * (D*D + D*R + N*T*T + 2*C*T*D + C*T*T)
+	return 8 * (D*D + D*R + N*T*T + uint64(ChunkTokens(p, n, chunk)) + C*T*D + C*T*T)
 }
 
 // generate draws the teacher and the samples [lo, hi), stored (chunk 0) or streamed.
@@ -253,9 +254,9 @@ func generate(dev device.Device, p Params, lo, hi, chunk int) (*Data, error) {
 		return fail(err)
 	}
 	d.TrS = tr
-	var xc device.Buffer // the streamed chunk's tokens
+	var xc device.Buffer // the streamed chunks' tokens
 	if chunk > 0 {
-		if xc, err = dev.Alloc(chunk * T * D); err != nil {
+		if xc, err = dev.Alloc(ChunkTokens(p, N, chunk)); err != nil {
 			return fail(err)
 		}
 		defer dev.Free(xc)
@@ -323,28 +324,95 @@ func addNoise(dev device.Device, p Params, y, scratch device.Buffer, lo, n int) 
 // EachChunk calls f(lo, n, x) for the chunks of the held samples [lo, lo + n) in order (lo
 // counts from the first held sample, Lo), with x their tokens (n x T x D): a view of X when it
 // is stored (one chunk of all held samples), or the chunk regenerated from the seed's stream
-// into xc (Chunk x T x D values) when it is streamed. The tokens are the same values either way.
-func (d *Data) EachChunk(dev device.Device, xc device.Buffer, f func(lo, n int, x device.Buffer) error) error {
+// into xc (ChunkTokens values) when it is streamed. The tokens are the same values either way.
+// On a device with a Prefetcher, xc holds two chunks and the next chunk is drawn into one while
+// f uses the other: f must use the tokens only through x, and only until it returns.
+func (d *Data) EachChunk(dev device.Device, xc device.Buffer, f func(lo, n int, x device.Buffer) error) (err error) {
 	p := d.P
 	N, T, D := d.Samples(), p.T(), p.D
 	if d.Chunk == 0 {
 		return f(0, N, d.X)
 	}
-	for lo := 0; lo < N; lo += d.Chunk {
-		n := min(d.Chunk, N-lo)
-		x, err := device.View(xc, 0, n*T*D)
+	size := d.Chunk * T * D // the values of a full chunk
+	// tokens returns the view of xc that holds the chunk at lo (in half half of xc).
+	tokens := func(lo, half int) (device.Buffer, error) {
+		return device.View(xc, half*size, min(d.Chunk, N-lo)*T*D)
+	}
+	offset := func(lo int) uint64 { return stream.Data + uint64(d.Lo+lo)*uint64(T*D) }
+	pf := dev.Capabilities().Prefetcher
+	if pf == nil || d.Chunk >= N || xc.Len() < 2*size {
+		for lo := 0; lo < N; lo += d.Chunk {
+			x, err := tokens(lo, 0)
+			if err != nil {
+				return err
+			}
+			if err := dev.GaussianFill(x, p.Seed, offset(lo), 1); err != nil {
+				return err
+			}
+			if err := f(lo, min(d.Chunk, N-lo), x); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var wait func() error // the fill in flight
+	start := func(lo, half int) error {
+		x, err := tokens(lo, half)
 		if err != nil {
 			return err
 		}
-		if err := dev.GaussianFill(x, p.Seed, stream.Data+uint64(d.Lo+lo)*uint64(T*D), 1); err != nil {
+		wait, err = pf.GaussianFillAsync(x, p.Seed, offset(lo), 1)
+		return err
+	}
+	defer func() { // a fill still in flight after an error
+		if wait != nil {
+			if werr := wait(); err == nil {
+				err = werr
+			}
+		}
+	}()
+	if err := start(0, 0); err != nil {
+		return err
+	}
+	for i, lo := 0, 0; lo < N; i, lo = i+1, lo+d.Chunk {
+		w := wait
+		wait = nil
+		if err := w(); err != nil {
 			return err
 		}
-		if err := f(lo, n, x); err != nil {
+		if next := lo + d.Chunk; next < N {
+			if err := start(next, (i+1)%2); err != nil {
+				return err
+			}
+		}
+		x, err := tokens(lo, i%2)
+		if err != nil {
+			return err
+		}
+		if err := f(lo, min(d.Chunk, N-lo), x); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// ChunkTokens is the length of the buffer of EachChunk for n held samples in chunks of chunk
+// (0: stored, no buffer): chunk T D for one chunk, twice that for more, so that a device with
+// a Prefetcher draws the next chunk while the current one is used.
+func ChunkTokens(p Params, n, chunk int) int {
+	if chunk <= 0 {
+		return 0
+	}
+	c := min(chunk, n) * p.T() * p.D
+	if chunk < n {
+		return 2 * c
+	}
+	return c
+}
+
+// ChunkTokens is the length of the buffer EachChunk needs for d (ChunkTokens of its samples
+// and chunk).
+func (d *Data) ChunkTokens() int { return ChunkTokens(d.P, d.Samples(), d.Chunk) }
 
 // EachChunkSum is EachChunk for a pass that also sums a D x D matrix over the chunks: f(lo, n,
 // x, out) writes the chunk's part into out, which is sum itself for the first chunk and part

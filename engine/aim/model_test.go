@@ -1,6 +1,8 @@
 package aim
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
 	"github.com/aimtheory/aim/engine/internal/devtest"
+	"github.com/aimtheory/aim/engine/stream"
 )
 
 func download(t *testing.T, dev device.Device, b device.Buffer) []float64 {
@@ -299,5 +302,100 @@ func TestGenerateNoise(t *testing.T) {
 	mean, v := s/n, s2/n
 	if math.Abs(mean) > 4*math.Sqrt(delta/n) || math.Abs(v-delta) > 4*delta*math.Sqrt(2/n) {
 		t.Errorf("noise: mean %.3g, variance %.5g over %d entries; want 0 and %g", mean, v, len(yc), delta)
+	}
+}
+
+// withoutPrefetch hides a device's Prefetcher.
+type withoutPrefetch struct{ device.Device }
+
+func (w withoutPrefetch) Capabilities() device.Caps {
+	c := w.Device.Capabilities()
+	c.Prefetcher = nil
+	return c
+}
+
+// loggedPrefetch logs each fill a device's Prefetcher starts, as "fill LO" (LO the chunk's
+// first sample), into log.
+type loggedPrefetch struct {
+	device.Device
+	log *[]string
+	p   Params
+}
+
+func (l loggedPrefetch) Capabilities() device.Caps {
+	c := l.Device.Capabilities()
+	c.Prefetcher = loggedFill(l)
+	return c
+}
+
+type loggedFill loggedPrefetch
+
+func (l loggedFill) GaussianFillAsync(x device.Buffer, seed, offset uint64, scale float64) (func() error, error) {
+	*l.log = append(*l.log, fmt.Sprintf("fill %d", (offset-stream.Data)/uint64(l.p.T()*l.p.D)))
+	return l.Device.Capabilities().Prefetcher.GaussianFillAsync(x, seed, offset, scale)
+}
+
+// TestEachChunkPrefetch: streamed chunks hold the stored tokens bit for bit, with and without
+// a Prefetcher; with one, xc holds two chunks and the fill of each next chunk starts before f
+// uses the current one. An error of f comes back with no fill left in flight.
+func TestEachChunkPrefetch(t *testing.T) {
+	p := Params{D: 30, Alpha: 0.2, Rho: 0.5, Channel: channel.Spec{Kind: channel.KindSoftmax, T: 3, Beta: 1}, Seed: 4}
+	N, T, D := p.N(), p.T(), p.D // N = 180
+	var log []string
+	base := cpu.New(0)
+	whole, err := Generate(base, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	X := download(t, base, whole.X)
+	for _, tc := range []struct {
+		name  string
+		dev   device.Device
+		chunk int
+		want  string // the log of fills and uses
+	}{
+		{"prefetch", loggedPrefetch{base, &log, p}, 50, "fill 0, fill 50, use 0, fill 100, use 50, fill 150, use 100, use 150"},
+		{"prefetch, one chunk", loggedPrefetch{base, &log, p}, N, "use 0"},
+		{"no prefetch", withoutPrefetch{base}, 50, "use 0, use 50, use 100, use 150"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log = nil
+			d, err := GenerateStreamed(tc.dev, p, tc.chunk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Free(tc.dev)
+			if want := min(tc.chunk, N) * T * D * map[bool]int{true: 2, false: 1}[tc.chunk < N]; d.ChunkTokens() != want {
+				t.Errorf("ChunkTokens %d, want %d", d.ChunkTokens(), want)
+			}
+			xc, err := tc.dev.Alloc(d.ChunkTokens())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tc.dev.Free(xc)
+			log = nil
+			err = d.EachChunk(tc.dev, xc, func(lo, n int, x device.Buffer) error {
+				log = append(log, fmt.Sprintf("use %d", lo))
+				if n != min(tc.chunk, N-lo) {
+					t.Errorf("chunk at %d: %d samples", lo, n)
+				}
+				same(t, fmt.Sprintf("tokens of the chunk at %d", lo), download(t, tc.dev, x), X[lo*T*D:(lo+n)*T*D])
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(log, ", "); got != tc.want {
+				t.Errorf("log %q, want %q", got, tc.want)
+			}
+			stop := errors.New("stop")
+			err = d.EachChunk(tc.dev, xc, func(lo, n int, x device.Buffer) error { return stop }) // the next fill in flight
+			if !errors.Is(err, stop) {
+				t.Errorf("EachChunk with f failing: %v", err)
+			}
+			if err := tc.dev.Scal(xc, 1); err != nil {
+				t.Errorf("xc after the failed pass: %v", err)
+			}
+		})
 	}
 }

@@ -152,12 +152,12 @@ func Bytes(p aim.Params, n int) uint64 {
 }
 
 // StreamedBytes returns the device memory a run on streamed tokens (chunks of chunk samples)
-// needs on a device that holds n samples beside its data: as Bytes, with the scratch and the
-// tokens of one chunk (2 chunk T D) in place of the n x T x D scratch, and one more D x D
-// matrix (a chunk's back-projection).
+// needs on a device that holds n samples beside its data: as Bytes, with the scratch of one
+// chunk (chunk T D) and the buffer of the chunks' tokens (aim.ChunkTokens) in place of the
+// n x T x D scratch, and one more D x D matrix (a chunk's back-projection).
 func StreamedBytes(p aim.Params, n, chunk int) uint64 {
 	D, N, T, R, C := uint64(p.D), uint64(n), uint64(p.T()), uint64(p.R()), uint64(min(chunk, n))
-	return 8 * (2*C*T*D + 4*N*T*T + 6*D*D + 2*D + 2*T*T + D*R)
+	return 8 * (C*T*D + uint64(aim.ChunkTokens(p, n, chunk)) + 4*N*T*T + 6*D*D + 2*D + 2*T*T + D*R)
 }
 
 // member holds one device's part of a run: its shard of the data and its buffers.
@@ -237,7 +237,7 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 		}
 		sizes := []int{chunk * T * D, n * T * T, n * T * T, n * T * T, n * T * T, D * D, D * D, T * T, T * T}
 		if parts[j].Chunk > 0 {
-			sizes = append(sizes, chunk*T*D, D*D) // the chunk's tokens, a chunk's back-projection
+			sizes = append(sizes, parts[j].ChunkTokens(), D*D) // the chunks' tokens, a chunk's back-projection
 		}
 		if j == 0 {
 			sizes = append(sizes, D*D, D*D, D*D, D, D, D*R) // the lead's denoiser and start

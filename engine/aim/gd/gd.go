@@ -117,12 +117,13 @@ func Bytes(p aim.Params, o Options, n int) uint64 {
 }
 
 // StreamedBytes returns the device memory of one training on streamed tokens (chunks of chunk
-// samples) beside the data on a device that holds n samples: as Bytes, with the tokens and the
-// scratch of one chunk (2 chunk T D) in place of the n x T x D scratch, and B more D x D
-// matrices (a chunk's parts of G_S).
+// samples) beside the data on a device that holds n samples: as Bytes, with the scratch of one
+// chunk (chunk T D) and the buffer of the chunks' tokens (aim.ChunkTokens) in place of the
+// n x T x D scratch, and B more D x D matrices (a chunk's parts of G_S).
 func StreamedBytes(p aim.Params, o Options, n, chunk int) uint64 {
 	D, N, T, C, B := uint64(p.D), uint64(n), uint64(p.T()), uint64(min(chunk, n)), uint64(o.BatchSize())
-	return 8*(4*B*studentRank(p, o)*D+(3*B+1)*D*D+2*C*T*D+3*B*N*T*T) + spectrumBytes(p, o) + directBytes(p, o)
+	xc := uint64(aim.ChunkTokens(p, n, chunk))
+	return 8*(4*B*studentRank(p, o)*D+(3*B+1)*D*D+C*T*D+xc+3*B*N*T*T) + spectrumBytes(p, o) + directBytes(p, o)
 }
 
 // BatchSize is the number of students trained at once: Batch, or Restarts where Batch is 0
@@ -417,7 +418,7 @@ func newStudent(g *device.Group, trs []device.Trainer, parts []*aim.Data, R, B i
 		}
 		sizes := []int{B * D * D, B * D * D, chunk * T * D, B * n * T * T, B * n * T * T, B * n * T * T}
 		if parts[j].Chunk > 0 {
-			sizes = append(sizes, chunk*T*D, B*D*D)
+			sizes = append(sizes, parts[j].ChunkTokens(), B*D*D)
 		}
 		if j == 0 {
 			sizes = append(sizes, B*R*D, B*R*D, B*R*D, B*R*D, D*D)

@@ -91,7 +91,7 @@ func hostTime(f func() error) (float64, error) {
 var opKinds = map[string]OpKind{
 	"Gemm": OpGemm, "GemmPrecision": OpGemm, "QuadFormSum": OpQuadForm, "TokenDots": OpTokenDots, "TokenMix": OpTokenMix,
 	"ChannelOutput": OpChannel, "ChannelGOut": OpChannel, "SoftmaxLossGrad": OpChannel,
-	"EighSym": OpEigh, "SpectralCompose": OpSpectral, "GaussianFill": OpGaussian,
+	"EighSym": OpEigh, "SpectralCompose": OpSpectral, "GaussianFill": OpGaussian, "GaussianFillAsync": OpGaussian, "GaussianFillWait": OpGaussian,
 }
 
 // kindOf is the bucket of the operation called op: Other for the small operations (Scal,
