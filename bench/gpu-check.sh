@@ -25,9 +25,11 @@
 #      warm-up then 3 timed GAMP-RIE iterations and GD steps, per-operation seconds, GFLOP/s
 #      against the GPU's 8192 Dgemm (D = 2000: 3.2e13 flops a pass, ~0.6 s; 4 AMP iterations,
 #      5 GD passes and the data per mode)                limit  45 s, expected 20 s
-#  4a. streamed GAMP-RIE at D = 2000 with the next chunk drawn on the second stream against one
-#      drawn in turn (BenchmarkAMPStreamedPrefetch: 2 data sets and 3 iterations each way)
-#                                                         limit  30 s, expected 15 s
+#  4a. the candidates for fp64 at its Gemm rate: streamed GAMP-RIE at D = 2000 with the next
+#      chunk drawn on the second stream against one drawn in turn (BenchmarkAMPStreamedPrefetch:
+#      2 data sets and 3 iterations each way), and the back-projection by Dsyrkx against
+#      TokenMix then Gemm at D = 1000 and 2000 (BenchmarkBackProjection)
+#                                                         limit  45 s, expected 25 s
 #  4b. aim bench on the GPU at fp32, tf32 and bf16x9 (the two large contractions; the rest
 #      fp64), stored D = 2000, each against its own precision's 8192 product rate
 #                                                         limit  50 s, expected 25-35 s
@@ -135,7 +137,8 @@ part bench-gpu 45 "${bench[@]}" --device cuda:0 --D 500,1000,2000 --streamed-D 5
 	--out "$OUT/bench-gpu.csv" --plot "$OUT/bench-gpu.png"
 # Each reduced precision against its own product rate (gemm_gflops, fraction_of_gemm), D = 2000
 # stored: the same iteration and step with the two large contractions at fp32, tf32 and bf16x9.
-part gpu-prefetch 30 "$BIN/cuda.test" -test.run='^$' -test.bench=AMPStreamedPrefetch -test.benchtime=1x -test.timeout={T}s
+candidates='AMPStreamedPrefetch|BackProjection'
+part gpu-candidates 45 "$BIN/cuda.test" -test.run='^$' -test.bench="$candidates" -test.benchtime=1x -test.timeout={T}s
 part bench-gpu-precision 50 "${bench[@]}" --device cuda:0 \
 	--D 2000 --streamed-D none --precision fp32,tf32,bf16x9 --out "$OUT/bench-gpu-precision.csv" --plot ""
 # cuBLAS 13's FP64 emulation on the integer tensor cores (the Ozaki scheme), documented for
@@ -152,7 +155,7 @@ part bench-cpu 100 "${bench[@]}" --device cpu --D 500,1000 --streamed-D 500 \
 	--out "$OUT/bench-cpu.csv" --plot "$OUT/bench-cpu.png"
 part bench-gpu-4000-gd 75 "${bench[@]}" --device cuda:0 --D none --streamed-D 4000 --algorithms gd \
 	--out "$OUT/bench-gpu-4000-gd.csv" --plot ""
-part gpu-bench 75 "$BIN/cuda.test" -test.run='^$' -test.bench=. -test.skip=AMPStreamedPrefetch -test.benchtime=2x -test.timeout={T}s
+part gpu-bench 75 "$BIN/cuda.test" -test.run='^$' -test.bench=. -test.skip="$candidates" -test.benchtime=2x -test.timeout={T}s
 # GAMP-RIE with the hardmax polytope channel at T = 3 (kernel hardmaxt_gout), D = 150, alpha =
 # 0.2 (N = 4500): 5 iterations on the GPU, then the same on the CPU; the CSVs' seconds give
 # the ratio.
@@ -261,9 +264,9 @@ for D in sorted(peer):
     print(f"{D:>6} {a if a else float('nan'):>10.4g} {peer[D]:>10.4g} {peer[D] / a if a else float('nan'):>9.2f}")
 PY
 	fi
-	for log in gpu-bench fp64-emulation; do
+	for log in gpu-candidates gpu-bench fp64-emulation; do
 		if grep -q -E '^Benchmark' "$OUT/$log.log" 2>/dev/null; then
-			printf '\nGo GPU benchmarks (-test.benchtime=2x), %s\n' "$log"
+			printf '\nGo GPU benchmarks, %s\n' "$log"
 			grep -E '^Benchmark' "$OUT/$log.log" | awk '{ name = $1; $1 = ""; $2 = ""; printf "%-44s %s\n", name, $0 }'
 		fi
 	done

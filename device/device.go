@@ -310,9 +310,9 @@ type Trainer interface {
 
 // QuadFormSummer is the optional operation of the GAMP-RIE back-projection: out = alpha
 // sum_mu X_mu^T C_mu X_mu (D x D) for N symmetric T x T matrices C_mu and N x T x D tokens X,
-// with scratch of N T D values. A backend implements it where it beats TokenMix then Gemm (the
-// CPU with a native BLAS: a symmetric rank-k update, half the multiply-adds): Caps.QuadFormSummer,
-// which engine/amp asks for.
+// with scratch of N T D values. A backend implements it where it beats TokenMix then Gemm with
+// half the multiply-adds (the CPU: symmetric rank-k updates; the GPU: cuBLAS's Dsyrkx on one
+// triangle of the symmetric X^T (C X)): Caps.QuadFormSummer, which engine/amp asks for.
 type QuadFormSummer interface {
 	// QuadFormSum computes out = alpha sum_mu X_mu^T C_mu X_mu, overwriting scratch.
 	QuadFormSum(out, c, x, scratch Buffer, n, t, d int, alpha float64) error

@@ -101,6 +101,45 @@ func BenchmarkForwardBack(b *testing.B) {
 	b.ReportMetric((gemmSec+otherSec)/float64(b.N), "s/iter")
 }
 
+// BenchmarkBackProjection times GAMP-RIE's back-projection alpha sum_mu X_mu^T C_mu X_mu at
+// D = 1000 and 2000 (alpha = 0.25, T = 2) both ways, back to back in each iteration: TokenMix
+// then Gemm (2 N T D^2 flops of product), and the QuadFormSummer (TokenMix, then Dsyrkx on one
+// triangle: half of them). It reports each one's seconds and their ratio.
+func BenchmarkBackProjection(b *testing.B) {
+	g := gpu(b)
+	q := g.Capabilities().QuadFormSummer
+	for _, D := range []int{1000, 2000} {
+		b.Run(fmt.Sprintf("D%d", D), func(b *testing.B) {
+			const T = 2
+			N := D * D / 4
+			bufs := benchAlloc(b, g, N*T*D, N*T*D, N*T*T, D*D)
+			defer device.FreeAll(g, bufs...)
+			x, z, c, back := bufs[0], bufs[1], bufs[2], bufs[3]
+			var gemm, syrkx float64
+			for b.Loop() {
+				sec, err := g.Time(func() error {
+					if err := g.TokenMix(z, c, x, N, T, D); err != nil {
+						return err
+					}
+					return g.Gemm(true, false, D, D, N*T, 1, x, z, 0, back)
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				gemm += sec
+				if sec, err = g.Time(func() error { return q.QuadFormSum(back, c, x, z, N, T, D, 1) }); err != nil {
+					b.Fatal(err)
+				}
+				syrkx += sec
+			}
+			n := float64(b.N)
+			b.ReportMetric(gemm/n, "s-tokenmix-gemm")
+			b.ReportMetric(syrkx/n, "s-quadformsum")
+			b.ReportMetric(syrkx/gemm, "quadformsum/gemm")
+		})
+	}
+}
+
 // ampIterations generates the data at D and runs maxIter GAMP-RIE iterations, returning the
 // seconds per iteration after the first (the first when there is one) and the first's.
 func ampIterations(b *testing.B, g *Device, p aim.Params, maxIter int) (perIter, first float64) {

@@ -515,11 +515,11 @@ func (d *Device) Libraries() []Library { return append([]Library(nil), d.b.libs.
 // Name returns the GPU's name, e.g. "NVIDIA H200".
 func (d *Device) Name() string { return d.b.name }
 
-// Capabilities: the GPU has the training operations, the deep channel's sampler, the
-// products at reduced precision and fills on a second stream; the back-projection goes
-// through TokenMix then Gemm (no QuadFormSum).
+// Capabilities: the GPU has the training operations, the symmetric back-projection (through
+// cuBLAS's Dsyrkx), the deep channel's sampler, the products at reduced precision and fills
+// on a second stream.
 func (d *backend) Capabilities() device.Caps {
-	return device.Caps{Trainer: d, DeepSampler: d, PrecisionGemmer: d, Prefetcher: d}
+	return device.Caps{Trainer: d, QuadFormSummer: d, DeepSampler: d, PrecisionGemmer: d, Prefetcher: d}
 }
 
 // Info describes the GPU; the memory comes from cuMemGetInfo (zero when it fails or the

@@ -444,6 +444,59 @@ func testGPUTokens(t *testing.T, g target) {
 	batched.report()
 }
 
+// TestGPUQuadFormSum: the back-projection alpha sum_mu X_mu^T C_mu X_mu of the QuadFormSummer
+// (on the GPU Dsyrkx on one triangle, then the other filled in) against TokenMix then Gemm on
+// the CPU, for symmetric C_mu, within tol (relative); the result is exactly symmetric. An
+// empty sum (n = 0) gives zero.
+func TestGPUQuadFormSum(t *testing.T) { onTargets(t, testGPUQuadFormSum) }
+
+func testGPUQuadFormSum(t *testing.T, g target) {
+	c := cpu.New(0)
+	q := g.Capabilities().QuadFormSummer
+	if q == nil {
+		t.Fatal("no QuadFormSummer")
+	}
+	r := rand.New(rand.NewPCG(15, 16))
+	me := &maxErr{t: t, op: "QuadFormSum"}
+	for _, s := range [][3]int{{1, 1, 1}, {3, 2, 5}, {100, 3, 64}, {2000, 2, 200}, {17, 5, 300}, {0, 2, 7}} {
+		n, T, d := s[0], s[1], s[2]
+		cm := randVec(r, n*T*T)
+		for mu := range n { // C_mu symmetric
+			for a := range T {
+				for b := range a {
+					cm[mu*T*T+a*T+b] = cm[mu*T*T+b*T+a]
+				}
+			}
+		}
+		x := randVec(r, n*T*d)
+		alpha := 0.75
+		// The reference: TokenMix then Gemm on the CPU.
+		cc, xc, zc, want := up(t, c, cm), up(t, c, x), up(t, c, make([]float64, n*T*d)), up(t, c, make([]float64, d*d))
+		if err := c.TokenMix(zc, cc, xc, n, T, d); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Gemm(true, false, d, d, n*T, alpha, xc, zc, 0, want); err != nil {
+			t.Fatal(err)
+		}
+		cg, xg, sg, out := up(t, g, cm), up(t, g, x), up(t, g, make([]float64, n*T*d)), up(t, g, randVec(r, d*d))
+		if err := q.QuadFormSum(out, cg, xg, sg, n, T, d, alpha); err != nil {
+			t.Fatal(err)
+		}
+		got := down(t, g, out)
+		me.check(relErr(got, down(t, c, want)), tol, "n=%d t=%d d=%d", n, T, d)
+		for i := range d {
+			for j := range i {
+				if got[i*d+j] != got[j*d+i] {
+					t.Fatalf("n=%d t=%d d=%d: out[%d][%d] = %v, out[%d][%d] = %v: not symmetric", n, T, d, i, j, got[i*d+j], j, i, got[j*d+i])
+				}
+			}
+		}
+		device.FreeAll(c, cc, xc, zc, want)
+		device.FreeAll(g, cg, xg, sg, out)
+	}
+	me.report()
+}
+
 var testChannels = []channel.Spec{
 	{Kind: channel.KindSoftmax, T: 2, Beta: 1},
 	{Kind: channel.KindSoftmax, T: 3, Beta: 0.7},

@@ -376,6 +376,51 @@ func (d *backend) TokenMix(z, c, x device.Buffer, n, t, dd int) error {
 	}))
 }
 
+// QuadFormSum computes out = alpha sum_mu X_mu^T C_mu X_mu (device.QuadFormSummer): scratch =
+// C X (token_mix, as TokenMix), then cuBLAS's Dsyrkx, which computes one triangle of a product
+// known to be symmetric, here X^T (C X), with half of Gemm's multiply-adds, into the square
+// scratch zeroed first; then out = L + L^T (Dgeam) with its diagonal, counted twice, halved
+// (Dscal). n t and d must fit a C int.
+func (d *backend) QuadFormSum(out, c, x, scratch device.Buffer, n, t, dd int, alpha float64) error {
+	const op = "cuda QuadFormSum"
+	if err := fitsInt32(op, "n t, d", n*t, dd); err != nil {
+		return err
+	}
+	ob, cb, xb, sb := buf(out), buf(c), buf(x), buf(scratch)
+	if dd == 0 {
+		return nil
+	}
+	return wrap(op, d.do(func() error {
+		if n > 0 && t > 0 {
+			if err := d.launch("token_mix", kernels.GridElems(int64(n)*int64(dd)), sb.ptr, cb.ptr, xb.ptr, int64(n), int32(t), int32(dd)); err != nil {
+				return err
+			}
+		}
+		if err := d.square.grow(d, dd*dd); err != nil {
+			return err
+		}
+		sq := d.square.ptr
+		if err := d.drv.cuErr("cuMemsetD8_v2", d.drv.cuMemsetD8(sq, 0, 8*uint64(dd*dd))); err != nil {
+			return err
+		}
+		al, zero, one, half := alpha, 0.0, 1.0, 0.5
+		if n > 0 && t > 0 {
+			if err := cublasErr("cublasDsyrkx", d.blas.cublasDsyrkx(d.cublasH, cublasFillLower, cublasOpN, int32(dd), int32(n*t),
+				&al, xb.ptr, int32(dd), sb.ptr, int32(dd), &zero, sq, int32(dd))); err != nil {
+				return err
+			}
+		}
+		if err := cublasErr("cublasDgeam", d.blas.cublasDgeam(d.cublasH, cublasOpN, cublasOpT, int32(dd), int32(dd),
+			&one, sq, int32(dd), &one, sq, int32(dd), ob.ptr, int32(dd))); err != nil {
+			return err
+		}
+		if err := cublasErr("cublasDscal_v2", d.blas.cublasDscal(d.cublasH, int32(dd), &half, ob.ptr, int32(dd+1))); err != nil {
+			return err
+		}
+		return d.sync("cublasDsyrkx")
+	}))
+}
+
 // ---------------------------------------------------------------------------------------
 // Channels.
 
