@@ -13,16 +13,7 @@ import (
 // or streamed in chunks of chunk samples.
 func IterationSeconds(b *testing.B, dev device.Device, p aim.Params, iters, chunk int) float64 {
 	b.Helper()
-	var data *aim.Data
-	var err error
-	if chunk > 0 {
-		data, err = aim.GenerateStreamed(dev, p, chunk)
-	} else {
-		data, err = aim.Generate(dev, p)
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
+	data := Data(b, dev, p, chunk)
 	defer data.Free(dev)
 	o := amp.DefaultOptions()
 	o.MaxIter = iters + 1
@@ -33,6 +24,23 @@ func IterationSeconds(b *testing.B, dev device.Device, p aim.Params, iters, chun
 	}
 	tr := res.Trace
 	return (tr[len(tr)-1].Seconds - tr[0].Seconds) / float64(len(tr)-1)
+}
+
+// Data draws the teacher and data of p on dev, the tokens stored (chunk 0) or streamed in
+// chunks of chunk samples, failing tb on an error.
+func Data(tb testing.TB, dev device.Device, p aim.Params, chunk int) *aim.Data {
+	tb.Helper()
+	var data *aim.Data
+	var err error
+	if chunk > 0 {
+		data, err = aim.GenerateStreamed(dev, p, chunk)
+	} else {
+		data, err = aim.Generate(dev, p)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
 }
 
 // SerialFills is dev with its Prefetcher hidden: streamed tokens are then drawn chunk by chunk

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/aimtheory/aim/bench"
 	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/cpu"
 	"github.com/aimtheory/aim/device"
@@ -18,7 +19,10 @@ func softmaxParams(D int, alpha float64, seed uint64) aim.Params {
 }
 
 // TestAMPTrajectoryCPUvsGPU runs GAMP-RIE at D = 200 (alpha = 0.25, T = 2, softmax; D = 60 on
-// the cpu stand-in) with the same seed on the cpu backend and on the GPU: the data are the same (Philox), so the
+// the cpu stand-in) with the same seed on the cpu backend (stored tokens) and on the GPU, its
+// tokens stored and then streamed in chunks of about N/3 samples (each next chunk drawn on the
+// second stream while the current one is used: GaussianFillAsync): the data are the same
+// (Philox), and the chunks change only the order of the back-projection's sum, so the
 // per-iteration errors ||S-hat - S||^2/D must agree to 1e-8 (relative) over the first 10
 // iterations; the largest difference is logged.
 func TestAMPTrajectoryCPUvsGPU(t *testing.T) { onTargets(t, testAMPTrajectoryCPUvsGPU) }
@@ -35,12 +39,15 @@ func testAMPTrajectoryCPUvsGPU(t *testing.T, g target) {
 	o.Tol = 1e-300 // run all 10 iterations
 
 	rc, yc, trc := runAMP(t, c, p, o, 0)
-	rg, yg, trg := runAMP(t, g, p, o, 0)
-	t.Logf("data: Tr S relative difference %.3g, outputs Y relative error %.3g", relScalar(trg, trc), relErr(yg, yc))
-	if e := relErr(yg, yc); e > tol {
-		t.Errorf("teacher outputs differ: relative error %.3g", e)
+	for _, chunk := range []int{0, p.N()/3 + 1} {
+		t.Logf("GPU tokens in chunks of %d samples (0: stored)", chunk)
+		rg, yg, trg := runAMP(t, g, p, o, chunk)
+		t.Logf("data: Tr S relative difference %.3g, outputs Y relative error %.3g", relScalar(trg, trc), relErr(yg, yc))
+		if e := relErr(yg, yc); e > tol {
+			t.Errorf("teacher outputs differ: relative error %.3g", e)
+		}
+		compareTrajectories(t, rc, rg, 10, 1e-8)
 	}
-	compareTrajectories(t, rc, rg, 10, 1e-8)
 }
 
 // TestAMPPrecisionCPUvsGPU runs GAMP-RIE at each reduced precision (fp32, tf32, bf16x9) on the
@@ -69,41 +76,11 @@ func testAMPPrecisionCPUvsGPU(t *testing.T, g target) {
 	}
 }
 
-// TestAMPStreamedCPUvsGPU runs GAMP-RIE on tokens streamed in chunks of about N/3 samples on the
-// GPU, where each next chunk is drawn on the second stream while the current one is used
-// (GaussianFillAsync), against the CPU on stored tokens, at the settings and tolerance of
-// TestAMPTrajectoryCPUvsGPU: the chunks change only the order of the back-projection's sum.
-func TestAMPStreamedCPUvsGPU(t *testing.T) { onTargets(t, testAMPStreamedCPUvsGPU) }
-
-func testAMPStreamedCPUvsGPU(t *testing.T, g target) {
-	c := cpu.New(0)
-	D := 200
-	if !g.onGPU() {
-		D = 60
-	}
-	p := softmaxParams(D, 0.25, 2024)
-	o := amp.DefaultOptions()
-	o.MaxIter = 10
-	o.Tol = 1e-300 // run all 10 iterations
-	rc, yc, _ := runAMP(t, c, p, o, 0)
-	rg, yg, _ := runAMP(t, g, p, o, p.N()/3+1)
-	if e := relErr(yg, yc); e > tol {
-		t.Errorf("teacher outputs differ: relative error %.3g", e)
-	}
-	compareTrajectories(t, rc, rg, 10, 1e-8)
-}
-
 // runAMP draws the data of p on dev, its tokens stored (chunk 0) or streamed in chunks of chunk
 // samples, and runs GAMP-RIE with o: the result, the teacher's outputs Y (downloaded) and Tr S.
 func runAMP(t *testing.T, dev device.Device, p aim.Params, o amp.Options, chunk int) (amp.Result, []float64, float64) {
 	t.Helper()
-	data, err := aim.Generate(dev, p)
-	if chunk > 0 {
-		data, err = aim.GenerateStreamed(dev, p, chunk)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := bench.Data(t, dev, p, chunk)
 	defer data.Free(dev)
 	y := down(t, dev, data.Y)
 	res, err := amp.Run(dev, data, o)
