@@ -10,9 +10,10 @@ import (
 var _ device.Trainer = (*backend)(nil)
 
 // SoftmaxLossGrad returns scale * sum (yhat - y)^2 over n samples of t x t outputs and writes
-// gamma_ab = beta yhat_ab (G_ab - sum_c G_ac yhat_ac), G = 2 scale (yhat - y): the gradient of
-// the loss with respect to the indices h through the row softmax yhat = softmax(beta h). The
-// loss is summed in fixed chunks of samples, so it does not depend on the worker count.
+// gamma, the symmetric part (g_ab + g_ba) / 2 of g_ab = beta yhat_ab (G_ab - sum_c G_ac
+// yhat_ac), G = 2 scale (yhat - y): g is the gradient of the loss with respect to the indices h
+// through the row softmax yhat = softmax(beta h). The loss is summed in fixed chunks of
+// samples, so it does not depend on the worker count.
 func (d *backend) SoftmaxLossGrad(ch channel.Spec, gamma, yhat, y device.Buffer, n int, scale float64) (float64, error) {
 	const op = "cpu SoftmaxLossGrad"
 	t := ch.T
@@ -36,6 +37,12 @@ func (d *backend) SoftmaxLossGrad(ch channel.Spec, gamma, yhat, y device.Buffer,
 					}
 					for b := 0; b < t; b++ {
 						gs[row+b] = ch.Beta * ys[row+b] * (G[b] - dot)
+					}
+				}
+				for a := 1; a < t; a++ {
+					for b := 0; b < a; b++ {
+						s := (gs[mu*tt+a*t+b] + gs[mu*tt+b*t+a]) * 0.5
+						gs[mu*tt+a*t+b], gs[mu*tt+b*t+a] = s, s
 					}
 				}
 			}

@@ -8,8 +8,10 @@ import (
 	"github.com/aimtheory/aim/channel"
 )
 
-// TestSoftmaxLossGrad checks gamma against central finite differences of the loss through the
-// row softmax, computed naively from h, and the loss against its definition.
+// TestSoftmaxLossGrad checks gamma, the symmetric part of the gradient in h, against central
+// finite differences of the loss through the row softmax, computed naively from h, moving h_ab
+// and h_ba together (their derivative is 2 gamma_ab off the diagonal, gamma_aa on it), and the
+// loss against its definition.
 func TestSoftmaxLossGrad(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	for _, tc := range []struct {
@@ -56,13 +58,22 @@ func TestSoftmaxLossGrad(t *testing.T) {
 			}
 			g := down(t, dev, gamma)
 			for i := range h {
+				mu, a, b := i/tt, i%tt/tc.t, i%tc.t
+				j := mu*tt + b*tc.t + a // h_ba
 				const eps = 1e-6
 				hp, hm := append([]float64(nil), h...), append([]float64(nil), h...)
 				hp[i] += eps
 				hm[i] -= eps
+				if j != i {
+					hp[j] += eps
+					hm[j] -= eps
+				}
 				fd := (loss(hp) - loss(hm)) / (2 * eps)
-				if math.Abs(g[i]-fd) > 1e-8*(1+math.Abs(fd)) {
-					t.Errorf("n %d t %d: gamma[%d] = %.10g, finite difference %.10g", tc.n, tc.t, i, g[i], fd)
+				if j != i {
+					fd /= 2
+				}
+				if math.Abs(g[i]-fd) > 1e-8*(1+math.Abs(fd)) || g[i] != g[j] {
+					t.Errorf("n %d t %d: gamma[%d] = %.10g (transpose %.10g), finite difference %.10g", tc.n, tc.t, i, g[i], g[j], fd)
 				}
 			}
 		}

@@ -299,8 +299,10 @@ func FreeAll(dev Device, bufs ...Buffer) {
 type Trainer interface {
 	// SoftmaxLossGrad takes the student's outputs yhat = row-softmax(beta h) and the targets
 	// y (N stacked T x T matrices), returns the loss scale * sum (yhat - y)^2 and writes
-	// gamma = d loss / d h through the softmax Jacobian, row by row:
-	// gamma_ab = beta yhat_ab (G_ab - sum_c G_ac yhat_ac) with G = 2 scale (yhat - y).
+	// gamma, the symmetric part of d loss / d h: through the softmax Jacobian, row by row,
+	// g_ab = beta yhat_ab (G_ab - sum_c G_ac yhat_ac) with G = 2 scale (yhat - y), and
+	// gamma_ab = (g_ab + g_ba) / 2. The indices h are symmetric, so only this part reaches the
+	// gradient in S, and the back-projection sum_mu X_mu^T gamma_mu X_mu is symmetric.
 	SoftmaxLossGrad(ch channel.Spec, gamma, yhat, y Buffer, n int, scale float64) (float64, error)
 	// AdamStep applies one Adam update (step t >= 1, torch's form) to w with gradient g and
 	// moments m, v (all of equal length): m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,

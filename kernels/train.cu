@@ -7,8 +7,9 @@
 #include "common.cuh"
 
 // softmaxLossGrad is cpu.SoftmaxLossGrad for one sample: for each row a, with
-// G_c = 2 scale (yhat_ac - y_ac), writes gamma_ab = beta yhat_ab (G_b - sum_c G_c yhat_ac) and
-// returns sum_ab (yhat_ab - y_ab)^2 (unscaled, as the twin's running sum).
+// G_c = 2 scale (yhat_ac - y_ac), writes gamma_ab = beta yhat_ab (G_b - sum_c G_c yhat_ac),
+// then replaces gamma by its symmetric part, (gamma_ab + gamma_ba) / 2, and returns
+// sum_ab (yhat_ab - y_ab)^2 (unscaled, as the twin's running sum).
 static __device__ double softmaxLossGrad(double *gamma, const double *yhat, const double *y, int t,
                                          double beta, double scale) {
     double loss = 0;
@@ -24,6 +25,13 @@ static __device__ double softmaxLossGrad(double *gamma, const double *yhat, cons
         for (int b = 0; b < t; b++) {
             const double G = 2 * scale * (yhat[row + b] - y[row + b]);
             gamma[row + b] = beta * yhat[row + b] * (G - dot);
+        }
+    }
+    for (int a = 1; a < t; a++) {
+        for (int b = 0; b < a; b++) {
+            const double s = (gamma[(i64)a * t + b] + gamma[(i64)b * t + a]) * 0.5;
+            gamma[(i64)a * t + b] = s;
+            gamma[(i64)b * t + a] = s;
         }
     }
     return loss;

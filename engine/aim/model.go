@@ -452,6 +452,21 @@ func IndicesAt(dev device.Device, p device.Precision, h, xa, x, a device.Buffer,
 	return dev.Scal(h, 1/math.Sqrt(float64(d)))
 }
 
+// BackProject sets out = alpha sum_mu X_mu^T C_mu X_mu (D x D, symmetric) for n symmetric
+// T x T matrices C_mu and the tokens x (n x T x D), with scratch of n T D values: at FP64
+// through the device's QuadFormSummer where it has one (half the multiply-adds of a
+// product), else TokenMix (scratch = C X, float64) then the product out = alpha X^T scratch at
+// precision p (device.GemmAt). It is GAMP-RIE's back-projection and gradient descent's G_S.
+func BackProject(dev device.Device, p device.Precision, out, c, x, scratch device.Buffer, n, t, d int, alpha float64) error {
+	if q := dev.Capabilities().QuadFormSummer; q != nil && p == device.FP64 {
+		return q.QuadFormSum(out, c, x, scratch, n, t, d, alpha)
+	}
+	if err := dev.TokenMix(scratch, c, x, n, t, d); err != nil {
+		return err
+	}
+	return device.GemmAt(dev, p, true, false, d, d, n*t, alpha, x, scratch, 0, out)
+}
+
 // Free releases the data's buffers.
 func (d *Data) Free(dev device.Device) {
 	device.FreeAll(dev, d.S, d.X, d.Y)

@@ -380,7 +380,7 @@ func RunGroup(g *device.Group, parts []*aim.Data, o Options) (Result, error) {
 					func() error { return dev.Copy(cc, gc) },
 					func() error { return dev.MulPattern(cc, m.kappa, n, T*T) },
 					func() error { tr, err := dev.SumDiag(cc, n, T); m.trC += tr; return err },
-					func() error { return backProject(dev, o.Precision, out, cc, x, sc, n, T, D, 1/sqrtD) },
+					func() error { return aim.BackProject(dev, o.Precision, out, cc, x, sc, n, T, D, 1/sqrtD) },
 				)
 			})
 		})
@@ -495,19 +495,6 @@ func stalled(trace []Iteration) bool {
 		return math.Min(it[0].Step, math.Min(it[1].Step, it[2].Step))
 	}
 	return !(least(trace[n-3:]) < 0.99*least(trace[n-6:n-3]))
-}
-
-// backProject sets out = alpha sum_mu X_mu^T C_mu X_mu: at FP64 through QuadFormSum where the
-// device has it, else as TokenMix (scratch = C X, float64) then the product out = alpha X^T
-// scratch at precision prec (device.GemmAt).
-func backProject(dev device.Device, prec device.Precision, out, c, x, scratch device.Buffer, n, t, d int, alpha float64) error {
-	if q := dev.Capabilities().QuadFormSummer; q != nil && prec == device.FP64 {
-		return q.QuadFormSum(out, c, x, scratch, n, t, d, alpha)
-	}
-	if err := dev.TokenMix(scratch, c, x, n, t, d); err != nil {
-		return err
-	}
-	return device.GemmAt(dev, prec, true, false, d, d, n*t, alpha, x, scratch, 0, out)
 }
 
 // proxNuclear writes f_i = max(lambda_i - tau, 0), the proximal map of tau Tr S on PSD matrices

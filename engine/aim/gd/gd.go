@@ -448,10 +448,10 @@ var view = device.MustView
 
 func (st *student) free() { st.g.FreeEach(st.bufs) }
 
-// lossGrad returns the loss scale * sum (yhat - y)^2 of n samples and writes its gradient
-// gamma with respect to the indices h: the Trainer's SoftmaxLossGrad for softmax students,
-// and for the linear channel (yhat = h + shift, shift 0 unless uncentred) gamma =
-// 2 scale (yhat - y) from the vector operations.
+// lossGrad returns the loss scale * sum (yhat - y)^2 of n samples and writes the symmetric part
+// of its gradient with respect to the indices h into gamma: the Trainer's SoftmaxLossGrad for
+// softmax students, and for the linear channel (T = 1, yhat = h + shift, shift 0 unless
+// uncentred) gamma = 2 scale (yhat - y) from the vector operations.
 func lossGrad(dev device.Device, tr device.Trainer, ch channel.Spec, gamma, yhat, y device.Buffer, n int, scale, shift float64) (float64, error) {
 	if ch.Kind != channel.KindLinear {
 		return tr.SoftmaxLossGrad(ch, gamma, yhat, y, n, scale)
@@ -528,10 +528,12 @@ func (st *student) lossAndGrad() ([]float64, error) {
 	}
 	// One pass over each member's samples, chunk by chunk of tokens (one chunk when they are
 	// stored, so that streamed tokens are regenerated once per step for the whole batch), each
-	// chunk serving the students one after another (the scratch X_mu S or Gamma_mu X_mu stays
-	// in cache between its two products): the indices, the outputs, the loss and Gamma of each
-	// student, and its G_S = (1/sqrt(D)) sum_mu X_mu^T Gamma_mu X_mu, the loss, Tr Gamma and the
-	// chunks' parts of G_S summed in chunk order, then the members' in member order.
+	// chunk serving the students one after another (the chunk's scratch stays in cache between
+	// its products): the indices, the outputs, the loss and Gamma of each student (symmetric:
+	// the symmetric part of the loss's gradient in h, all that reaches S), and its
+	// G_S = (1/sqrt(D)) sum_mu X_mu^T Gamma_mu X_mu (aim.BackProject, symmetric), the loss,
+	// Tr Gamma and the chunks' parts of G_S summed in chunk order, then the members' in member
+	// order.
 	if err := g.Each(func(j int, dev device.Device) error {
 		sh := st.shards[j]
 		N := sh.data.Samples()
@@ -560,9 +562,8 @@ func (st *student) lossAndGrad() ([]float64, error) {
 						return err
 					},
 					func() error { t, err := dev.SumDiag(gc, n, T); sh.trG[q] += t; return err },
-					func() error { return dev.TokenMix(sc, gc, x, n, T, D) },
 					func() error {
-						return device.GemmAt(dev, st.prec, true, false, D, D, n*T, 1/sqrtD, x, sc, 0, view(out, q*DD, DD))
+						return aim.BackProject(dev, st.prec, view(out, q*DD, DD), gc, x, sc, n, T, D, 1/sqrtD)
 					},
 				); err != nil {
 					return err

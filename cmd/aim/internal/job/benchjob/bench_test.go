@@ -302,8 +302,9 @@ func TestBenchTinyCPU(t *testing.T) {
 			if back != chunks || calls[OpGemm] != chunks+calls[OpTokenMix] || calls[OpEigh] != 1 || calls[OpSpectral] != 1 || calls[OpChannel] != chunks {
 				t.Errorf("row %d: calls %v", i, calls)
 			}
-		case "gd": // W^T W, two Gemm per chunk, two W G_S; ChannelOutput and SoftmaxLossGrad per chunk
-			if calls[OpGemm] != 3+2*chunks || calls[OpTokenMix] != chunks || calls[OpChannel] != 2*chunks || calls[OpEigh] != 0 {
+		case "gd": // W^T W, the forward Gemm and Gemm + TokenMix or QuadFormSum per chunk, two W G_S; ChannelOutput and SoftmaxLossGrad per chunk
+			back := calls[OpQuadForm] + calls[OpTokenMix]
+			if back != chunks || calls[OpGemm] != 3+chunks+calls[OpTokenMix] || calls[OpChannel] != 2*chunks || calls[OpEigh] != 0 {
 				t.Errorf("row %d: calls %v", i, calls)
 			}
 		}
