@@ -277,7 +277,7 @@ func (f *fill) finish() error {
 // a check that no other fill is writing x. Until wait returns, every operation refuses x
 // ("buffer x is being filled by GaussianFillAsync"), and Free of x's buffer, or Close, waits for
 // the fill first. A second wait returns the first's error. An Observer sees the start as
-// "GaussianFillAsync" and the first wait as "GaussianFillWait" (the time the caller waited).
+// "GaussianFillAsync" and each wait as "GaussianFillWait" (the time the caller waited).
 func (k checkedPrefetcher) GaussianFillAsync(x Buffer, seed, offset uint64, scale float64) (wait func() error, err error) {
 	const op = "GaussianFillAsync"
 	c := k.c
