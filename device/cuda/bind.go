@@ -164,8 +164,9 @@ type cublasLib struct {
 	cublasDgemm               func(h uintptr, ta, tb int32, m, n, k int32, alpha *float64, a uint64, lda int32, b uint64, ldb int32, beta *float64, c uint64, ldc int32) int32
 	cublasDgemmStridedBatched func(h uintptr, ta, tb int32, m, n, k int32, alpha *float64, a uint64, lda int32, strideA int64, b uint64, ldb int32, strideB int64, beta *float64, c uint64, ldc int32, strideC int64, batch int32) int32
 	cublasDgeam               func(h uintptr, ta, tb int32, m, n int32, alpha *float64, a uint64, lda int32, beta *float64, b uint64, ldb int32, c uint64, ldc int32) int32
-	cublasDsyrkx              func(h uintptr, uplo, trans int32, n, k int32, alpha *float64, a uint64, lda int32, b uint64, ldb int32, beta *float64, c uint64, ldc int32) int32
-	cublasDscal               func(h uintptr, n int32, alpha *float64, x uint64, incx int32) int32
+	// Dsyrkx and Dscal, optional: without them the backend has no QuadFormSummer.
+	cublasDsyrkx func(h uintptr, uplo, trans int32, n, k int32, alpha *float64, a uint64, lda int32, b uint64, ldb int32, beta *float64, c uint64, ldc int32) int32
+	cublasDscal  func(h uintptr, n int32, alpha *float64, x uint64, incx int32) int32
 	// cublasGemmEx with float32 alpha and beta (the compute types CUBLAS_COMPUTE_32F*).
 	cublasGemmEx func(h uintptr, ta, tb int32, m, n, k int32, alpha *float32, a uint64, atype int32, lda int32, b uint64, btype int32, ldb int32,
 		beta *float32, c uint64, ctype int32, ldc int32, compute int32, algo int32) int32
@@ -181,8 +182,8 @@ func bindCublas(h uintptr) (*cublasLib, error) {
 	b.bind(&l.cublasDgemm, "cublasDgemm_v2")
 	b.bind(&l.cublasDgemmStridedBatched, "cublasDgemmStridedBatched")
 	b.bind(&l.cublasDgeam, "cublasDgeam")
-	b.bind(&l.cublasDsyrkx, "cublasDsyrkx")
-	b.bind(&l.cublasDscal, "cublasDscal_v2")
+	b.bindOptional(&l.cublasDsyrkx, "cublasDsyrkx")
+	b.bindOptional(&l.cublasDscal, "cublasDscal_v2")
 	b.bind(&l.cublasGemmEx, "cublasGemmEx")
 	if b.err != nil {
 		return nil, b.err

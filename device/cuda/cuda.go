@@ -516,10 +516,14 @@ func (d *Device) Libraries() []Library { return append([]Library(nil), d.b.libs.
 func (d *Device) Name() string { return d.b.name }
 
 // Capabilities: the GPU has the training operations, the symmetric back-projection (through
-// cuBLAS's Dsyrkx), the deep channel's sampler, the products at reduced precision and fills
-// on a second stream.
+// cuBLAS's Dsyrkx, where the library has it), the deep channel's sampler, the products at
+// reduced precision and fills on a second stream.
 func (d *backend) Capabilities() device.Caps {
-	return device.Caps{Trainer: d, QuadFormSummer: d, DeepSampler: d, PrecisionGemmer: d, Prefetcher: d}
+	c := device.Caps{Trainer: d, DeepSampler: d, PrecisionGemmer: d, Prefetcher: d}
+	if d.blas != nil && d.blas.cublasDsyrkx != nil && d.blas.cublasDscal != nil {
+		c.QuadFormSummer = d
+	}
+	return c
 }
 
 // Info describes the GPU; the memory comes from cuMemGetInfo (zero when it fails or the
