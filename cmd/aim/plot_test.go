@@ -6,9 +6,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/aimtheory/aim/cmd/aim/internal/figure"
 	"github.com/aimtheory/aim/cmd/aim/internal/job/aimjob"
 	"github.com/aimtheory/aim/cmd/aim/internal/job/smijob"
 
@@ -374,4 +376,118 @@ func titleOf(svg []byte) string {
 		}
 	}
 	return strings.Join(out, " | ")
+}
+
+// TestPlotRunSets: runs that differ in D, precision or model are drawn as separate points, each
+// named by what varies, and each beside the theory of its own model; seeds run apart in two
+// files at the same D and precision are one set, averaged together.
+func TestPlotRunSets(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	amp := func(out string, extra ...string) {
+		args := append([]string{"amp", "--quiet", "--device", "cpu", "--rho", "0.5", "--alpha", "0.1,0.2", "--seeds", "2",
+			"--max-iter", "10", "--out", p(out), "--plot", ""}, extra...)
+		runOK(t, args...)
+	}
+	amp("d20.csv", "--D", "20")
+	amp("d30.csv", "--D", "30")
+	amp("d30_seed3.csv", "--D", "30", "--seed", "3")
+	amp("d30_fp32.csv", "--D", "30", "--precision", "fp32")
+	for _, T := range []string{"2", "3"} {
+		runOK(t, "se", "--quiet", "--T", T, "--rho", "0.5", "--alpha", "0.05,0.1,0.15,0.2", "--gen-samples", "0",
+			"--out", p("se_T"+T+".csv"), "--plot", "")
+	}
+	read := func(names ...string) []*table.Table {
+		var out []*table.Table
+		for _, name := range names {
+			tab, err := job.ReadTable(p(name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, tab)
+		}
+		return out
+	}
+	// The T = 3 theory comes first: the T = 2 runs must still find their own.
+	tabs := read("se_T3.csv", "se_T2.csv", "d20.csv", "d30.csv", "d30_seed3.csv", "d30_fp32.csv")
+	f, err := plot.Build(tabs, plot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	groups := map[int]bool{}
+	var line, d30 *figure.Series
+	for k := range f.Series {
+		s := &f.Series[k]
+		if !s.Points {
+			if line != nil {
+				t.Errorf("a second line %q beside %q", s.Label, line.Label)
+			}
+			line = s
+			continue
+		}
+		labels = append(labels, s.Label)
+		groups[s.Group] = true
+		if s.Label == "ρ = 0.5, D = 30, precision fp64" {
+			d30 = s
+		}
+	}
+	want := []string{"ρ = 0.5, D = 20, precision fp64", "ρ = 0.5, D = 30, precision fp64", "ρ = 0.5, D = 30, precision fp32"}
+	if !slices.Equal(labels, want) || len(groups) != 3 {
+		t.Fatalf("points %q in %d colours, want %q in 3", labels, len(groups), want)
+	}
+	// The D = 30 fp64 point at alpha = 0.1 is the mean over the four seeds of the two files.
+	var sum float64
+	var n int
+	for _, tab := range tabs[3:5] {
+		for i := 0; i < tab.Rows(); i++ {
+			if tab.V(i, "alpha") == 0.1 {
+				sum += tab.V(i, "error")
+				n++
+			}
+		}
+	}
+	if n != 4 || d30.X[0] != 0.1 || math.Abs(d30.Y[0]-sum/4) > 1e-15 {
+		t.Errorf("D = 30 point (%g, %g) from %d runs, want (0.1, %g) from 4", d30.X[0], d30.Y[0], n, sum/4)
+	}
+	// One line, shared by the three sets, with an entry of its own: the T = 2 state evolution.
+	se2 := tabs[1]
+	if line == nil || line.Label != "SE ρ = 0.5" {
+		t.Fatalf("line %+v, want the one SE line of rho = 0.5", line)
+	}
+	for k, x := range line.X {
+		for i := 0; i < se2.Rows(); i++ {
+			if se2.V(i, "alpha") == x && line.Y[k] != se2.V(i, "mmse") {
+				t.Errorf("SE line at alpha = %g: %g, want the T = 2 mmse %g", x, line.Y[k], se2.V(i, "mmse"))
+			}
+		}
+	}
+	if strings.Contains(f.Title, "at D =") || !strings.HasSuffix(f.Title, ": softmax, T = 2") {
+		t.Errorf("title %q: want no D (it varies) and the shared model", f.Title)
+	}
+
+	// Nothing varies but the seeds: one set, named by rho alone, the D and precision in the title.
+	if f, err = plot.Build(read("d30_fp32.csv"), plot.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Series) != 1 || f.Series[0].Label != "ρ = 0.5" || f.Title != "GAMP-RIE at D = 30: softmax, T = 2, precision fp32" {
+		t.Errorf("one file: series %d, label %q, title %q", len(f.Series), f.Series[0].Label, f.Title)
+	}
+
+	// Gradient descent at two D beside the AMP runs at one: two sets of students, one AMP set.
+	for _, D := range []string{"20", "30"} {
+		runOK(t, "gd", "--quiet", "--device", "cpu", "--rho", "0.5", "--alpha", "0.1,0.2", "--seeds", "2", "--D", D,
+			"--max-iter", "5", "--out", p("gd"+D+".csv"), "--plot", "")
+	}
+	if f, err = plot.Build(read("gd20.csv", "gd30.csv", "d30.csv"), plot.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	labels = labels[:0]
+	for _, s := range f.Series {
+		labels = append(labels, s.Label)
+	}
+	want = []string{"GD single ρ = 0.5, D = 20", "AMP ρ = 0.5", "GD single ρ = 0.5, D = 30"}
+	if !slices.Equal(labels, want) || f.Series[0].Group == f.Series[2].Group {
+		t.Errorf("GD figure series %q (groups %d, %d), want %q in two colours", labels, f.Series[0].Group, f.Series[2].Group, want)
+	}
 }

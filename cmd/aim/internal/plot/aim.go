@@ -5,6 +5,7 @@ package plot
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -80,34 +81,39 @@ func dLabel(D float64) string {
 	return ""
 }
 
-// theoryAt is the teacher and the dimension of simulation runs, which the theory lines beside
-// them must share: a power-law teacher's theory is at the runs' D.
+// theoryAt is the model and the dimension of simulation runs, which the theory lines beside
+// them must share: the channel, T, beta, the label noise and the teacher, and the runs' D, at
+// which a power-law teacher's theory is computed.
 type theoryAt struct {
-	teacher string
-	D       float64
+	channel, teacher  string
+	T, beta, noise, D float64
 }
 
 // runsAt returns the theoryAt of row i of a simulation table (aim amp, aim gd).
-func runsAt(t *table.Table, i int) theoryAt { return theoryAt{teacherOf(t, i), t.V(i, "D")} }
+func runsAt(t *table.Table, i int) theoryAt {
+	return theoryAt{channel: t.S(i, "channel"), teacher: teacherOf(t, i), T: t.V(i, "T"), beta: t.V(i, "beta"), noise: noiseOf(t, i), D: t.V(i, "D")}
+}
 
-// matches reports whether row i of a theory table is the theory of the runs: the same teacher
-// and, for a power law (a row with a D), the same D.
+// matches reports whether row i of a theory table is the theory of the runs: the same teacher,
+// noise, and channel, T and beta where both tables have them, and, for a power law (a row with
+// a D), the same D.
 func (a theoryAt) matches(t *table.Table, i int) bool {
-	if teacherOf(t, i) != a.teacher {
+	if teacherOf(t, i) != a.teacher || !sameValue(noiseOf(t, i), a.noise) {
 		return false
+	}
+	if c := t.S(i, "channel"); c != "" && a.channel != "" && c != a.channel {
+		return false
+	}
+	for _, v := range []struct {
+		name string
+		want float64
+	}{{"T", a.T}, {"beta", a.beta}} {
+		if got := t.V(i, v.name); !math.IsNaN(got) && !math.IsNaN(v.want) && !sameValue(got, v.want) {
+			return false
+		}
 	}
 	D := theoryDOf(t, i)
 	return D == 0 || sameValue(D, a.D)
-}
-
-// firstAt returns the first row of t at rho (0 where there is none).
-func firstAt(t *table.Table, rho float64) int {
-	for i := 0; i < t.Rows(); i++ {
-		if t.V(i, "rho") == rho {
-			return i
-		}
-	}
-	return 0
 }
 
 // channelInfo returns the first row's channel (without the -paper mark), whether it is the
@@ -385,18 +391,6 @@ func seLine(ses []*table.Table, rho float64, at theoryAt, mode string, in func(f
 	return s, false
 }
 
-// groupRows returns the rows of t at rho, grouped by alpha in the order the alphas first
-// appear.
-func groupRows(t *table.Table, rho float64) (alphas []float64, rows map[float64][]int) {
-	return groupBy(t, func(i int) bool { return t.V(i, "rho") == rho })
-}
-
-// groupRowsAt returns the rows of t at rho whose weight decay (lambdaOf) is lambda, grouped by
-// alpha in the order the alphas first appear.
-func groupRowsAt(t *table.Table, rho, lambda float64) (alphas []float64, rows map[float64][]int) {
-	return groupBy(t, func(i int) bool { return t.V(i, "rho") == rho && sameValue(lambdaOf(t, i), lambda) })
-}
-
 // groupBy returns the rows i of t with keep(i) and a finite alpha, grouped by alpha in the order
 // the alphas first appear.
 func groupBy(t *table.Table, keep func(i int) bool) (alphas []float64, rows map[float64][]int) {
@@ -417,33 +411,28 @@ func groupBy(t *table.Table, keep func(i int) bool) (alphas []float64, rows map[
 	return alphas, rows
 }
 
-// ermSELine returns the line of the ERM state evolution beside the GAMP-ERM runs of amp table
-// t at (rho, lambda): the test error of the nuclear rows of the `aim erm` tables at rho, t's
-// noise and lambda, from the first table that has them, or without one the se_mmse column of
-// t's rows (the ERM state evolution at the runs' alphas).
-func ermSELine(erms []*table.Table, t *table.Table, rho, lambda float64, at theoryAt, mode string, in func(float64) bool, label string, group int) (figure.Series, bool) {
+// ermSELine returns the line of the ERM state evolution beside the GAMP-ERM runs of set rs:
+// the test error of the nuclear rows of the `aim erm` tables at the set's rho, weight decay and
+// theory (its noise among them), from the first table that has them, or without one the
+// se_mmse column of the set's runs (the ERM state evolution at their alphas).
+func ermSELine(erms []*table.Table, rs *runSet, mode string, in func(float64) bool, label string, group int) (figure.Series, bool) {
 	s := figure.Series{Label: label, Group: group}
-	noise := 0.0
-	if t.Rows() > 0 {
-		noise = noiseOf(t, 0)
-	}
-	// The x of an alpha: alpha-bar by t's own ratio alpha_bar/alpha.
+	first := rs.first()
+	at := runsAt(first.t, first.i)
+	// The x of an alpha: alpha-bar by the runs' own ratio alpha_bar/alpha.
 	x := func(a float64) float64 {
 		switch mode {
 		case "alpha-bar":
-			if t.Rows() > 0 {
-				return a * t.V(0, "alpha_bar") / t.V(0, "alpha")
-			}
-			return math.NaN()
+			return a * first.t.V(first.i, "alpha_bar") / first.t.V(first.i, "alpha")
 		case "alpha-rho":
-			return a / rho
+			return a / rs.rho
 		}
 		return a
 	}
 	for _, e := range erms {
 		found := false
 		for i := 0; i < e.Rows(); i++ {
-			if !sameValue(e.V(i, "rho"), rho) || !sameValue(noiseOf(e, i), noise) || !sameValue(e.V(i, "weight_decay"), lambda) || penaltyOf(e, i) != nuclear || !at.matches(e, i) {
+			if !sameValue(e.V(i, "rho"), rs.rho) || !sameValue(e.V(i, "weight_decay"), rs.lambda) || penaltyOf(e, i) != nuclear || !at.matches(e, i) {
 				continue
 			}
 			found = true
@@ -455,17 +444,19 @@ func ermSELine(erms []*table.Table, t *table.Table, rho, lambda float64, at theo
 			return s, true
 		}
 	}
-	alphas, rows := groupRowsAt(t, rho, lambda)
-	for _, a := range alphas {
-		if v := t.V(rows[a][0], "se_mmse"); !math.IsNaN(v) {
-			s.X, s.Y = append(s.X, aimX(t, rows[a][0], mode)), append(s.Y, v)
+	for _, a := range rs.alphas {
+		row := rs.rows[a][0]
+		if v := row.t.V(row.i, "se_mmse"); !math.IsNaN(v) {
+			s.X, s.Y = append(s.X, aimX(row.t, row.i, mode)), append(s.Y, v)
 		}
 	}
 	return s, len(s.X) > 0
 }
 
-// ampFigure draws, per rho of the `aim amp` tables, the SE line of the `aim se` tables and
-// the mean final error of the runs that did not diverge, with its standard error, per alpha.
+// ampFigure draws, per run set of the `aim amp` tables (runSets: a rho at one model, D and
+// precision, its seeds gathered from every table), the SE line of the `aim se` tables of the
+// same model and the mean final error of the runs that did not diverge, with its standard
+// error, per alpha. The legend names what varies between the sets ("ρ = 0.5, D = 400").
 // The runs of GAMP for ERM (weight_decay > 0) are drawn per (rho, lambda) beside the line of
 // the ERM state evolution (ermSELine: the `aim erm` tables, or their se_mmse column), never
 // beside an SE line.
@@ -479,58 +470,60 @@ func ampFigure(amps, ses, erms []*table.Table, o Options) *figure.Figure {
 		f.YMin, f.YMax = 0, 1.05
 	}
 	in := simWindow(amps, mode, f.LogX)
-	for _, t := range amps {
-		rhos := distinctValues(t, "rho")
-		var lambdas []float64
-		for i := 0; i < t.Rows(); i++ {
-			lambdaIndex(&lambdas, lambdaOf(t, i))
+	sets := runSets(amps, ampRunCols, true)
+	names := namesOf(sets, ampRunCols)
+	// How many sets each theory line is drawn beside (runs at several D or precisions share one).
+	sharing := map[lineKey]int{}
+	for _, s := range sets {
+		sharing[lineOf(s)]++
+	}
+	drawn := map[lineKey]bool{}
+	for g, s := range sets {
+		r, l := s.rho, s.lambda
+		first := s.first()
+		at := runsAt(first.t, first.i)
+		base := rhoLabel(r)
+		if l > 0 {
+			base = fmt.Sprintf("%s, %s", lambdaLabel(l), rhoLabel(r))
 		}
-		for li, l := range lambdas {
-			for gi, r := range rhos {
-				alphas, rows := groupRowsAt(t, r, l)
-				if len(alphas) == 0 {
-					continue
-				}
-				g := li*len(rhos) + gi
-				at := runsAt(t, rows[alphas[0]][0])
-				label := rhoLabel(r) // one legend entry with its SE line
-				if l > 0 {
-					ermRuns = true
-					label = fmt.Sprintf("GAMP-ERM %s, %s", lambdaLabel(l), rhoLabel(r))
-					if line, ok := ermSELine(erms, t, r, l, at, mode, in, fmt.Sprintf("ERM SE %s, %s", lambdaLabel(l), rhoLabel(r)), g); ok {
-						f.Series = append(f.Series, line)
-						lines = true
-					}
-				} else {
-					rie = true
-					if line, ok := seLine(ses, r, at, mode, in, rhoLabel(r), g); ok {
-						f.Series = append(f.Series, line)
-						lines = true
-					}
-				}
-				pts := figure.Series{Label: label, Group: g, Points: true}
-				for _, a := range alphas {
-					var s, s2, n float64
-					for _, i := range rows[a] {
-						if e := t.V(i, "error"); !math.IsNaN(e) {
-							s += e
-							s2 += e * e
-							n++
-						}
-					}
-					if n == 0 {
-						continue
-					}
-					mean := s / n
-					stderr := 0.0
-					if n > 1 {
-						stderr = math.Sqrt(math.Max(0, s2/n-mean*mean) * n / (n - 1) / n)
-					}
-					pts.X, pts.Y, pts.YErr = append(pts.X, aimX(t, rows[a][0], mode)), append(pts.Y, mean), append(pts.YErr, stderr)
-				}
-				f.Series = append(f.Series, pts)
+		label := base + names.suffix(s)
+		if l > 0 {
+			ermRuns = true
+			label = "GAMP-ERM " + label
+		} else {
+			rie = true
+		}
+		if k := lineOf(s); !drawn[k] {
+			drawn[k] = true
+			// A line beside one set shares its legend entry (the ERM line has its own); a line
+			// shared by several sets names only the columns that vary between lines.
+			lineSuffix := names.suffix(s)
+			if sharing[k] > 1 {
+				lineSuffix = names.suffix(s, theoryFree(at)...)
+			}
+			var line figure.Series
+			var ok bool
+			switch {
+			case l > 0:
+				line, ok = ermSELine(erms, s, mode, in, "ERM SE "+base+lineSuffix, g)
+			case sharing[k] > 1:
+				line, ok = seLine(ses, r, at, mode, in, "SE "+base+lineSuffix, g)
+			default:
+				line, ok = seLine(ses, r, at, mode, in, label, g)
+			}
+			if ok {
+				f.Series = append(f.Series, line)
+				lines = true
 			}
 		}
+		pts := figure.Series{Label: label, Group: g, Points: true}
+		for _, a := range s.alphas {
+			if mean, stderr, ok := s.mean(a, "error"); ok {
+				row := s.rows[a][0]
+				pts.X, pts.Y, pts.YErr = append(pts.X, aimX(row.t, row.i, mode)), append(pts.Y, mean), append(pts.YErr, stderr)
+			}
+		}
+		f.Series = append(f.Series, pts)
 	}
 	name := "GAMP-RIE"
 	switch {
@@ -539,25 +532,26 @@ func ampFigure(amps, ses, erms []*table.Table, o Options) *figure.Figure {
 	case ermRuns:
 		name = "GAMP for ERM"
 	}
-	f.Title = name
-	if t := amps[0]; t.Rows() > 0 {
-		f.Title = fmt.Sprintf("%s at D = %s", name, wholeNum(t.V(0, "D")))
-	}
+	f.Title = name + names.atD()
 	if lines {
 		f.Title += " (points), state evolution (lines)"
 	}
-	if t := amps[0]; t.Rows() > 0 {
-		f.Title += fmt.Sprintf(": %s, T = %s", t.S(0, "channel"), wholeNum(t.V(0, "T"))) + noiseTitle(t) + teacherTitle(t)
-	}
+	f.Title += names.modelTitle()
 	return f
 }
 
 // meanOf returns the mean and standard error over rows of a column, skipping empty cells.
 func meanOf(t *table.Table, rows []int, name string) (float64, float64, bool) {
+	return meanOver(len(rows), func(k int) float64 { return t.V(rows[k], name) })
+}
+
+// meanOver returns the mean and standard error of the values v(0), ..., v(n-1) that are not
+// NaN, and false where none is.
+func meanOver(n int, v func(k int) float64) (float64, float64, bool) {
 	var xs []float64
-	for _, i := range rows {
-		if v := t.V(i, name); !math.IsNaN(v) {
-			xs = append(xs, v)
+	for k := range n {
+		if x := v(k); !math.IsNaN(x) {
+			xs = append(xs, x)
 		}
 	}
 	if len(xs) == 0 {
@@ -567,54 +561,82 @@ func meanOf(t *table.Table, rows []int, name string) (float64, float64, bool) {
 	return m, s, true
 }
 
-// gdFigure draws, per rho of the `aim gd` tables, the SE line, GD single (the mean over seeds
-// of each run's mean student error), GD averaged, and the AMP points of `aim amp` tables,
-// against alpha, as every AIM figure, unless o says otherwise.
+// gdFigure draws, per run set of the `aim gd` tables (a rho at one model, D, precision and
+// schedule), the SE line, GD single (the mean over seeds of each run's mean student error), GD
+// averaged, and the AMP points of `aim amp` tables at its rho, against alpha, as every AIM
+// figure, unless o says otherwise.
 func gdFigure(gds, ses, amps []*table.Table, o Options) *figure.Figure {
 	mode := o.xMode("alpha")
-	f := &figure.Figure{XLabel: aimXLabel[mode], YLabel: figure.ErrorLabel, Title: "Gradient descent"}
-	if t := gds[0]; t.Rows() > 0 {
-		f.Title = fmt.Sprintf("Gradient descent at D = %s (%s steps, lr %g): %s, T = %s", wholeNum(t.V(0, "D")), wholeNum(t.V(0, "steps")), t.V(0, "lr"), t.S(0, "channel"), wholeNum(t.V(0, "T"))) + noiseTitle(t) + teacherTitle(t)
+	sets := runSets(gds, gdRunCols, false)
+	names := namesOf(sets, gdRunCols)
+	f := &figure.Figure{XLabel: aimXLabel[mode], YLabel: figure.ErrorLabel, Title: "Gradient descent" + names.atD()}
+	var schedule []string
+	if v := names.common("steps"); v != "" {
+		schedule = append(schedule, runWords("steps", v))
 	}
+	if v := names.common("lr"); v != "" {
+		schedule = append(schedule, runWords("lr", v))
+	}
+	if len(schedule) > 0 {
+		f.Title += " (" + strings.Join(schedule, ", ") + ")"
+	}
+	f.Title += names.modelTitle()
 	o.applyAxes(f, false, false)
 	if !f.LogY {
 		f.YMin, f.YMax = 0, 1.05
 	}
 	in := simWindow(gds, mode, f.LogX)
-	for _, t := range gds {
-		for gi, r := range distinctValues(t, "rho") {
-			alphas, rows := groupRows(t, r)
-			if line, ok := seLine(ses, r, runsAt(t, firstAt(t, r)), mode, in, "SE "+rhoLabel(r), gi); ok {
+	ampSets := runSets(amps, ampRunCols, false)
+	ampNames := namesOf(ampSets, ampRunCols)
+	// Colours: the SE lines take 0, 1, ... in the order they first appear, a set k of runs 3 + k
+	// for its single students and 3 + max(2, sets) + k for its averages.
+	var lineKeys []lineKey
+	avgBase := 3 + max(2, len(sets))
+	ampDrawn := map[*runSet]bool{}
+	for k, s := range sets {
+		r := s.rho
+		first := s.first()
+		at := runsAt(first.t, first.i)
+		if lk := lineOf(s); !slices.Contains(lineKeys, lk) {
+			lineKeys = append(lineKeys, lk)
+			if line, ok := seLine(ses, r, at, mode, in, "SE "+rhoLabel(r)+names.suffix(s, append(theoryFree(at), "optimizer", "steps", "lr", "restarts")...), len(lineKeys)-1); ok {
 				f.Series = append(f.Series, line)
 			}
-			restarts := t.V(0, "restarts")
-			single := figure.Series{Label: "GD single " + rhoLabel(r), Group: gi + 3, Points: true}
-			avg := figure.Series{Label: fmt.Sprintf("GD averaged (%s) %s", wholeNum(restarts), rhoLabel(r)), Group: gi + 5, Points: true}
-			for _, a := range alphas {
-				m, s, ok := meanOf(t, rows[a], "error_single")
-				if !ok {
-					continue
+		}
+		suffix := names.suffix(s)
+		restarts := first.t.V(first.i, "restarts")
+		single := figure.Series{Label: "GD single " + rhoLabel(r) + suffix, Group: 3 + k, Points: true}
+		avg := figure.Series{Label: fmt.Sprintf("GD averaged (%s) %s", wholeNum(restarts), rhoLabel(r)) + suffix, Group: avgBase + k, Points: true}
+		for _, a := range s.alphas {
+			m, se, ok := s.mean(a, "error_single")
+			if !ok {
+				continue
+			}
+			row := s.rows[a][0]
+			x := aimX(row.t, row.i, mode)
+			single.X, single.Y, single.YErr = append(single.X, x), append(single.Y, m), append(single.YErr, se)
+			m, se, _ = s.mean(a, "error")
+			avg.X, avg.Y, avg.YErr = append(avg.X, x), append(avg.Y, m), append(avg.YErr, se)
+		}
+		f.Series = append(f.Series, single)
+		if restarts > 1 {
+			f.Series = append(f.Series, avg)
+		}
+		// The AMP runs at this rho, after the first GD set that has it.
+		for _, as := range ampSets {
+			if ampDrawn[as] || !sameValue(as.rho, r) {
+				continue
+			}
+			ampDrawn[as] = true
+			pts := figure.Series{Label: "AMP " + rhoLabel(r) + ampNames.suffix(as), Group: -1, Points: true}
+			for _, a := range as.alphas {
+				if m, se, ok := as.mean(a, "error"); ok {
+					row := as.rows[a][0]
+					pts.X, pts.Y, pts.YErr = append(pts.X, aimX(row.t, row.i, mode)), append(pts.Y, m), append(pts.YErr, se)
 				}
-				x := aimX(t, rows[a][0], mode)
-				single.X, single.Y, single.YErr = append(single.X, x), append(single.Y, m), append(single.YErr, s)
-				m, s, _ = meanOf(t, rows[a], "error")
-				avg.X, avg.Y, avg.YErr = append(avg.X, x), append(avg.Y, m), append(avg.YErr, s)
 			}
-			f.Series = append(f.Series, single)
-			if restarts > 1 {
-				f.Series = append(f.Series, avg)
-			}
-			ampS := figure.Series{Label: "AMP " + rhoLabel(r), Group: -1, Points: true}
-			for _, at := range amps {
-				aAlphas, aRows := groupRows(at, r)
-				for _, a := range aAlphas {
-					if m, s, ok := meanOf(at, aRows[a], "error"); ok {
-						ampS.X, ampS.Y, ampS.YErr = append(ampS.X, aimX(at, aRows[a][0], mode)), append(ampS.Y, m), append(ampS.YErr, s)
-					}
-				}
-			}
-			if len(ampS.X) > 0 {
-				f.Series = append(f.Series, ampS)
+			if len(pts.X) > 0 {
+				f.Series = append(f.Series, pts)
 			}
 		}
 	}
