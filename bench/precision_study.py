@@ -69,11 +69,16 @@ def main() -> None:
     p.add_argument("--gd-D", type=int, default=100, help="the dimension of the gradient-descent cases")
     p.add_argument("--gd-steps", type=int, default=300)
     p.add_argument("--cases", default="", help="comma list of case names to run (default: all)")
+    p.add_argument("--precisions", default=",".join(PRECISIONS),
+                   help="comma list of the reduced precisions to compare with fp64, in the order they run")
     p.add_argument("--out", default="results/precision")
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     wanted = [c.strip() for c in args.cases.split(",") if c.strip()]
+    precisions = [q.strip() for q in args.precisions.split(",") if q.strip()]
+    if unknown := [q for q in precisions if q not in PRECISIONS]:
+        p.error(f"--precisions: {', '.join(unknown)}: want some of {', '.join(PRECISIONS)}")
     rows, table = [], []
     for case, job, kwargs in CASES:
         if wanted and case not in wanted:
@@ -84,7 +89,7 @@ def main() -> None:
         err = "error" if "error" in ref.columns else "test_error"
         spread = ref[err].std(ddof=1) if len(ref) > 1 else math.nan
         step = "iter" if "iter" in ref_trace.columns else "step"
-        for precision in PRECISIONS:
+        for precision in precisions:
             df, trace = run(job, kwargs, precision, args, folder)
             diff = (df[err] - ref[err]).abs()
             merged = trace.merge(ref_trace, on=["seed", step] + [c for c in ("rho", "alpha") if c in trace.columns],

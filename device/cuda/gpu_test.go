@@ -303,6 +303,32 @@ func testGPUGemmStridedBatched(t *testing.T, g target) {
 
 func TestGPUGemmPrecision(t *testing.T) { onTargets(t, testGPUGemmPrecision) }
 
+// TestGPUPrecisionScratch: what PrecisionScratch reports after products of some shapes is the
+// scratch GemmPrecision then holds on the GPU (a fresh device, at each precision).
+func TestGPUPrecisionScratch(t *testing.T) {
+	gpu(t)
+	r := rand.New(rand.NewPCG(17, 18))
+	shapes := [][3]int{{600, 200, 200}, {200, 200, 600}, {5, 900, 3}}
+	for _, p := range []device.Precision{device.FP32, device.TF32, device.BF16x9} {
+		d, err := Open(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := d.Capabilities().PrecisionGemmer
+		for _, s := range shapes {
+			m, n, k := s[0], s[1], s[2]
+			a, b, c := up(t, d, randVec(r, m*k)), up(t, d, randVec(r, k*n)), up(t, d, make([]float64, m*n))
+			if err := g.GemmPrecision(p, false, false, m, n, k, 1, a, b, 0, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, held := device.PrecisionScratch(d, p, shapes...), 8*uint64(d.b.lowp.n); got != held {
+			t.Errorf("%v: PrecisionScratch %d bytes, GemmPrecision holds %d", p, got, held)
+		}
+		d.Close()
+	}
+}
+
 // testGPUGemmPrecision checks the products at fp32, tf32 and bf16x9 against the CPU's
 // emulation of the same precision (device.Precision): element by element within
 // 2 (4 sqrt(k) 2^-24) |alpha| sum_l |a_il b_lj| of each other (each is within half of that of

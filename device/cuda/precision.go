@@ -21,6 +21,42 @@ const lowpAlign = 256
 // alignUp rounds n up to a multiple of lowpAlign.
 func alignUp(n uint64) uint64 { return (n + lowpAlign - 1) / lowpAlign * lowpAlign }
 
+// lowpLayout is the layout, in bytes, of GemmPrecision's scratch for one product: the parts of
+// the rounded A (strideA apart), then those of B from offB (strideB apart), then the float32
+// product from offC, total in all.
+type lowpLayout struct{ strideA, strideB, offB, offC, total uint64 }
+
+// lowpLayoutOf returns the layout of the product {m, n, k} at p: float32 inputs, or three
+// bfloat16 parts of each at BF16x9, and a float32 product, each array aligned to lowpAlign.
+func lowpLayoutOf(p device.Precision, m, n, k int) lowpLayout {
+	mk, kn, mn := uint64(m)*uint64(k), uint64(k)*uint64(n), uint64(m)*uint64(n)
+	parts, elem := uint64(1), uint64(4)
+	if p == device.BF16x9 {
+		parts, elem = 3, 2
+	}
+	l := lowpLayout{strideA: alignUp(mk * elem), strideB: alignUp(kn * elem)}
+	l.offB = parts * l.strideA
+	l.offC = l.offB + parts*l.strideB
+	l.total = l.offC + alignUp(4*mn)
+	return l
+}
+
+// words is the scratch's size in the 8-byte values d.lowp counts.
+func (l lowpLayout) words() int { return int((l.total + 7) / 8) }
+
+// PrecisionScratch returns the bytes of the scratch GemmPrecision keeps after products of the
+// given shapes {m, n, k} at p: one buffer, grown to the largest product's layout.
+func (d *backend) PrecisionScratch(p device.Precision, shapes ...[3]int) uint64 {
+	if p == device.FP64 {
+		return 0
+	}
+	words := 0
+	for _, s := range shapes {
+		words = max(words, lowpLayoutOf(p, s[0], s[1], s[2]).words())
+	}
+	return 8 * uint64(words)
+}
+
 // GemmPrecision computes C = alpha op(A) op(B) + beta C with the product op(A) op(B) at
 // precision p (device.Precision), as the CPU backend's GemmPrecision specifies it, on the GPU:
 //
@@ -53,17 +89,11 @@ func (d *backend) GemmPrecision(p device.Precision, transA, transB bool, m, n, k
 	}
 	ab, bb, cb := buf(a), buf(b), buf(c)
 	mk, kn, mn := uint64(m)*uint64(k), uint64(k)*uint64(n), uint64(m)*uint64(n)
-	parts, elem := uint64(1), uint64(4)
-	if p == device.BF16x9 {
-		parts, elem = 3, 2
-	}
-	strideA, strideB := alignUp(mk*elem), alignUp(kn*elem) // bytes between parts
-	offB := parts * strideA
-	offC := offB + parts*strideB
-	total := offC + alignUp(4*mn)
+	l := lowpLayoutOf(p, m, n, k)
+	strideA, strideB, offB, offC := l.strideA, l.strideB, l.offB, l.offC
 	ta, lda, tb, ldb := rowMajor(transA, transB, m, n, k)
 	return wrap(op, d.do(func() error {
-		if err := d.lowp.grow(d, int((total+7)/8)); err != nil {
+		if err := d.lowp.grow(d, l.words()); err != nil {
 			return err
 		}
 		base := d.lowp.ptr

@@ -467,6 +467,15 @@ func BackProject(dev device.Device, p device.Precision, out, c, x, scratch devic
 	return device.GemmAt(dev, p, true, false, d, d, n*t, alpha, x, scratch, 0, out)
 }
 
+// PrecisionScratch returns the memory dev's PrecisionGemmer keeps for the products of
+// IndicesAt (n T x D times D x D) and BackProject (D x n T times n T x D) over n samples at
+// precision p (device.PrecisionScratch; 0 at FP64): what a memory plan adds to the buffers an
+// engine allocates.
+func PrecisionScratch(dev device.Device, p device.Precision, params Params, n int) uint64 {
+	rows, d := n*params.T(), params.D
+	return device.PrecisionScratch(dev, p, [3]int{rows, d, d}, [3]int{d, d, rows})
+}
+
 // Free releases the data's buffers.
 func (d *Data) Free(dev device.Device) {
 	device.FreeAll(dev, d.S, d.X, d.Y)

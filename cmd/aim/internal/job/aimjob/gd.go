@@ -137,9 +137,9 @@ func (c *GDConfig) planTokens(d *job.Device) (TokenPlan, error) {
 	plan := func(batch int) (TokenPlan, error) {
 		o := c.options()
 		o.Batch = batch
-		pl, err := c.Sim.PlanTokens(d, func(p aim.Params, n int) uint64 { return StoredPeak(p, n, gd.Bytes(p, o, n)+c.precisionBytes(p, n)) },
+		pl, err := c.Sim.PlanTokens(d, func(p aim.Params, n int) uint64 { return StoredPeak(p, n, gd.Bytes(p, o, n)+c.precisionBytes(d, p, n)) },
 			func(p aim.Params, n, chunk int) uint64 {
-				return StreamedPeak(p, n, chunk, gd.StreamedBytes(p, o, n, chunk)+c.precisionBytes(p, min(chunk, n)))
+				return StreamedPeak(p, n, chunk, gd.StreamedBytes(p, o, n, chunk)+c.precisionBytes(d, p, min(chunk, n)))
 			})
 		pl.Students = batch
 		return pl, err

@@ -104,22 +104,11 @@ func (c *Sim) params(rho, alpha float64, seed uint64) aim.Params {
 // and the noisy softmax at T > 2.
 func (c *Sim) lattice() bool { return c.T > 2 && (c.Channel == "hardmax" || c.Noise > 0) }
 
-// precisionBytes is the memory of the CPU's reduced-precision products for a chunk of n
-// samples beside the algorithm's buffers (0 at fp64): GemmPrecision keeps float32 copies of
-// the inputs and the output of the largest product it has seen, the forward product X S
-// (nT x D times D x D) and the back-projection X^T Z (D x nT times nT x D): each array at most
-// max(nT D, D^2) values, the inputs three times over at bf16x9 (the bfloat16 parts).
-func (c *Sim) precisionBytes(p aim.Params, n int) uint64 {
-	if c.prec == device.FP64 {
-		return 0
-	}
-	parts := uint64(1)
-	if c.prec == device.BF16x9 {
-		parts = 3
-	}
-	D, rows := uint64(p.D), uint64(n)*uint64(p.T())
-	big := max(rows*D, D*D)
-	return 4 * (2*parts*big + big)
+// precisionBytes is the memory of the reduced-precision products for a chunk of n samples
+// beside the algorithm's buffers: the scratch d's backend keeps for them (aim.PrecisionScratch;
+// 0 at fp64).
+func (c *Sim) precisionBytes(d *job.Device, p aim.Params, n int) uint64 {
+	return aim.PrecisionScratch(d.Group.Lead(), c.prec, p, n)
 }
 
 // simParams returns the shared fields for a manifest.
