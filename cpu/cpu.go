@@ -41,6 +41,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aimtheory/aim/channel"
 	"github.com/aimtheory/aim/device"
@@ -83,7 +84,14 @@ type backend struct {
 	qfRows    []float64 // QuadFormSum's per-goroutine rows of a chunk
 
 	prec precisionScratch // GemmPrecision's float32 arrays
+
+	garbage atomic.Int64 // bytes of the buffers freed since Alloc last returned memory (reclaim)
 }
+
+// reclaimBytes is the size from which a buffer's allocation first returns the memory of the
+// buffers freed before it (reclaim): a run's tokens and scratch, not the small arrays of
+// every iteration.
+const reclaimBytes = 64 << 20
 
 var _ device.Backend = (*backend)(nil)
 
@@ -194,12 +202,16 @@ func (d *backend) Close() error {
 	return nil
 }
 
-// Alloc returns a zeroed buffer of n values. It fails, before allocating, when 8n bytes exceed
-// the memory available now (MemAvailable); where the available memory cannot be read the
-// check is skipped.
+// Alloc returns a zeroed buffer of n values. A large one (reclaimBytes or more) first returns
+// the memory of the buffers freed before it (reclaim). It fails, before allocating, when 8n
+// bytes exceed the memory available then (MemAvailable); where the available memory cannot be
+// read the check is skipped.
 func (d *backend) Alloc(n int) (device.Buffer, error) {
-	_, free, known, _ := memInfo()
 	need := uint64(n) * 8
+	if need >= reclaimBytes {
+		d.reclaim()
+	}
+	_, free, known, _ := memInfo()
 	if known && need > free {
 		return nil, fmt.Errorf("cpu Alloc: %d values need %d bytes (%s), only %d bytes (%s) available",
 			n, need, device.Bytes(need), free, device.Bytes(free))
@@ -207,8 +219,25 @@ func (d *backend) Alloc(n int) (device.Buffer, error) {
 	return &buffer{data: make([]float64, n)}, nil
 }
 
-// Free drops the buffer's slice, so that it keeps no memory.
-func (d *backend) Free(b device.Buffer) { b.(*buffer).data = nil }
+// Free drops the buffer's slice, so that it keeps no memory once Go collects it.
+func (d *backend) Free(b device.Buffer) {
+	bb := b.(*buffer)
+	d.garbage.Add(int64(8 * len(bb.data)))
+	bb.data = nil
+}
+
+// reclaim returns the memory of the buffers freed since the last reclaim to the system when
+// they hold reclaimBytes or more. Go frees them only at its next collection, which by default
+// comes when the heap has doubled since the last: without this, the second run of a job would
+// hold the first one's tokens beside its own, twice the memory its plan counts, and the
+// available memory an allocation is checked against would not count them.
+func (d *backend) reclaim() {
+	if d.garbage.Load() < reclaimBytes {
+		return
+	}
+	d.garbage.Store(0)
+	debug.FreeOSMemory()
+}
 
 // Slice returns the sub-slice [off, off+n) of b.
 func (d *backend) Slice(b device.Buffer, off, n int) device.Buffer {

@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -561,4 +562,33 @@ func TestInfo(t *testing.T) {
 		t.Errorf("New(0) has no workers")
 	}
 	t.Logf("%+v", in)
+}
+
+// TestAllocReclaims: a large buffer allocated after large ones were freed reuses their memory,
+// as the memory plans assume, rather than waiting beside them for Go's next collection (which
+// comes when the heap has doubled since the last, the last one having seen them live).
+func TestAllocReclaims(t *testing.T) {
+	d := New(1)
+	const n = 2 * reclaimBytes / 8 // 128 MiB of values
+	inUse := func() uint64 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapInuse
+	}
+	runtime.GC()
+	base := inUse()
+	a, err := d.Alloc(n) // a job's first run
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC() // a collection during the run: the next is due at twice its heap
+	d.Free(a)
+	b, err := d.Alloc(n) // the next run
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(b)
+	if grew, one := inUse()-base, uint64(8*n); grew > one+one/4 {
+		t.Errorf("the heap in use grew by %s for one buffer of %s", device.Bytes(grew), device.Bytes(one))
+	}
 }
