@@ -20,10 +20,10 @@ overlay on one figure: SE lines beside AMP points, AMP points beside GD, ERM lin
 points or beside the points of aim amp --weight-decay, an aim smi thresholds CSV's thresholds
 on an aim smi se figure. The kind of each CSV is read from its header.
 
-Runs of aim amp and aim gd that differ in anything but rho, alpha and the seed (D, the
-precision, the channel, T, beta, the noise, the teacher, GD's schedule) are drawn apart, each
-named in the legend by what differs and set beside the theory line of its own model; the seeds
-of one setting run into several files are averaged together.
+Runs of aim amp, aim gd and aim smi amp that differ in anything but rho, alpha and the seed
+(D, the precision, the channel, T, beta, the noise, the teacher, GD's schedule; the SMI's M, c
+and beta) are drawn apart, each named in the legend by what differs and set beside the theory
+line of its own model; the seeds of one setting run into several files are averaged together.
 
   aim plot results/demo/se_softmax.csv results/demo/amp_softmax.csv --out amp.svg
   aim plot --x alpha-bar --axes logx --out se.png se_T2.csv se_T3.csv

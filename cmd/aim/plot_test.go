@@ -159,6 +159,46 @@ func TestPlotRedrawsSMI(t *testing.T) {
 			t.Errorf("SMI AMP figure lacks %q", want)
 		}
 	}
+
+	// Runs at two D beside one SE: each D's points named by it, in colours of their own, and
+	// the SE lines with entries of their own.
+	runOK(t, "smi", "amp", "--quiet", "--D", "40", "--alpha", "0.6,0.3", "--seeds", "2", "--max-iter", "3", "--gen-samples", "100",
+		"--out", p("amp40.csv"), "--plot", "")
+	var tabs []*table.Table
+	for _, name := range []string{"amp.csv", "amp40.csv", "se.csv"} {
+		tab, err := job.ReadTable(p(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tabs = append(tabs, tab)
+	}
+	f, err := plot.Build(tabs, plot.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	groups := map[int]bool{}
+	for _, s := range f.Series {
+		labels = append(labels, s.Label)
+		if s.Points {
+			groups[s.Group] = true
+		}
+	}
+	want := []string{"SE layer 1", "SE layer 2", "layer 1, D = 60", "layer 2, D = 60", "layer 1, D = 40", "layer 2, D = 40"}
+	if !slices.Equal(labels, want) || len(groups) != 4 || f.Title != "GAMP: L = 2, M = 2, c = 1, β = 1" {
+		t.Errorf("series %q in %d colours, title %q; want %q in 4, no D in the title", labels, len(groups), f.Title, want)
+	}
+	// The D = 40 layer-2 point at alpha = 0.3 is the mean of its two seeds.
+	amp40 := tabs[1]
+	var sum float64
+	for i := 0; i < amp40.Rows(); i++ {
+		if amp40.V(i, "alpha") == 0.3 {
+			sum += amp40.V(i, "m22")
+		}
+	}
+	if s := f.Series[5]; s.X[0] != 0.3 || math.Abs(s.Y[0]-sum/2) > 1e-15 {
+		t.Errorf("D = 40 layer 2 point (%g, %g), want (0.3, %g)", s.X[0], s.Y[0], sum/2)
+	}
 }
 
 // TestPlotBadInput checks that bad input exits with status 2, says what is wrong and writes

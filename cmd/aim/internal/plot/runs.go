@@ -18,6 +18,10 @@ import (
 // the products. Runs that differ in any of them are never averaged together.
 var ampRunCols = []string{"channel", "T", "beta", "noise", "teacher", "D", "precision"}
 
+// smiRunCols are those of an aim smi amp table: the model (its L is the table's, the same
+// for every table of a figure) and D.
+var smiRunCols = []string{"M", "c", "beta", "D"}
+
 // gdRunCols adds gradient descent's schedule.
 var gdRunCols = append(slices.Clone(ampRunCols), "optimizer", "steps", "lr", "restarts")
 
@@ -41,7 +45,7 @@ func runCell(t *table.Table, i int, col string) string {
 // runWords names a run column's value in a legend or a title: "T = 3", "D = 400", "tf32".
 func runWords(col, v string) string {
 	switch col {
-	case "T", "D":
+	case "T", "D", "M", "c":
 		return col + " = " + v
 	case "beta":
 		return figure.Beta + " = " + v
@@ -87,8 +91,8 @@ func (s *runSet) mean(alpha float64, name string) (float64, float64, bool) {
 	return meanOver(len(rows), func(k int) float64 { return rows[k].t.V(rows[k].i, name) })
 }
 
-// runSets groups the rows of the tables with a finite rho and alpha into run sets by the
-// columns cols, rho and (withLambda) the weight decay. The sets are ordered by their columns'
+// runSets groups the rows of the tables with a finite rho (where they have the column) and
+// alpha into run sets by the columns cols, rho and (withLambda) the weight decay. The sets are ordered by their columns'
 // values, then their weight decay, then their rho, each in the order it first appears, so
 // that the colours of one table's sets follow its grid.
 func runSets(ts []*table.Table, cols []string, withLambda bool) []*runSet {
@@ -104,8 +108,12 @@ func runSets(ts []*table.Table, cols []string, withLambda bool) []*runSet {
 	byID := map[id]*runSet{}
 	var ids []id
 	for _, t := range ts {
+		hasRho := slices.Contains(t.Header, "rho") // the SMI's tables have none: rho 0
 		for i := 0; i < t.Rows(); i++ {
-			rho, alpha := t.V(i, "rho"), t.V(i, "alpha")
+			rho, alpha := 0.0, t.V(i, "alpha")
+			if hasRho {
+				rho = t.V(i, "rho")
+			}
 			if math.IsNaN(rho) || math.IsNaN(alpha) {
 				continue
 			}

@@ -5,6 +5,7 @@ package plot
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/aimtheory/aim/cmd/aim/internal/figure"
@@ -190,58 +191,84 @@ func smiThresholdsFigure(t *table.Table, o Options) *figure.Figure {
 	return f
 }
 
-// smiAMPFigure draws the mean final m_ll = |M_ll|/(||w*_l||^2/D) per layer against alpha with
-// its standard error over seeds, and the SE Q_ll of the `aim smi se` tables as lines.
+// smiAMPFigure draws, per run set of the `aim smi amp` tables (runSets: one M, c, beta and D,
+// its seeds gathered from every table), the mean final m_ll = |M_ll|/(||w*_l||^2/D) per layer
+// against alpha with its standard error over seeds, and as lines the SE Q_ll of the first
+// `aim smi se` table of the set's model. The legend names what varies between the sets.
 func smiAMPFigure(amps, ses []*table.Table, o Options) (*figure.Figure, error) {
 	t0 := amps[0]
+	for _, t := range append(slices.Clone(ses), amps...) {
+		if t.L != t0.L {
+			return nil, fmt.Errorf("%s has L = %d layers, %s has L = %d", t.Path, t.L, t0.Path, t0.L)
+		}
+	}
+	sets := runSets(amps, smiRunCols, false)
+	names := namesOf(sets, smiRunCols)
 	f := &figure.Figure{
 		Title:  "GAMP (SMI)",
 		XLabel: alphaSMI, YLabel: "Overlap " + figure.Sub("m", "ℓℓ") + " (GAMP, points), " + qll + " (SE, lines)",
 		YMin: 0, YMax: 1.05,
 	}
-	if t0.Rows() > 0 {
-		f.Title = fmt.Sprintf("GAMP at D = %s: L = %d, M = %s, c = %g, %s = %g", wholeNum(t0.V(0, "D")), t0.L, wholeNum(t0.V(0, "M")), t0.V(0, "c"), figure.Beta, t0.V(0, "beta"))
+	if len(sets) > 0 {
+		f.Title = fmt.Sprintf("GAMP%s: L = %d", names.atD(), t0.L)
+		for _, col := range []string{"M", "c", "beta"} {
+			if v := names.common(col); v != "" {
+				f.Title += ", " + runWords(col, v)
+			}
+		}
 	}
 	o.applyAxes(f, false, false)
-	for _, se := range ses {
-		if se.L != t0.L {
-			return nil, fmt.Errorf("%s has L = %d layers, %s has L = %d", se.Path, se.L, t0.Path, t0.L)
-		}
-		q11 := table.LayerNames("Q", se.L, true)
-		var idx []int
-		for _, i := range byAlpha(se) {
-			if !math.IsNaN(se.V(i, q11[0])) { // an unconverged point has no values
-				idx = append(idx, i)
+	// theory returns the first SE table of a set's model (M, c, beta).
+	theory := func(s *runSet) *table.Table {
+		r := s.first()
+		for _, se := range ses {
+			if se.Rows() > 0 && sameValue(se.V(0, "M"), r.t.V(r.i, "M")) && sameValue(se.V(0, "c"), r.t.V(r.i, "c")) && sameValue(se.V(0, "beta"), r.t.V(r.i, "beta")) {
+				return se
 			}
 		}
-		for l := 0; l < se.L; l++ {
-			s := figure.Series{Label: fmt.Sprintf("layer %d", l+1), Group: l} // one entry with its GAMP points
-			for _, i := range idx {
-				s.X, s.Y = append(s.X, se.V(i, "alpha")), append(s.Y, se.V(i, q11[l]))
-			}
-			f.Series = append(f.Series, s)
+		return nil
+	}
+	sharing := map[*table.Table]int{}
+	for _, s := range sets {
+		if se := theory(s); se != nil {
+			sharing[se]++
 		}
 	}
-	for _, t := range amps {
-		if t.L != t0.L {
-			return nil, fmt.Errorf("%s has L = %d layers, %s has L = %d", t.Path, t.L, t0.Path, t0.L)
+	drawn := map[*table.Table]bool{}
+	L := t0.L
+	for k, s := range sets {
+		suffix := names.suffix(s)
+		if se := theory(s); se != nil && !drawn[se] {
+			drawn[se] = true
+			// A table beside one set shares its legend entries; one beside several (runs at
+			// several D) has its own.
+			prefix, lineSuffix := "", suffix
+			if sharing[se] > 1 {
+				prefix, lineSuffix = "SE ", names.suffix(s, "D")
+			}
+			q11 := table.LayerNames("Q", L, true)
+			var idx []int
+			for _, i := range byAlpha(se) {
+				if !math.IsNaN(se.V(i, q11[0])) { // an unconverged point has no values
+					idx = append(idx, i)
+				}
+			}
+			for l := 0; l < L; l++ {
+				line := figure.Series{Label: fmt.Sprintf("%slayer %d%s", prefix, l+1, lineSuffix), Group: k*L + l}
+				for _, i := range idx {
+					line.X, line.Y = append(line.X, se.V(i, "alpha")), append(line.Y, se.V(i, q11[l]))
+				}
+				f.Series = append(f.Series, line)
+			}
 		}
-		alphas := distinctValues(t, "alpha")
-		sort.Float64s(alphas)
-		for l, col := range table.LayerNames("m", t.L, true) {
-			pts := figure.Series{Label: fmt.Sprintf("layer %d", l+1), Group: l, Points: true}
+		alphas := slices.Clone(s.alphas)
+		slices.Sort(alphas)
+		for l, col := range table.LayerNames("m", L, true) {
+			pts := figure.Series{Label: fmt.Sprintf("layer %d%s", l+1, suffix), Group: k*L + l, Points: true}
 			for _, a := range alphas {
-				var ms []float64
-				for i := 0; i < t.Rows(); i++ {
-					if v := t.V(i, col); t.V(i, "alpha") == a && !math.IsNaN(v) {
-						ms = append(ms, v)
-					}
+				if m, se, ok := s.mean(a, col); ok {
+					pts.X, pts.Y, pts.YErr = append(pts.X, a), append(pts.Y, m), append(pts.YErr, se)
 				}
-				if len(ms) == 0 {
-					continue
-				}
-				m, s := meanStderr(ms)
-				pts.X, pts.Y, pts.YErr = append(pts.X, a), append(pts.Y, m), append(pts.YErr, s)
 			}
 			f.Series = append(f.Series, pts)
 		}
