@@ -1,6 +1,7 @@
 package plot
 
-// runs.go: the runs of aim amp and aim gd tables grouped into what one legend entry draws.
+// runs.go: the runs of aim amp, aim gd and aim smi amp tables grouped into what one legend
+// entry draws.
 
 import (
 	"cmp"
@@ -42,7 +43,8 @@ func runCell(t *table.Table, i int, col string) string {
 	return s
 }
 
-// runWords names a run column's value in a legend or a title: "T = 3", "D = 400", "tf32".
+// runWords names a run column's value in a legend or a title: "T = 3", "D = 400",
+// "precision tf32".
 func runWords(col, v string) string {
 	switch col {
 	case "T", "D", "M", "c":
