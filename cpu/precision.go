@@ -30,6 +30,15 @@ func (d *backend) Precisions() []device.Precision {
 	return []device.Precision{device.FP32, device.TF32, device.BF16x9}
 }
 
+// PrecisionHeld returns the bytes of the float32 arrays GemmPrecision holds now: what
+// PrecisionScratch says of the products it has computed.
+func (d *Device) PrecisionHeld() uint64 {
+	sc := &d.b.prec
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return 4 * uint64(cap(sc.a)+cap(sc.b)+cap(sc.c))
+}
+
 // PrecisionScratch returns the bytes of the float32 arrays GemmPrecision keeps after products
 // of the given shapes {m, n, k} at p: each array grown to the largest it held, the inputs
 // (m k and k n values, three times over at BF16x9) and the product (m n).

@@ -205,31 +205,3 @@ func TestGemmPrecisionScratch(t *testing.T) {
 		t.Errorf("%d bytes allocated per call, the float32 arrays are %d bytes", perCall, scratchBytes)
 	}
 }
-
-// TestPrecisionScratchBytes: what PrecisionScratch reports after products of some shapes is the
-// size of the float32 arrays GemmPrecision then holds, at each precision; 0 at FP64.
-func TestPrecisionScratchBytes(t *testing.T) {
-	r := rand.New(rand.NewPCG(15, 16))
-	// The two products of an iteration over n = 30 samples at T = 2, D = 20 (IndicesAt's and
-	// BackProject's), and a third shape larger in one array only.
-	shapes := [][3]int{{60, 20, 20}, {20, 20, 60}, {5, 90, 3}}
-	for _, p := range []device.Precision{device.FP32, device.TF32, device.BF16x9} {
-		d := precisionDevices(t, 2)[0]
-		g := d.Capabilities().PrecisionGemmer
-		for _, s := range shapes {
-			m, n, k := s[0], s[1], s[2]
-			a, b, c := up(t, d, randVec(r, m*k)), up(t, d, randVec(r, k*n)), up(t, d, make([]float64, m*n))
-			if err := g.GemmPrecision(p, false, false, m, n, k, 1, a, b, 0, c); err != nil {
-				t.Fatal(err)
-			}
-		}
-		sc := &d.b.prec
-		held := 4 * uint64(cap(sc.a)+cap(sc.b)+cap(sc.c))
-		if got := device.PrecisionScratch(d, p, shapes...); got != held {
-			t.Errorf("%v: PrecisionScratch %d bytes, GemmPrecision holds %d", p, got, held)
-		}
-	}
-	if got := device.PrecisionScratch(New(0), device.FP64, shapes...); got != 0 {
-		t.Errorf("FP64: %d bytes, want 0", got)
-	}
-}

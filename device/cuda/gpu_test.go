@@ -303,30 +303,50 @@ func testGPUGemmStridedBatched(t *testing.T, g target) {
 
 func TestGPUGemmPrecision(t *testing.T) { onTargets(t, testGPUGemmPrecision) }
 
-// TestGPUPrecisionScratch: what PrecisionScratch reports after products of some shapes is the
-// scratch GemmPrecision then holds on the GPU (a fresh device, at each precision).
-func TestGPUPrecisionScratch(t *testing.T) {
-	gpu(t)
+func TestGPUPrecisionScratch(t *testing.T) { onTargets(t, testGPUPrecisionScratch) }
+
+// testGPUPrecisionScratch: what PrecisionScratch reports after products of some shapes (an
+// iteration's two over 300 samples at T = 2, D = 200, and one larger in a single array) is the
+// memory GemmPrecision then holds: the GPU's scratch, the CPU's float32 arrays; on a fresh
+// device for each precision, and 0 at FP64.
+func testGPUPrecisionScratch(t *testing.T, g target) {
 	r := rand.New(rand.NewPCG(17, 18))
 	shapes := [][3]int{{600, 200, 200}, {200, 200, 600}, {5, 900, 3}}
 	for _, p := range []device.Precision{device.FP32, device.TF32, device.BF16x9} {
-		d, err := Open(0)
+		d, err := g.reopen()
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := d.Capabilities().PrecisionGemmer
+		pg := d.Capabilities().PrecisionGemmer
 		for _, s := range shapes {
 			m, n, k := s[0], s[1], s[2]
 			a, b, c := up(t, d, randVec(r, m*k)), up(t, d, randVec(r, k*n)), up(t, d, make([]float64, m*n))
-			if err := g.GemmPrecision(p, false, false, m, n, k, 1, a, b, 0, c); err != nil {
+			if err := pg.GemmPrecision(p, false, false, m, n, k, 1, a, b, 0, c); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if got, held := device.PrecisionScratch(d, p, shapes...), 8*uint64(d.b.lowp.n); got != held {
+		if got, held := device.PrecisionScratch(d, p, shapes...), precisionHeld(t, d); got != held {
 			t.Errorf("%v: PrecisionScratch %d bytes, GemmPrecision holds %d", p, got, held)
+		}
+		if got := device.PrecisionScratch(d, device.FP64, shapes...); got != 0 {
+			t.Errorf("fp64: PrecisionScratch %d bytes, want 0", got)
 		}
 		d.Close()
 	}
+}
+
+// precisionHeld returns the memory dev's GemmPrecision holds now: the GPU's scratch, or the
+// CPU's float32 arrays.
+func precisionHeld(t *testing.T, dev device.Device) uint64 {
+	t.Helper()
+	switch d := dev.(type) {
+	case *Device:
+		return 8 * uint64(d.b.lowp.n)
+	case *cpu.Device:
+		return d.PrecisionHeld()
+	}
+	t.Fatalf("precisionHeld: a %T", dev)
+	return 0
 }
 
 // testGPUGemmPrecision checks the products at fp32, tf32 and bf16x9 against the CPU's
