@@ -23,7 +23,8 @@ on an aim smi se figure. The kind of each CSV is read from its header.
 Runs of aim amp, aim gd and aim smi amp that differ in anything but rho, alpha and the seed
 (D, the precision, the channel, T, beta, the noise, the teacher, GD's schedule; the SMI's M, c
 and beta) are drawn apart, each named in the legend by what differs and set beside the theory
-line of its own model; the seeds of one setting run into several files are averaged together.
+line of its own model (aim gd runs beside aim erm lines too); the seeds of one setting run
+into several files are averaged together.
 
   aim plot results/demo/se_softmax.csv results/demo/amp_softmax.csv --out amp.svg
   aim plot --x alpha-bar --axes logx --out se.png se_T2.csv se_T3.csv

@@ -530,4 +530,26 @@ func TestPlotRunSets(t *testing.T) {
 	if !slices.Equal(labels, want) || f.Series[0].Group == f.Series[2].Group {
 		t.Errorf("GD figure series %q (groups %d, %d), want %q in two colours", labels, f.Series[0].Group, f.Series[2].Group, want)
 	}
+
+	// Gradient descent with weight decay at two D beside the ERM theory: the first D in the
+	// colour of its line, the second in one of its own.
+	runOK(t, "erm", "--quiet", "--rho", "0.5", "--noise", "0.25", "--weight-decay", "0.1", "--alpha", "0.2,0.4",
+		"--out", p("erm.csv"), "--plot", "")
+	for _, D := range []string{"20", "30"} {
+		runOK(t, "gd", "--quiet", "--device", "cpu", "--channel", "linear", "--rho", "0.5", "--noise", "0.25", "--weight-decay", "0.1",
+			"--D", D, "--alpha", "0.2,0.4", "--seeds", "2", "--lr", "0.05", "--max-iter", "20", "--out", p("gdl"+D+".csv"), "--plot", "")
+	}
+	if f, err = plot.Build(read("erm.csv", "gdl20.csv", "gdl30.csv"), plot.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	labels = labels[:0]
+	for _, s := range f.Series {
+		labels = append(labels, s.Label)
+	}
+	want = []string{"ERM λ = 0.1", "Bayes-optimal", "GD λ = 0.1, D = 20", "GD λ = 0.1, D = 30"}
+	if !slices.Equal(labels, want) || f.Series[2].Group != f.Series[0].Group || f.Series[3].Group == f.Series[0].Group ||
+		strings.Contains(f.Title, "D =") {
+		t.Errorf("ERM figure series %q (groups %d, %d, %d), title %q; want %q, the D = 20 points in the line's colour, D = 30 in another, no D in the title",
+			labels, f.Series[0].Group, f.Series[2].Group, f.Series[3].Group, f.Title, want)
+	}
 }

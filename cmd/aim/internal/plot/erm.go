@@ -7,6 +7,7 @@ package plot
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -172,7 +173,8 @@ func ermModel(erms []*table.Table) string {
 // points of `aim gd` tables (the mean and standard error over seeds of their error column at
 // each alpha) in the colour of the line of their penalty (ridge for a direct student, nuclear
 // otherwise) and lambda (0 for a CSV without weight_decay): only the points of a penalty some
-// line has. The title names the penalty when every line has one, else the legend does. Beside
+// line has. GD runs of one line that differ in anything else (D, precision, schedule: their
+// run sets) are told apart in the legend, the second and later in colours of their own. The title names the penalty when every line has one, else the legend does. Beside
 // the nuclear line at lambda = 0, the thresholds of the tables' manifests (table.Thresholds):
 // alpha_c dotted (noiseless labels, where perfect recovery exists) and, with label noise,
 // alpha_interp dash-dotted, in that line's colour.
@@ -208,30 +210,26 @@ func ermFigure(erms, gds []*table.Table, o Options) *figure.Figure {
 		ct = ": " + model + strings.TrimPrefix(ct, ": ")
 	}
 	f := &figure.Figure{XLabel: aimXLabel["alpha"], YLabel: figure.ErrorLabel, Title: title + ct}
-	for _, t := range gds {
-		drawn := false
-		for i := 0; i < t.Rows() && !drawn; i++ {
-			for _, c := range curves {
-				drawn = drawn || gdRow(t, i, c)
-			}
+	// The GD runs drawn: the run sets (runSets, by weight decay and student kind too) at some
+	// curve, named in the legend by what varies between them but the curve's rho and noise.
+	var gdSets []*runSet
+	for _, s := range runSets(gds, append(slices.Clone(gdRunCols), "direct"), true) {
+		r := s.first()
+		if slices.ContainsFunc(curves, func(c ermCurve) bool { return gdRow(r.t, r.i, c) }) {
+			gdSets = append(gdSets, s)
 		}
-		if drawn {
-			f.Title = fmt.Sprintf("%s (lines), GD at D = %s (points)", title, wholeNum(t.V(0, "D"))) + ct
-			break
-		}
+	}
+	gdNames := namesOf(gdSets, append(slices.Clone(gdRunCols), "direct"))
+	if len(gdSets) > 0 {
+		f.Title = fmt.Sprintf("%s (lines), GD%s (points)", title, gdNames.atD()) + ct
 	}
 	o.applyAxes(f, false, false)
 	if !f.LogY {
 		f.YMin, f.YMax = 0, math.SmallestNonzeroFloat64 // the y axis starts at 0
 	}
-	for _, t := range gds {
-		for i := 0; i < t.Rows(); i++ {
-			for _, c := range curves {
-				if gdRow(t, i, c) {
-					lineIndex(&lines, gdPenaltyOf(t, i), lambdaOf(t, i))
-				}
-			}
-		}
+	for _, s := range gdSets {
+		r := s.first()
+		lineIndex(&lines, gdPenaltyOf(r.t, r.i), s.lambda)
 	}
 	// label is the legend label of a line: its penalty only when the figure has several.
 	label := func(what string, li int) string {
@@ -297,34 +295,25 @@ func ermFigure(erms, gds []*table.Table, o Options) *figure.Figure {
 				f.VLines = append(f.VLines, figure.VLine{X: a, Group: g, Label: figure.AlphaInt + suffix, Style: figure.VDashDot})
 			}
 		}
-		for _, t := range gds {
-			byLine := map[int][]int{}
-			var order []int
-			for i := 0; i < t.Rows(); i++ {
-				if !gdRow(t, i, c) {
-					continue
-				}
-				li := lineIndex(&lines, gdPenaltyOf(t, i), lambdaOf(t, i))
-				if _, ok := byLine[li]; !ok {
-					order = append(order, li)
-				}
-				byLine[li] = append(byLine[li], i)
+		// The GD sets at this curve, in the colour of their line; a second set of one line
+		// (runs at another D, say) in a colour of its own.
+		variants := map[int]int{}
+		for _, gs := range gdSets {
+			r := gs.first()
+			if !gdRow(r.t, r.i, c) {
+				continue
 			}
-			for _, li := range order {
-				pts := figure.Series{Label: label("GD", li) + suffix, Group: group(ci, li), Points: true}
-				in := map[int]bool{}
-				for _, i := range byLine[li] {
-					in[i] = true
+			li := lineIndex(&lines, gdPenaltyOf(r.t, r.i), gs.lambda)
+			g := group(ci, li) + variants[li]*len(curves)*len(lines)
+			variants[li]++
+			pts := figure.Series{Label: label("GD", li) + suffix + gdNames.suffix(gs, "noise", "teacher", "direct"), Group: g, Points: true}
+			for _, a := range gs.alphas {
+				if m, se, ok := gs.mean(a, "error"); ok {
+					pts.X, pts.Y, pts.YErr = append(pts.X, a), append(pts.Y, m), append(pts.YErr, se)
 				}
-				alphas, rows := groupBy(t, func(i int) bool { return in[i] })
-				for _, a := range alphas {
-					if m, s, ok := meanOf(t, rows[a], "error"); ok {
-						pts.X, pts.Y, pts.YErr = append(pts.X, a), append(pts.Y, m), append(pts.YErr, s)
-					}
-				}
-				if len(pts.X) > 0 {
-					f.Series = append(f.Series, pts)
-				}
+			}
+			if len(pts.X) > 0 {
+				f.Series = append(f.Series, pts)
 			}
 		}
 	}
