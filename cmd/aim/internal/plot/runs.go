@@ -94,9 +94,9 @@ func (s *runSet) mean(alpha float64, name string) (float64, float64, bool) {
 }
 
 // runSets groups the rows of the tables with a finite rho (where they have the column) and
-// alpha into run sets by the columns cols, rho and (withLambda) the weight decay. The sets are ordered by their columns'
-// values, then their weight decay, then their rho, each in the order it first appears, so
-// that the colours of one table's sets follow its grid.
+// alpha into run sets by the columns cols, rho and (withLambda) the weight decay. The sets are
+// ordered by their columns' values, then their weight decay, then their rho, each in the order
+// it first appears, so that the colours of one table's sets follow its grid.
 func runSets(ts []*table.Table, cols []string, withLambda bool) []*runSet {
 	var keys, lambdas, rhos []string
 	index := func(list *[]string, v string) int {
@@ -166,12 +166,6 @@ func namesOf(sets []*runSet, cols []string) runNames {
 		}
 	}
 	return n
-}
-
-// varies reports whether the column col differs between the sets.
-func (n runNames) varies(col string) bool {
-	c := slices.Index(n.cols, col)
-	return c >= 0 && n.vary[c]
 }
 
 // common returns the value the sets share in col, or "" where it varies or there is no set.
