@@ -391,26 +391,6 @@ func seLine(ses []*table.Table, rho float64, at theoryAt, mode string, in func(f
 	return s, false
 }
 
-// groupBy returns the rows i of t with keep(i) and a finite alpha, grouped by alpha in the order
-// the alphas first appear.
-func groupBy(t *table.Table, keep func(i int) bool) (alphas []float64, rows map[float64][]int) {
-	rows = map[float64][]int{}
-	for i := 0; i < t.Rows(); i++ {
-		if !keep(i) {
-			continue
-		}
-		a := t.V(i, "alpha")
-		if math.IsNaN(a) {
-			continue
-		}
-		if _, ok := rows[a]; !ok {
-			alphas = append(alphas, a)
-		}
-		rows[a] = append(rows[a], i)
-	}
-	return alphas, rows
-}
-
 // ermSELine returns the line of the ERM state evolution beside the GAMP-ERM runs of set rs:
 // the test error of the nuclear rows of the `aim erm` tables at the set's rho, weight decay and
 // theory (its noise among them), from the first table that has them, or without one the
@@ -538,11 +518,6 @@ func ampFigure(amps, ses, erms []*table.Table, o Options) *figure.Figure {
 	}
 	f.Title += names.modelTitle()
 	return f
-}
-
-// meanOf returns the mean and standard error over rows of a column, skipping empty cells.
-func meanOf(t *table.Table, rows []int, name string) (float64, float64, bool) {
-	return meanOver(len(rows), func(k int) float64 { return t.V(rows[k], name) })
 }
 
 // meanOver returns the mean and standard error of the values v(0), ..., v(n-1) that are not
