@@ -30,34 +30,6 @@ func (d *backend) Precisions() []device.Precision {
 	return []device.Precision{device.FP32, device.TF32, device.BF16x9}
 }
 
-// PrecisionHeld returns the bytes of the float32 arrays GemmPrecision holds now: what
-// PrecisionScratch says of the products it has computed.
-func (d *Device) PrecisionHeld() uint64 {
-	sc := &d.b.prec
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	return 4 * uint64(cap(sc.a)+cap(sc.b)+cap(sc.c))
-}
-
-// PrecisionScratch returns the bytes of the float32 arrays GemmPrecision keeps after products
-// of the given shapes {m, n, k} at p: each array grown to the largest it held, the inputs
-// (m k and k n values, three times over at BF16x9) and the product (m n).
-func (d *backend) PrecisionScratch(p device.Precision, shapes ...[3]int) uint64 {
-	if p == device.FP64 {
-		return 0
-	}
-	parts := uint64(1)
-	if p == device.BF16x9 {
-		parts = 3
-	}
-	var a, b, c uint64
-	for _, s := range shapes {
-		m, n, k := uint64(s[0]), uint64(s[1]), uint64(s[2])
-		a, b, c = max(a, parts*m*k), max(b, parts*k*n), max(c, m*n)
-	}
-	return 4 * (a + b + c)
-}
-
 // GemmPrecision computes C = alpha op(A) op(B) + beta C with the product P = op(A) op(B) at
 // precision p (device.Precision), then C = alpha float64(P) + beta C in float64:
 //

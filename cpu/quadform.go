@@ -32,37 +32,35 @@ const qfGroups = 8
 // own buffer of one chunk (P from the top, Q from the bottom), which stays in its cache, and
 // added at once by two one-thread dsyrk into the group's matrix; the groups' matrices are then
 // added in group order. The result therefore does not depend on
-// the worker count. On the gonum path it is TokenMix then Gemm, the product X^T (C X). out does
-// not overlap c, x or scratch, nor scratch c or x.
+// the worker count. On the gonum path it is TokenMix then Gemm, the product X^T (C X), with
+// its upper triangle mirrored: exactly symmetric too. out does not overlap c, x or scratch,
+// nor scratch c or x.
 func (d *backend) QuadFormSum(out, c, x, scratch device.Buffer, n, t, dd int, alpha float64) error {
 	const op = "cpu QuadFormSum"
-	per := max(1, blockRows(dd)/t)
 	outs, cs, xs := data(out), data(c), data(x)
+	if dd == 0 {
+		return nil
+	}
 	if d.blas.lib == nil {
 		if err := d.TokenMix(scratch, c, x, n, t, dd); err != nil {
 			return err
 		}
-		return d.Gemm(true, false, dd, dd, n*t, alpha, x, scratch, 0, out)
-	}
-	if dd == 0 {
-		return nil
+		if err := d.Gemm(true, false, dd, dd, n*t, alpha, x, scratch, 0, out); err != nil {
+			return err
+		}
+		return d.mirrorUpper(op, outs[:dd*dd], dd)
 	}
 	outs = outs[:dd*dd]
-	nc := chunks(n, per)
-	ng := max(1, min(qfGroups, nc))
-	workers := 1
-	if d.splits() {
-		workers = d.blasWorkers()
-	}
+	per, nc, ng, workers := d.quadFormLayout(n, t, dd)
 	d.scratchMu.Lock() // before the library's hold, as EighSym and SpectralCompose take them
 	defer d.scratchMu.Unlock()
 	l, done := d.serial()
 	defer done()
 	// Group 0 sums into out, group g > 0 into acc[(g-1) d^2 : g d^2]; goroutine w forms a
-	// chunk's rows in rows[w per t d : (w+1) per t d], which stays in its cache.
+	// chunk's rows in rows[w len : (w+1) len], len = min(per, n) t d, which stays in its cache.
 	d.qfAcc = grow(d.qfAcc, (ng-1)*dd*dd)
 	acc := d.qfAcc
-	chunkLen := per * t * dd
+	chunkLen := min(per, n) * t * dd
 	d.qfRows = grow(d.qfRows, workers*chunkLen)
 	var started atomic.Int32
 	state := func() (qfState, error) {
@@ -154,6 +152,21 @@ func (d *backend) QuadFormSum(out, c, x, scratch device.Buffer, n, t, dd int, al
 		}
 	}
 	return d.mirrorUpper(op, outs, dd)
+}
+
+// quadFormLayout returns how QuadFormSum cuts n samples of t x dd tokens on the native
+// library: per samples a chunk (a block of rows, blockRows), nc chunks, ng groups of
+// consecutive chunks, and the goroutines that take the groups (the library's threads where
+// the device splits its products, at most one per group).
+func (d *backend) quadFormLayout(n, t, dd int) (per, nc, ng, workers int) {
+	per = max(1, blockRows(dd)/t)
+	nc = chunks(n, per)
+	ng = max(1, min(qfGroups, nc))
+	workers = 1
+	if d.splits() {
+		workers = min(par.Workers(d.blasWorkers()), ng)
+	}
+	return per, nc, ng, workers
 }
 
 // qfState is a QuadFormSum goroutine's scratch: the small eigendecompositions and the rows of

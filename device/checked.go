@@ -287,6 +287,9 @@ func (c *Checked) Info() Info { return c.b.Info() }
 // Capabilities returns the backend's optional operation sets behind the front's checks.
 func (c *Checked) Capabilities() Caps { return c.caps }
 
+// Scratch is the backend's, with negative sizes taken as operations not called.
+func (c *Checked) Scratch(w Work) uint64 { return c.b.Scratch(w.nonNegative()) }
+
 // Close closes the backend once; later calls return nil, and every operation afterwards
 // returns an error wrapping ErrClosed.
 func (c *Checked) Close() error {

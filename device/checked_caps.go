@@ -213,11 +213,6 @@ func newCheckedPrecision(c *Checked, g PrecisionGemmer) checkedPrecision {
 // Precisions returns the precisions the backend declares besides FP64.
 func (k checkedPrecision) Precisions() []Precision { return slices.Clone(k.have[1:]) }
 
-// PrecisionScratch is the backend's.
-func (k checkedPrecision) PrecisionScratch(p Precision, shapes ...[3]int) uint64 {
-	return k.g.PrecisionScratch(p, shapes...)
-}
-
 // GemmPrecision is the product at precision p after Gemm's checks and a check that the backend
 // declares p ("precision tf32 is not supported on this device yet"); at FP64 it is Gemm.
 func (k checkedPrecision) GemmPrecision(p Precision, transA, transB bool, m, n, k2 int, alpha float64, a, b Buffer, beta float64, cc Buffer) (err error) {

@@ -22,6 +22,7 @@ type recorder struct {
 	chans  channel.Support
 	precs  []Precision // the precisions its PrecisionGemmer declares
 	waits  []string    // the waits of its GaussianFillAsync, as "wait" then "free" or "close" in order of the calls
+	work   Work        // the argument of its last Scratch
 }
 
 // recBuf is a buffer of the recorder.
@@ -37,6 +38,7 @@ func (r *recorder) Channels() channel.Support   { return r.chans }
 func (r *recorder) Close() error                { r.closes++; r.waits = append(r.waits, "close"); return nil }
 func (r *recorder) Alloc(n int) (Buffer, error) { r.rec("Alloc"); return &recBuf{n}, nil }
 func (r *recorder) Free(b Buffer)               { r.frees++; r.waits = append(r.waits, "free") }
+func (r *recorder) Scratch(w Work) uint64       { r.work = w; return 8 }
 func (r *recorder) Slice(b Buffer, off, n int) Buffer {
 	if off < 0 || n < 0 || off+n > b.Len() {
 		panic("Slice out of range")
@@ -104,7 +106,6 @@ func (r *recorder) DeepSample(out, in Buffer, n, L, draws int, c, beta float64, 
 
 func (r *recorder) Precisions() []Precision { return r.precs }
 
-func (r *recorder) PrecisionScratch(p Precision, shapes ...[3]int) uint64 { return 0 }
 func (r *recorder) GemmPrecision(p Precision, transA, transB bool, m, n, k int, alpha float64, a, b Buffer, beta float64, c Buffer) error {
 	r.rec("GemmPrecision")
 	return nil
@@ -349,7 +350,7 @@ func TestBadArguments(t *testing.T) {
 	// Every operation of Ops and of the capabilities has cases.
 	for _, typ := range []reflect.Type{reflect.TypeFor[Ops](), reflect.TypeFor[Trainer](), reflect.TypeFor[QuadFormSummer](), reflect.TypeFor[DeepSampler](), reflect.TypeFor[PrecisionGemmer]()} {
 		for i := 0; i < typ.NumMethod(); i++ {
-			if m := typ.Method(i).Name; !seen[m] && m != "Precisions" && m != "PrecisionScratch" { // queries: nothing to refuse
+			if m := typ.Method(i).Name; !seen[m] && m != "Precisions" { // a query: nothing to refuse
 				t.Errorf("no bad-argument case for %s", m)
 			}
 		}
@@ -759,6 +760,25 @@ func TestCapabilities(t *testing.T) {
 	}
 	if got := (Caps{}).Names(); len(got) != 0 {
 		t.Errorf("Names of none: %v", got)
+	}
+}
+
+// TestScratchSizes: the front passes Scratch's work to the backend with negative sizes taken
+// as operations not called, and returns the backend's answer; the caller's Products are left as
+// they were.
+func TestScratchSizes(t *testing.T) {
+	d, r := newRec(t, "rec")
+	products := [][3]int{{4, -1, 2}}
+	w := Work{Eigh: -3, QuadForm: [3]int{5, -2, 7}, Samples: -1, Reduce: 9, Precision: TF32, Products: products}
+	if got := d.Scratch(w); got != 8 {
+		t.Errorf("Scratch = %d, want the backend's 8", got)
+	}
+	want := Work{QuadForm: [3]int{5, 0, 7}, Reduce: 9, Precision: TF32, Products: [][3]int{{4, 0, 2}}}
+	if !reflect.DeepEqual(r.work, want) {
+		t.Errorf("the backend saw %+v, want %+v", r.work, want)
+	}
+	if products[0] != [3]int{4, -1, 2} {
+		t.Errorf("the caller's Products became %v", products)
 	}
 }
 

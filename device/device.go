@@ -148,6 +148,10 @@ type Device interface {
 	// a buffer of another device, a freed buffer or a view does nothing: a view is released
 	// with its buffer.
 	Free(b Buffer)
+	// Scratch returns the bytes of device memory the backend keeps between calls, grown on
+	// demand and held until Close, once it has run the operations of w (the largest of each
+	// kind): what a memory plan adds to the buffers it allocates.
+	Scratch(w Work) uint64
 
 	Ops
 
@@ -181,6 +185,9 @@ type Backend interface {
 	Alloc(n int) (Buffer, error)
 	// Free releases a buffer returned by Alloc (never a slice); the front calls it once.
 	Free(b Buffer)
+	// Scratch returns the bytes the backend keeps between calls once it has run the operations
+	// of w (Device.Scratch); the front passes no negative size.
+	Scratch(w Work) uint64
 	// Slice returns a buffer of the n values of b (from Alloc) that start at value off, with
 	// 0 <= off, 0 <= n and off + n <= b.Len(), sharing b's memory: a CPU sub-slice, a device
 	// pointer plus an offset. It allocates nothing on the device and is never freed.
@@ -316,7 +323,8 @@ type Trainer interface {
 // half the multiply-adds (the CPU: symmetric rank-k updates; the GPU: cuBLAS's Dsyrkx on one
 // triangle of the symmetric X^T (C X)): Caps.QuadFormSummer, which engine/amp asks for.
 type QuadFormSummer interface {
-	// QuadFormSum computes out = alpha sum_mu X_mu^T C_mu X_mu, overwriting scratch.
+	// QuadFormSum computes out = alpha sum_mu X_mu^T C_mu X_mu, exactly symmetric, overwriting
+	// scratch.
 	QuadFormSum(out, c, x, scratch Buffer, n, t, d int, alpha float64) error
 }
 

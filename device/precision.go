@@ -198,21 +198,6 @@ type PrecisionGemmer interface {
 	// op(A) op(B) computed at precision p (Precision) and converted back to float64; alpha,
 	// beta and the sum with beta C are float64. With beta = 0, C is overwritten.
 	GemmPrecision(p Precision, transA, transB bool, m, n, k int, alpha float64, a, b Buffer, beta float64, c Buffer) error
-	// PrecisionScratch returns the bytes of device memory GemmPrecision holds between calls
-	// once it has computed products of the given shapes {m, n, k} at precision p: the scratch
-	// of its rounded inputs and its float32 product, grown to the largest it has needed and
-	// kept until Close (0 at FP64). Memory plans add it to what the engine allocates.
-	PrecisionScratch(p Precision, shapes ...[3]int) uint64
-}
-
-// PrecisionScratch returns the scratch dev's PrecisionGemmer holds after products of the
-// shapes {m, n, k} at precision p: 0 at FP64 and on a device without the capability.
-func PrecisionScratch(dev Device, p Precision, shapes ...[3]int) uint64 {
-	g := dev.Capabilities().PrecisionGemmer
-	if p == FP64 || g == nil {
-		return 0
-	}
-	return g.PrecisionScratch(p, shapes...)
 }
 
 // SupportsPrecision returns nil when dev computes products at precision p (FP64 always), else

@@ -303,49 +303,94 @@ func testGPUGemmStridedBatched(t *testing.T, g target) {
 
 func TestGPUGemmPrecision(t *testing.T) { onTargets(t, testGPUGemmPrecision) }
 
-func TestGPUPrecisionScratch(t *testing.T) { onTargets(t, testGPUPrecisionScratch) }
+func TestGPUScratch(t *testing.T) { onTargets(t, testGPUScratch) }
 
-// testGPUPrecisionScratch: what PrecisionScratch reports after products of some shapes (an
-// iteration's two over 300 samples at T = 2, D = 200, and one larger in a single array) is the
-// memory GemmPrecision then holds: the GPU's scratch, the CPU's float32 arrays; on a fresh
-// device for each precision, and 0 at FP64.
-func testGPUPrecisionScratch(t *testing.T, g target) {
+// testGPUScratch: what Scratch reports for the operations of a run (device.Work) is the memory
+// the backend then holds (the GPU's scratch arrays, the CPU's work arrays), on a fresh device
+// for each precision: EighSym at D = 100 then 150 and SpectralCompose at 150, ChannelGOut of
+// the hardmax at T = 3 (one partial per sample on the GPU), Dot over D^2 values and SumDiag,
+// and at FP64 QuadFormSum on 300 samples at T = 2 (where the device has it), at a reduced
+// precision an iteration's two products over 300 samples and one larger in a single array.
+func testGPUScratch(t *testing.T, g target) {
 	r := rand.New(rand.NewPCG(17, 18))
-	shapes := [][3]int{{600, 200, 200}, {200, 200, 600}, {5, 900, 3}}
-	for _, p := range []device.Precision{device.FP32, device.TF32, device.BF16x9} {
+	const D, nq, T = 150, 300, 2
+	nc := 600
+	if !g.onGPU() {
+		nc = 40 // the CPU's lattice rule costs milliseconds a sample
+	}
+	ch := channel.Spec{Kind: channel.KindHardmax, T: 3, Points: 64, Tol: -1}
+	shapes := [][3]int{{nq * T, D, D}, {D, D, nq * T}, {5, 900, 3}}
+	for _, p := range []device.Precision{device.FP64, device.FP32, device.TF32, device.BF16x9} {
 		d, err := g.reopen()
 		if err != nil {
 			t.Fatal(err)
 		}
-		pg := d.Capabilities().PrecisionGemmer
-		for _, s := range shapes {
-			m, n, k := s[0], s[1], s[2]
-			a, b, c := up(t, d, randVec(r, m*k)), up(t, d, randVec(r, k*n)), up(t, d, make([]float64, m*n))
-			if err := pg.GemmPrecision(p, false, false, m, n, k, 1, a, b, 0, c); err != nil {
+		w := device.Work{Eigh: D, Compose: D, Samples: nc, Reduce: D * D, Precision: p}
+		for _, dd := range []int{100, D} {
+			a, vals, vecs := up(t, d, randSym(r, dd)), up(t, d, make([]float64, dd)), up(t, d, make([]float64, dd*dd))
+			if err := d.EighSym(vals, vecs, a, dd); err != nil {
 				t.Fatal(err)
 			}
+			if dd == D {
+				if err := d.SpectralCompose(a, vecs, vals, dd); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := d.Dot(a, a); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := d.SumDiag(a, 1, dd); err != nil {
+					t.Fatal(err)
+				}
+			}
+			device.FreeAll(d, a, vals, vecs)
 		}
-		if got, held := device.PrecisionScratch(d, p, shapes...), precisionHeld(t, d); got != held {
-			t.Errorf("%v: PrecisionScratch %d bytes, GemmPrecision holds %d", p, got, held)
+		h, y, g3 := up(t, d, randSymBatch(r, nc, 3, 1)), up(t, d, make([]float64, nc*9)), up(t, d, make([]float64, nc*9))
+		if err := d.ChannelOutput(ch, y, h, nc); err != nil {
+			t.Fatal(err)
 		}
-		if got := device.PrecisionScratch(d, device.FP64, shapes...); got != 0 {
-			t.Errorf("fp64: PrecisionScratch %d bytes, want 0", got)
+		if _, err := d.ChannelGOut(ch, g3, y, h, nc, 0.8); err != nil {
+			t.Fatal(err)
+		}
+		device.FreeAll(d, h, y, g3)
+		if q := d.Capabilities().QuadFormSummer; p == device.FP64 && q != nil {
+			w.QuadForm = [3]int{nq, T, D}
+			c, x, sc, out := up(t, d, randSymBatch(r, nq, T, 1)), up(t, d, randVec(r, nq*T*D)), up(t, d, make([]float64, nq*T*D)), up(t, d, make([]float64, D*D))
+			if err := q.QuadFormSum(out, c, x, sc, nq, T, D, 0.5); err != nil {
+				t.Fatal(err)
+			}
+			device.FreeAll(d, c, x, sc, out)
+		}
+		if p != device.FP64 {
+			w.Products = shapes
+			pg := d.Capabilities().PrecisionGemmer
+			for _, s := range shapes {
+				m, n, k := s[0], s[1], s[2]
+				a, b, c := up(t, d, randVec(r, m*k)), up(t, d, randVec(r, k*n)), up(t, d, make([]float64, m*n))
+				if err := pg.GemmPrecision(p, false, false, m, n, k, 1, a, b, 0, c); err != nil {
+					t.Fatal(err)
+				}
+				device.FreeAll(d, a, b, c)
+			}
+		}
+		if got, held := d.Scratch(w), scratchHeld(t, d); got != held {
+			t.Errorf("%v: Scratch %d bytes, the backend holds %d", p, got, held)
 		}
 		d.Close()
 	}
 }
 
-// precisionHeld returns the memory dev's GemmPrecision holds now: the GPU's scratch, or the
-// CPU's float32 arrays.
-func precisionHeld(t *testing.T, dev device.Device) uint64 {
+// scratchHeld returns the memory dev's backend keeps between calls now: the GPU's scratch
+// arrays, or the CPU's work arrays (cpu.Device.Held).
+func scratchHeld(t *testing.T, dev device.Device) uint64 {
 	t.Helper()
 	switch d := dev.(type) {
 	case *Device:
-		return 8 * uint64(d.b.lowp.n)
+		b := d.b
+		return 8 * uint64(b.part.n+b.square.n+b.work.n+b.info.n+b.lowp.n)
 	case *cpu.Device:
-		return d.PrecisionHeld()
+		return d.Held()
 	}
-	t.Fatalf("precisionHeld: a %T", dev)
+	t.Fatalf("scratchHeld: a %T", dev)
 	return 0
 }
 

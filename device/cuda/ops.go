@@ -262,19 +262,9 @@ func (d *backend) eigh(m eighMethod, vals, vecs, a device.Buffer, dd int) error 
 				}
 			}
 		}
-		key := [2]int{int(m), dd}
-		lwork, ok := d.lwork[key]
-		if !ok {
-			var st int32
-			if m == eighSyevj {
-				st = d.sol.cusolverDnDsyevjBufferSize(d.cusolverH, cusolverEigModeVector, cublasFillLower, int32(dd), w, int32(dd), wb.ptr, &lwork, d.syevj)
-			} else {
-				st = d.sol.cusolverDnDsyevdBufferSize(d.cusolverH, cusolverEigModeVector, cublasFillLower, int32(dd), w, int32(dd), wb.ptr, &lwork)
-			}
-			if err := cusolverErr(call+"_bufferSize", st); err != nil {
-				return err
-			}
-			d.lwork[key] = lwork
+		lwork, err := d.eighWork(m, dd, w, wb.ptr)
+		if err != nil {
+			return err
 		}
 		if err := d.work.grow(d, int(max(lwork, 1))); err != nil {
 			return err
@@ -312,6 +302,27 @@ func (d *backend) eigh(m eighMethod, vals, vecs, a device.Buffer, dd int) error 
 		}
 		return d.sync("cublasDgeam")
 	}))
+}
+
+// eighWork returns the cuSOLVER workspace, in values, of the eigensolver m at order dd
+// (its _bufferSize query, asked once per method and order), for a matrix at a and eigenvalues
+// at w: device pointers, or 0 for a query ahead of the buffers (Scratch). Executor only.
+func (d *backend) eighWork(m eighMethod, dd int, a, w uint64) (int32, error) {
+	key := [2]int{int(m), dd}
+	if lwork, ok := d.lwork[key]; ok {
+		return lwork, nil
+	}
+	var lwork, st int32
+	if m == eighSyevj {
+		st = d.sol.cusolverDnDsyevjBufferSize(d.cusolverH, cusolverEigModeVector, cublasFillLower, int32(dd), a, int32(dd), w, &lwork, d.syevj)
+	} else {
+		st = d.sol.cusolverDnDsyevdBufferSize(d.cusolverH, cusolverEigModeVector, cublasFillLower, int32(dd), a, int32(dd), w, &lwork)
+	}
+	if err := cusolverErr("cusolverDnD"+m.String()+"_bufferSize", st); err != nil {
+		return 0, err
+	}
+	d.lwork[key] = lwork
+	return lwork, nil
 }
 
 // SpectralCompose computes out = O diag(f) O^T for d x d O and d values f: the scale_columns

@@ -44,19 +44,6 @@ func lowpLayoutOf(p device.Precision, m, n, k int) lowpLayout {
 // words is the scratch's size in the 8-byte values d.lowp counts.
 func (l lowpLayout) words() int { return int((l.total + 7) / 8) }
 
-// PrecisionScratch returns the bytes of the scratch GemmPrecision keeps after products of the
-// given shapes {m, n, k} at p: one buffer, grown to the largest product's layout.
-func (d *backend) PrecisionScratch(p device.Precision, shapes ...[3]int) uint64 {
-	if p == device.FP64 {
-		return 0
-	}
-	words := 0
-	for _, s := range shapes {
-		words = max(words, lowpLayoutOf(p, s[0], s[1], s[2]).words())
-	}
-	return 8 * uint64(words)
-}
-
 // GemmPrecision computes C = alpha op(A) op(B) + beta C with the product op(A) op(B) at
 // precision p (device.Precision), as the CPU backend's GemmPrecision specifies it, on the GPU:
 //

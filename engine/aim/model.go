@@ -467,13 +467,25 @@ func BackProject(dev device.Device, p device.Precision, out, c, x, scratch devic
 	return device.GemmAt(dev, p, true, false, d, d, n*t, alpha, x, scratch, 0, out)
 }
 
-// PrecisionScratch returns the memory dev's PrecisionGemmer keeps for the products of
-// IndicesAt (n T x D times D x D) and BackProject (D x n T times n T x D) over n samples at
-// precision p (device.PrecisionScratch; 0 at FP64): what a memory plan adds to the buffers an
-// engine allocates.
-func PrecisionScratch(dev device.Device, p device.Precision, params Params, n int) uint64 {
-	rows, d := n*params.T(), params.D
-	return device.PrecisionScratch(dev, p, [3]int{rows, d, d}, [3]int{d, d, rows})
+// Work returns what the data and the steps GAMP-RIE and gradient descent share run on a
+// device, for its Scratch (device.Device.Scratch), at precision p on a device that holds n
+// samples and computes its products rows samples at a time (n on stored tokens, a chunk on
+// streamed ones): the reductions over the n samples and over the D x D and n x T x T arrays,
+// BackProject and IndicesAt on rows samples (QuadFormSum at FP64 where dev has it, products
+// at precision p otherwise), and a power-law teacher's EighSym and SpectralCompose at order D.
+// amp.Scratch and gd.Scratch add their own operations.
+func Work(dev device.Device, p device.Precision, params Params, n, rows int) device.Work {
+	D, T := params.D, params.T()
+	w := device.Work{Samples: n, Reduce: max(D*D, n*T*T), Precision: p}
+	if params.Teacher.PowerLaw {
+		w.Eigh, w.Compose = D, D
+	}
+	if p != device.FP64 {
+		w.Products = [][3]int{{rows * T, D, D}, {D, D, rows * T}}
+	} else if dev.Capabilities().QuadFormSummer != nil {
+		w.QuadForm = [3]int{rows, T, D}
+	}
+	return w
 }
 
 // Free releases the data's buffers.

@@ -160,6 +160,16 @@ func StreamedBytes(p aim.Params, n, chunk int) uint64 {
 	return 8 * (C*T*D + uint64(aim.ChunkTokens(p, n, chunk)) + 4*N*T*T + 6*D*D + 2*D + 2*T*T + D*R)
 }
 
+// Scratch returns the memory dev keeps between calls (device.Device.Scratch) through a run at
+// o.Precision on a device that holds n samples and computes its products rows samples at a
+// time (n on stored tokens, a chunk on streamed ones): aim.Work, and EighSym and
+// SpectralCompose at order D every iteration. A memory plan adds it to Bytes or StreamedBytes.
+func Scratch(dev device.Device, p aim.Params, o Options, n, rows int) uint64 {
+	w := aim.Work(dev, o.Precision, p, n, rows)
+	w.Eigh, w.Compose = p.D, p.D
+	return dev.Scratch(w)
+}
+
 // member holds one device's part of a run: its shard of the data and its buffers.
 type member struct {
 	dev                            device.Device

@@ -1,6 +1,7 @@
 package amp
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"strings"
@@ -183,6 +184,34 @@ func TestStreamedBytes(t *testing.T) {
 				t.Errorf("%d bytes left allocated", dev.Live())
 			}
 		}
+	}
+}
+
+// TestAMPScratch holds Scratch to the work arrays the CPU keeps after a run (cpu.Device.Held),
+// on a fresh device for each case: stored and streamed tokens, fp64 (the CPU's QuadFormSum)
+// and the reduced precisions (their float32 arrays).
+func TestAMPScratch(t *testing.T) {
+	p := softmaxParams(30, 2, 0.1, 1)
+	for _, c := range []struct {
+		prec  device.Precision
+		chunk int // 0: stored
+	}{{device.FP64, 0}, {device.FP64, 7}, {device.FP32, 0}, {device.BF16x9, 7}} {
+		dev := cpu.New(0)
+		parts, err := aim.GenerateGroup(device.Single(dev), p, c.chunk) // chunk 0: stored
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := parts[0]
+		rows := cmp.Or(data.Chunk, p.N()) // the samples of a product
+		o := DefaultOptions()
+		o.MaxIter, o.Precision = 2, c.prec
+		if _, err := Run(dev, data, o); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := dev.Held(), Scratch(dev, p, o, p.N(), rows); got != want {
+			t.Errorf("%v, chunk %d: the device keeps %d bytes after the run, Scratch says %d", c.prec, c.chunk, got, want)
+		}
+		data.Free(dev)
 	}
 }
 

@@ -126,6 +126,20 @@ func StreamedBytes(p aim.Params, o Options, n, chunk int) uint64 {
 	return 8*(4*B*studentRank(p, o)*D+(3*B+1)*D*D+C*T*D+xc+3*B*N*T*T) + spectrumBytes(p, o) + directBytes(p, o)
 }
 
+// Scratch returns the memory dev keeps between calls (device.Device.Scratch) through a run at
+// o.Precision on a device that holds n samples and computes its products rows samples at a
+// time (n on stored tokens, a chunk on streamed ones): aim.Work with the per-sample
+// reductions on rows samples (the loss is taken chunk by chunk), and EighSym at order D with
+// o.Spectrum. A memory plan adds it to Bytes or StreamedBytes.
+func Scratch(dev device.Device, p aim.Params, o Options, n, rows int) uint64 {
+	w := aim.Work(dev, o.Precision, p, n, rows)
+	w.Samples, w.Reduce = rows, max(p.D*p.D, rows*p.T()*p.T())
+	if o.Spectrum {
+		w.Eigh = p.D
+	}
+	return dev.Scratch(w)
+}
+
 // BatchSize is the number of students trained at once: Batch, or Restarts where Batch is 0
 // or larger.
 func (o Options) BatchSize() int {

@@ -1,6 +1,7 @@
 package gd
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -167,6 +168,41 @@ func TestRunRejects(t *testing.T) {
 	o.LR, o.Adam, o.Steps = 1e200, false, 20
 	if _, err := Run(dev, data, o); !errors.Is(err, ErrDiverged) {
 		t.Errorf("plain GD with lr 1e200: %v, want ErrDiverged", err)
+	}
+}
+
+// TestGDScratch holds Scratch to the work arrays the CPU keeps after a run (cpu.Device.Held),
+// on a fresh device for each case: stored and streamed tokens, one student and a batch of
+// four, the spectrum asked for or not, the power-law teacher (drawn with EighSym and
+// SpectralCompose) or not, fp64 (the CPU's QuadFormSum) and a reduced precision (its float32
+// arrays).
+func TestGDScratch(t *testing.T) {
+	for _, c := range []struct {
+		prec     device.Precision
+		chunk    int // 0: stored
+		restarts int
+		spectrum bool
+		teacher  aim.Teacher
+	}{{device.FP64, 0, 1, false, aim.Teacher{}}, {device.FP64, 11, 4, true, aim.Teacher{}}, {device.FP32, 0, 4, false, aim.Teacher{PowerLaw: true, Gamma: 1}},
+		{device.BF16x9, 11, 1, true, aim.Teacher{}}, {device.FP64, 11, 1, false, aim.Teacher{PowerLaw: true, Gamma: 0.5}}} {
+		p := params(20, 3, 0.4, 0.5, 1, 8)
+		p.Teacher = c.teacher
+		dev := cpu.New(0)
+		parts, err := aim.GenerateGroup(device.Single(dev), p, c.chunk) // chunk 0: stored
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := parts[0]
+		rows := cmp.Or(data.Chunk, p.N()) // the samples of a product
+		o := DefaultOptions()
+		o.Steps, o.Restarts, o.Spectrum, o.Precision = 3, c.restarts, c.spectrum, c.prec
+		if _, err := Run(dev, data, o); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := dev.Held(), Scratch(dev, p, o, p.N(), rows); got != want {
+			t.Errorf("%+v: the device keeps %d bytes after the run, Scratch says %d", c, got, want)
+		}
+		data.Free(dev)
 	}
 }
 

@@ -139,9 +139,12 @@ func (c *AMPConfig) CheckMemory(d *job.Device) error { _, err := c.planTokens(d)
 
 // planTokens chooses the token mode of the grid (Tokens).
 func (c *AMPConfig) planTokens(d *job.Device) (TokenPlan, error) {
-	return c.Sim.PlanTokens(d, func(p aim.Params, n int) uint64 { return StoredPeak(p, n, amp.Bytes(p, n)+c.precisionBytes(d, p, n)) },
+	o, lead := c.options(), d.Group.Lead()
+	return c.Sim.PlanTokens(d, func(p aim.Params, n int) uint64 {
+		return StoredPeak(p, n, amp.Bytes(p, n)+amp.Scratch(lead, p, o, n, n))
+	},
 		func(p aim.Params, n, chunk int) uint64 {
-			return StreamedPeak(p, n, chunk, amp.StreamedBytes(p, n, chunk)+c.precisionBytes(d, p, min(chunk, n)))
+			return StreamedPeak(p, n, chunk, amp.StreamedBytes(p, n, chunk)+amp.Scratch(lead, p, o, n, min(chunk, n)))
 		})
 }
 

@@ -134,12 +134,15 @@ func (c *GDConfig) CheckMemory(d *job.Device) error { _, err := c.planTokens(d);
 // student would get (stored tokens where one student fits beside them), else the largest of
 // K/2, K/4, ... (rounded up) that fits so, else one at a time.
 func (c *GDConfig) planTokens(d *job.Device) (TokenPlan, error) {
+	lead := d.Group.Lead()
 	plan := func(batch int) (TokenPlan, error) {
 		o := c.options()
 		o.Batch = batch
-		pl, err := c.Sim.PlanTokens(d, func(p aim.Params, n int) uint64 { return StoredPeak(p, n, gd.Bytes(p, o, n)+c.precisionBytes(d, p, n)) },
+		pl, err := c.Sim.PlanTokens(d, func(p aim.Params, n int) uint64 {
+			return StoredPeak(p, n, gd.Bytes(p, o, n)+gd.Scratch(lead, p, o, n, n))
+		},
 			func(p aim.Params, n, chunk int) uint64 {
-				return StreamedPeak(p, n, chunk, gd.StreamedBytes(p, o, n, chunk)+c.precisionBytes(d, p, min(chunk, n)))
+				return StreamedPeak(p, n, chunk, gd.StreamedBytes(p, o, n, chunk)+gd.Scratch(lead, p, o, n, min(chunk, n)))
 			})
 		pl.Students = batch
 		return pl, err

@@ -104,13 +104,6 @@ func (c *Sim) params(rho, alpha float64, seed uint64) aim.Params {
 // and the noisy softmax at T > 2.
 func (c *Sim) lattice() bool { return c.T > 2 && (c.Channel == "hardmax" || c.Noise > 0) }
 
-// precisionBytes is the memory of the reduced-precision products for a chunk of n samples
-// beside the algorithm's buffers: the scratch d's backend keeps for them (aim.PrecisionScratch;
-// 0 at fp64).
-func (c *Sim) precisionBytes(d *job.Device, p aim.Params, n int) uint64 {
-	return aim.PrecisionScratch(d.Group.Lead(), c.prec, p, n)
-}
-
 // simParams returns the shared fields for a manifest.
 func (c *Sim) simParams() map[string]any {
 	p := c.Model.params()

@@ -465,7 +465,8 @@ func (c *BenchConfig) openTargets(env job.Env) ([]*benchTarget, error) {
 }
 
 // plan checks that the Dgemm and every case fit in the target's memory (within --max-memory),
-// with the memory model of `aim amp` and `aim gd` (the larger of the two), and sets its cases.
+// with the memory model of `aim amp` and `aim gd` (the larger of the two, with the work arrays
+// the device keeps at the most demanding of the run's precisions), and sets its cases.
 func (c *BenchConfig) plan(t *benchTarget, dims, streamed []int) error {
 	limit := t.dev.FreeBytes()
 	if c.MaxMemory != "" {
@@ -476,12 +477,22 @@ func (c *BenchConfig) plan(t *benchTarget, dims, streamed []int) error {
 		return job.Inputf("%s: the %d x %d Dgemm needs %s, and %s is available (set --gemm-size)", t.name, t.gemm, t.gemm,
 			device.Bytes(need), device.Bytes(limit))
 	}
-	o := gd.DefaultOptions()
+	o, lead := gd.DefaultOptions(), t.dev.Group.Lead()
+	scratch := func(p aim.Params, n, rows int) (ampBytes, gdBytes uint64) {
+		for _, pr := range c.precs {
+			ao, gdo := amp.DefaultOptions(), o
+			ao.Precision, gdo.Precision = pr, pr
+			ampBytes, gdBytes = max(ampBytes, amp.Scratch(lead, p, ao, n, rows)), max(gdBytes, gd.Scratch(lead, p, gdo, n, rows))
+		}
+		return ampBytes, gdBytes
+	}
 	stored := func(p aim.Params, n int) uint64 {
-		return max(aimjob.StoredPeak(p, n, amp.Bytes(p, n)), aimjob.StoredPeak(p, n, gd.Bytes(p, o, n)))
+		a, g := scratch(p, n, n)
+		return max(aimjob.StoredPeak(p, n, amp.Bytes(p, n)+a), aimjob.StoredPeak(p, n, gd.Bytes(p, o, n)+g))
 	}
 	streamedNeed := func(p aim.Params, n, chunk int) uint64 {
-		return max(aimjob.StreamedPeak(p, n, chunk, amp.StreamedBytes(p, n, chunk)), aimjob.StreamedPeak(p, n, chunk, gd.StreamedBytes(p, o, n, chunk)))
+		a, g := scratch(p, n, min(chunk, n))
+		return max(aimjob.StreamedPeak(p, n, chunk, amp.StreamedBytes(p, n, chunk)+a), aimjob.StreamedPeak(p, n, chunk, gd.StreamedBytes(p, o, n, chunk)+g))
 	}
 	for _, mode := range []struct {
 		name string
