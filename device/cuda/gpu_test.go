@@ -305,9 +305,9 @@ func TestGPUGemmPrecision(t *testing.T) { onTargets(t, testGPUGemmPrecision) }
 
 func TestGPUScratch(t *testing.T) { onTargets(t, testGPUScratch) }
 
-// testGPUScratch: what Scratch reports for the operations of a run (device.Work) is the memory
-// the backend then holds (the GPU's scratch arrays, the CPU's work arrays), on a fresh device
-// for each precision: EighSym at D = 100 then 150 and SpectralCompose at 150, ChannelGOut of
+// testGPUScratch: what Scratch reports for the operations of a run (device.Work), asked before
+// them as a memory plan asks and again after them, is the memory the backend then holds (the
+// GPU's scratch arrays, the CPU's work arrays), on a fresh device for each precision: EighSym at D = 100 then 150 and SpectralCompose at 150, ChannelGOut of
 // the hardmax at T = 3 (one partial per sample on the GPU), Dot over D^2 values and SumDiag,
 // and at FP64 QuadFormSum on 300 samples at T = 2 (where the device has it), at a reduced
 // precision an iteration's two products over 300 samples and one larger in a single array.
@@ -326,6 +326,14 @@ func testGPUScratch(t *testing.T, g target) {
 			t.Fatal(err)
 		}
 		w := device.Work{Eigh: D, Compose: D, Samples: nc, Reduce: D * D, Precision: p}
+		q := d.Capabilities().QuadFormSummer
+		if p == device.FP64 && q != nil {
+			w.QuadForm = [3]int{nq, T, D}
+		}
+		if p != device.FP64 {
+			w.Products = shapes
+		}
+		planned := d.Scratch(w) // as a memory plan asks: before any operation
 		for _, dd := range []int{100, D} {
 			a, vals, vecs := up(t, d, randSym(r, dd)), up(t, d, make([]float64, dd)), up(t, d, make([]float64, dd*dd))
 			if err := d.EighSym(vals, vecs, a, dd); err != nil {
@@ -352,8 +360,7 @@ func testGPUScratch(t *testing.T, g target) {
 			t.Fatal(err)
 		}
 		device.FreeAll(d, h, y, g3)
-		if q := d.Capabilities().QuadFormSummer; p == device.FP64 && q != nil {
-			w.QuadForm = [3]int{nq, T, D}
+		if w.QuadForm[0] > 0 {
 			c, x, sc, out := up(t, d, randSymBatch(r, nq, T, 1)), up(t, d, randVec(r, nq*T*D)), up(t, d, make([]float64, nq*T*D)), up(t, d, make([]float64, D*D))
 			if err := q.QuadFormSum(out, c, x, sc, nq, T, D, 0.5); err != nil {
 				t.Fatal(err)
@@ -361,7 +368,6 @@ func testGPUScratch(t *testing.T, g target) {
 			device.FreeAll(d, c, x, sc, out)
 		}
 		if p != device.FP64 {
-			w.Products = shapes
 			pg := d.Capabilities().PrecisionGemmer
 			for _, s := range shapes {
 				m, n, k := s[0], s[1], s[2]
@@ -372,8 +378,8 @@ func testGPUScratch(t *testing.T, g target) {
 				device.FreeAll(d, a, b, c)
 			}
 		}
-		if got, held := d.Scratch(w), scratchHeld(t, d); got != held {
-			t.Errorf("%v: Scratch %d bytes, the backend holds %d", p, got, held)
+		if got, held := d.Scratch(w), scratchHeld(t, d); got != held || planned != held {
+			t.Errorf("%v: Scratch %d bytes before the operations and %d after, the backend holds %d", p, planned, got, held)
 		}
 		d.Close()
 	}
