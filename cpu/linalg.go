@@ -258,7 +258,7 @@ func (d *backend) SpectralCompose(out, vecs, f device.Buffer, dd int) (err error
 	if l != nil {
 		return d.spectralSyrk(op, l, rs[:dd*dd], vs[:dd*dd], fs[:dd], dd)
 	}
-	d.scratch = grow(d.scratch, dd*dd)
+	d.scratch = grow(d.scratch, d.composeScratch(dd))
 	s := d.scratch[:dd*dd]
 	fs = fs[:dd]
 	if err := d.forChunks(op, chunks(dd, max(1, chunkElems/dd)), same(func(c int) {
@@ -281,11 +281,20 @@ func (d *backend) SpectralCompose(out, vecs, f device.Buffer, dd int) (err error
 	return nil
 }
 
+// composeScratch is the size of SpectralCompose's scratch at order dd: the scaled columns
+// (dd^2 values), and on the native library the square roots of |f| (dd more).
+func (d *backend) composeScratch(dd int) int {
+	if d.blas.lib != nil {
+		return dd*dd + dd
+	}
+	return dd * dd
+}
+
 // spectralSyrk is SpectralCompose on the native library: out = P P^T - Q Q^T (see
 // SpectralCompose), with P and Q gathered into the backend's scratch. The caller holds
 // scratchMu.
 func (d *backend) spectralSyrk(op string, l *nativeblas.Lib, out, o, f []float64, dd int) error {
-	d.scratch = grow(d.scratch, dd*dd+dd)
+	d.scratch = grow(d.scratch, d.composeScratch(dd))
 	s := d.scratch
 	root := s[dd*dd : dd*dd+dd]
 	np, nn := 0, 0

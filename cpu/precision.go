@@ -25,6 +25,17 @@ func grow32(s []float32, n int) []float32 {
 	return s[:n]
 }
 
+// precisionSizes returns the float32 values GemmPrecision holds for a product {m, n, k} at p:
+// the rounded inputs, m k and k n (three times over at BF16x9, its bfloat16 parts), and the
+// product, m n.
+func precisionSizes(p device.Precision, m, n, k int) (a, b, c int) {
+	parts := 1
+	if p == device.BF16x9 {
+		parts = 3
+	}
+	return parts * m * k, parts * k * n, m * n
+}
+
 // Precisions: the CPU emulates every reduced precision (device.Precision).
 func (d *backend) Precisions() []device.Precision {
 	return []device.Precision{device.FP32, device.TF32, device.BF16x9}
@@ -60,11 +71,8 @@ func (d *backend) GemmPrecision(p device.Precision, transA, transB bool, m, n, k
 	sc := &d.prec
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	parts := 1
-	if p == device.BF16x9 {
-		parts = 3
-	}
-	sc.a, sc.b, sc.c = grow32(sc.a, parts*m*k), grow32(sc.b, parts*k*n), grow32(sc.c, m*n)
+	na, nb, nc := precisionSizes(p, m, n, k)
+	sc.a, sc.b, sc.c = grow32(sc.a, na), grow32(sc.b, nb), grow32(sc.c, nc)
 	if err := d.round32(op, p, sc.a, as); err != nil {
 		return err
 	}

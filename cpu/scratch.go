@@ -15,12 +15,12 @@ import (
 //
 //	EighSym          LAPACK's work space: dsyevd's 1 + 6 D + 2 D^2 values and 3 + 5 D int32
 //	                 (nativeblas.DsyevdWork), or the workspace gonum's Dsyev asks for
-//	SpectralCompose  the scaled columns: D^2 + D values (D^2 on the gonum path)
+//	SpectralCompose  the scaled columns and the roots (composeScratch)
 //	QuadFormSum      the sums of the groups after the first, (g - 1) d^2 values for g groups
 //	                 of chunks, and one chunk's rows per goroutine (quadFormLayout; native
 //	                 library only)
-//	GemmPrecision    the float32 inputs (m k and k n values, three times over at BF16x9) and
-//	                 product (m n), each the largest of the shapes
+//	GemmPrecision    the float32 inputs and product (precisionSizes), each the largest of the
+//	                 shapes
 //
 // The per-sample reductions allocate per call and keep nothing.
 func (d *backend) Scratch(w device.Work) uint64 {
@@ -31,26 +31,19 @@ func (d *backend) Scratch(w device.Work) uint64 {
 		i32 += uint64(liw)
 	}
 	if D := w.Compose; D > 0 {
-		f64 += uint64(D * D)
-		if d.blas.lib != nil {
-			f64 += uint64(D)
-		}
+		f64 += uint64(d.composeScratch(D))
 	}
 	if n, t, dd := w.QuadForm[0], w.QuadForm[1], w.QuadForm[2]; d.blas.lib != nil && n > 0 && t > 0 && dd > 0 {
 		per, _, ng, workers := d.quadFormLayout(n, t, dd)
 		f64 += uint64((ng-1)*dd*dd + workers*min(per, n)*t*dd)
 	}
 	if w.Precision != device.FP64 {
-		parts := uint64(1)
-		if w.Precision == device.BF16x9 {
-			parts = 3
-		}
-		var a, b, c uint64
+		var a, b, c int
 		for _, s := range w.Products {
-			m, n, k := uint64(s[0]), uint64(s[1]), uint64(s[2])
-			a, b, c = max(a, parts*m*k), max(b, parts*k*n), max(c, m*n)
+			na, nb, nc := precisionSizes(w.Precision, s[0], s[1], s[2])
+			a, b, c = max(a, na), max(b, nb), max(c, nc)
 		}
-		f32 += a + b + c
+		f32 += uint64(a + b + c)
 	}
 	return 8*f64 + 4*(i32+f32)
 }
