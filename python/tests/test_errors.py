@@ -70,6 +70,8 @@ import json, os, signal, sys, threading, time
 import aimtheory
 kwargs = json.loads(sys.argv[1])
 delays = json.loads(sys.argv[2])
+# A shell's background job starts with SIGINT ignored; a user's Ctrl-C is what is tested here.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 def fire():
     t0 = time.monotonic()
     for d in delays:
