@@ -14,12 +14,17 @@ it runs the same teachers and data as fp64 (the seed fixes them) and reports, ov
 
 It drives the engine through the Python package (PYTHONPATH=python, or pip install ./python) and
 writes <out>/study.csv (one row per case, precision and seed) and <out>/study.md (the table).
+
+Each run's table, trace and manifests stay in <out>/<case>/. Run the same command again (after an
+interruption, or with more precisions) and every run whose manifest says it finished, with the
+same flags and the same engine build, is read back instead of run again (it says "reused");
+--fresh runs everything.
 """
 from __future__ import annotations
 
 import argparse
 import math
-import os
+import re
 import sys
 from pathlib import Path
 
@@ -28,6 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import pandas as pd  # noqa: E402
 
 import aimtheory as aim  # noqa: E402
+from aimtheory import _jobs  # noqa: E402
+from aimtheory._runner import to_argv  # noqa: E402
 
 PRECISIONS = ["fp32", "tf32", "bf16x9"]
 
@@ -48,16 +55,62 @@ CASES = [
 ]
 
 
+# The flags that do not change a run's numbers: where it writes (a run read back may have been
+# written elsewhere) and how it reports progress.
+UNCOMPARED = {"--out", "--trace", "--plot", "--progress"}
+
+
+def flag_values(argv: list[str]) -> dict[str, str]:
+    """The flags of an engine command line and their values ("" for a bare boolean flag), those of
+    UNCOMPARED left out."""
+    pairs, i = {}, 0
+    while i < len(argv):
+        if argv[i].startswith("--"):
+            flag, eq, value = argv[i].partition("=")
+            if not eq and i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                value, i = argv[i + 1], i + 1
+            if flag not in UNCOMPARED:
+                pairs[flag] = value
+        i += 1
+    return pairs
+
+
+def finished(out: Path, trace: Path, job: str, values: dict, commit: str) -> bool:
+    """Whether out and trace hold a finished run of job with these keyword arguments, written by
+    the engine build commit: their manifests say complete, and the command lines agree."""
+    if not (out.is_file() and trace.is_file()):
+        return False
+    want = flag_values(to_argv(getattr(_jobs, f"_{job.upper()}_FLAGS"), values))
+    for r, command in ((aim.load(out), job), (aim.load(trace), f"{job} trace")):
+        m = r.manifest
+        if not m or not m.get("complete") or m.get("command") != command or m.get("version") != commit:
+            return False
+        if flag_values(r.args) != want:
+            return False
+    return True
+
+
+def engine_commit() -> str:
+    """The build of the engine the runs use, as its manifests record it ("version")."""
+    found = re.search(r"commit ([^,)]+)", aim.version())
+    return found.group(1) if found else ""
+
+
 def run(job: str, kwargs: dict, precision: str, args, folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One run of the case at one precision: its rows (one per seed) and its trace."""
+    """One run of the case at one precision: its rows (one per seed) and its trace, read back from
+    folder where a finished run of the same flags is there (unless --fresh)."""
     name = f"{job}-{precision}"
+    out, trace = folder / f"{name}.csv", folder / f"{name}-trace.csv"
     common = dict(D=args.D, seeds=args.seeds, seed=args.seed, device=args.device, precision=precision,
-                  out=str(folder / f"{name}.csv"), trace=str(folder / f"{name}-trace.csv"), plot="",
-                  progress=False)
+                  out=str(out), trace=str(trace), plot="", progress=False)
     if job == "gd":
         common.update(D=args.gd_D, max_iter=args.gd_steps, trace_every=max(1, args.gd_steps // 50))
-    result = getattr(aim, job)(**kwargs, **common)
-    return result.df, pd.read_csv(folder / f"{name}-trace.csv")
+    values = {**kwargs, **common}
+    if not args.fresh and finished(out, trace, job, values, args.commit):
+        print(f"{folder.name} {precision}: reused {out}", flush=True)
+        return aim.load(out).df, pd.read_csv(trace)
+    result = getattr(aim, job)(**values)
+    return result.df, pd.read_csv(trace)
 
 
 def main() -> None:
@@ -72,7 +125,9 @@ def main() -> None:
     p.add_argument("--precisions", default=",".join(PRECISIONS),
                    help="comma list of the reduced precisions to compare with fp64, in the order they run")
     p.add_argument("--out", default="results/precision")
+    p.add_argument("--fresh", action="store_true", help="run every run again, even one finished in --out")
     args = p.parse_args()
+    args.commit = engine_commit()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     wanted = [c.strip() for c in args.cases.split(",") if c.strip()]
