@@ -10,21 +10,23 @@ it runs the same teachers and data as fp64 (the seed fixes them) and reports, ov
 - the largest |error - fp64's| along the whole trajectory (GAMP-RIE: every iteration).
 
     python3 bench/precision_study.py                 # D = 200 (GD: 100), 4 seeds, every case (CPU)
-    python3 bench/precision_study.py --D 400 --seeds 8 --device cuda --out results/precision
+    python3 bench/precision_study.py --D 400 --seeds 8 --device cuda
 
 It drives the engine through the Python package (PYTHONPATH=python, or pip install ./python) and
 writes <out>/study.csv (one row per case, precision and seed) and <out>/study.md (the table).
 
-Each run's table, trace and manifests stay in <out>/<case>/. Run the same command again (after an
-interruption, or with more precisions) and every run whose manifest says it finished, with the
-same flags and the same engine build, is read back instead of run again (it says "reused");
---fresh runs everything.
+Each case at each precision is a sweep (`aim sweep`, with trace = true) whose runs are the seeds:
+its file is <out>/<case>/<precision>.toml and its folder <out>/<case>/<precision>/. Run the same
+command again (after an interruption, or with more precisions) and each sweep resumes: only the
+runs its journal lacks are computed. A case swept at other settings (D, seeds, steps) is refused;
+--fresh runs everything again.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
-import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -33,8 +35,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import pandas as pd  # noqa: E402
 
 import aimtheory as aim  # noqa: E402
-from aimtheory import _jobs  # noqa: E402
-from aimtheory._runner import to_argv  # noqa: E402
 
 PRECISIONS = ["fp32", "tf32", "bf16x9"]
 
@@ -55,62 +55,47 @@ CASES = [
 ]
 
 
-# The flags that do not change a run's numbers: where it writes (a run read back may have been
-# written elsewhere) and how it reports progress.
-UNCOMPARED = {"--out", "--trace", "--plot", "--progress"}
+def toml(value) -> str:
+    """A grid value as a sweep file writes it: strings quoted, booleans and numbers bare."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
 
 
-def flag_values(argv: list[str]) -> dict[str, str]:
-    """The flags of an engine command line and their values ("" for a bare boolean flag), those of
-    UNCOMPARED left out."""
-    pairs, i = {}, 0
-    while i < len(argv):
-        if argv[i].startswith("--"):
-            flag, eq, value = argv[i].partition("=")
-            if not eq and i + 1 < len(argv) and not argv[i + 1].startswith("--"):
-                value, i = argv[i + 1], i + 1
-            if flag not in UNCOMPARED:
-                pairs[flag] = value
-        i += 1
-    return pairs
-
-
-def finished(out: Path, trace: Path, job: str, values: dict, commit: str) -> bool:
-    """Whether out and trace hold a finished run of job with these keyword arguments, written by
-    the engine build commit: their manifests say complete, and the command lines agree."""
-    if not (out.is_file() and trace.is_file()):
-        return False
-    want = flag_values(to_argv(getattr(_jobs, f"_{job.upper()}_FLAGS"), values))
-    for r, command in ((aim.load(out), job), (aim.load(trace), f"{job} trace")):
-        m = r.manifest
-        if not m or not m.get("complete") or m.get("command") != command or m.get("version") != commit:
-            return False
-        if flag_values(r.args) != want:
-            return False
-    return True
-
-
-def engine_commit() -> str:
-    """The build of the engine the runs use, as its manifests record it ("version")."""
-    found = re.search(r"commit ([^,)]+)", aim.version())
-    return found.group(1) if found else ""
+def sweep_file(out: Path, job: str, kwargs: dict, precision: str, args) -> str:
+    """The sweep of one case at one precision: its runs are the seeds, each keeping its trace."""
+    grid = {**kwargs, "D": args.D, "precision": precision}
+    if job == "gd":
+        grid.update(D=args.gd_D, max_iter=args.gd_steps, trace_every=max(1, args.gd_steps // 50))
+    lines = [f"job = {toml(job)}", f"out = {toml(str(out))}", f"seeds = {args.seeds}", f"seed = {args.seed}",
+             f"device = {toml(args.device)}", "trace = true", "", "[grid]"]
+    lines += [f"{k.replace('_', '-')} = {toml(v)}" for k, v in grid.items()]
+    return "\n".join(lines) + "\n"
 
 
 def run(job: str, kwargs: dict, precision: str, args, folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One run of the case at one precision: its rows (one per seed) and its trace, read back from
-    folder where a finished run of the same flags is there (unless --fresh)."""
-    name = f"{job}-{precision}"
-    out, trace = folder / f"{name}.csv", folder / f"{name}-trace.csv"
-    common = dict(D=args.D, seeds=args.seeds, seed=args.seed, device=args.device, precision=precision,
-                  out=str(out), trace=str(trace), plot="", progress=False)
-    if job == "gd":
-        common.update(D=args.gd_D, max_iter=args.gd_steps, trace_every=max(1, args.gd_steps // 50))
-    values = {**kwargs, **common}
-    if not args.fresh and finished(out, trace, job, values, args.commit):
-        print(f"{folder.name} {precision}: reused {out}", flush=True)
-        return aim.load(out).df, pd.read_csv(trace)
-    result = getattr(aim, job)(**values)
-    return result.df, pd.read_csv(trace)
+    """One case at one precision, as a sweep in folder/<precision> (resumed where it stopped):
+    its rows (one per seed) and its trace."""
+    out = folder / precision
+    if args.fresh:
+        shutil.rmtree(out, ignore_errors=True)
+    spec = folder / f"{precision}.toml"
+    spec.write_text(sweep_file(out, job, kwargs, precision, args))
+    try:
+        result = aim.sweep.run(spec=str(spec), progress=sys.stderr.isatty())
+    except aim.BadInput as e:
+        if "holds the results of another sweep" not in str(e):
+            raise
+        sys.exit(f"{out} holds this case at other settings (D, seeds or steps): add --fresh to replace "
+                 f"it, or use another --out")
+    sessions = json.loads((out / "results.json").read_text())["sessions"]
+    builds = sorted({s["version"] for s in sessions if s["runs"] > 0})
+    print(f"{folder.name} {precision}: {len(result.df)} runs in {out}, {sessions[-1]['runs']} computed now", flush=True)
+    if len(builds) > 1:
+        print(f"warning: the runs of {out} come from the builds {', '.join(builds)}", flush=True)
+    return result.df, pd.read_csv(out / "trace.csv")
 
 
 def main() -> None:
@@ -124,11 +109,10 @@ def main() -> None:
     p.add_argument("--cases", default="", help="comma list of case names to run (default: all)")
     p.add_argument("--precisions", default=",".join(PRECISIONS),
                    help="comma list of the reduced precisions to compare with fp64, in the order they run")
-    p.add_argument("--out", default="results/precision")
+    p.add_argument("--out", default="", help="the study's folder (default: results/precision/D<D>)")
     p.add_argument("--fresh", action="store_true", help="run every run again, even one finished in --out")
     args = p.parse_args()
-    args.commit = engine_commit()
-    out = Path(args.out)
+    out = Path(args.out or f"results/precision/D{args.D}")
     out.mkdir(parents=True, exist_ok=True)
     wanted = [c.strip() for c in args.cases.split(",") if c.strip()]
     precisions = [q.strip() for q in args.precisions.split(",") if q.strip()]

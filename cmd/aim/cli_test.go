@@ -38,43 +38,43 @@ func withoutTimes(rows [][]string) [][]string {
 }
 
 // jobTable runs a configuration parsed from flags by the job function and returns its table.
-func jobTable(t *testing.T, parse func([]string) (any, error), run func(any) ([]string, [][]string, error, error), args []string) [][]string {
+func jobTable(t *testing.T, parse func([]string) (any, error), run func(any) (jobTables, error, error), args []string) [][]string {
 	t.Helper()
 	cfg, err := parse(args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	header, rows, _, err := run(cfg)
+	tables, _, err := run(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([][]string{header}, rows...)
+	return append([][]string{tables.columns}, tables.rows...)
 }
 
 // TestCommandRowsAreJobRows checks, for every job, that the CSV `aim <cmd>` writes is the
 // job's rows for the configuration the same flags give, cell for cell (but the wall times).
 func TestCommandRowsAreJobRows(t *testing.T) {
-	sgdRows := func(cfg any) ([]string, [][]string, error, error) {
+	sgdRows := func(cfg any) (jobTables, error, error) {
 		c := cfg.(*smijob.SMISGDConfig)
 		res, err := smijob.RunSMISGD(c, job.Env{})
 		if err != nil {
-			return nil, nil, nil, err
+			return jobTables{}, nil, err
 		}
-		return smijob.SMISGDSchema.Header(c.L), smijob.SMISGDSchema.Rows(res.Rows), res.Err(), nil
+		return jobTables{columns: smijob.SMISGDSchema.Header(c.L), rows: smijob.SMISGDSchema.Rows(res.Rows)}, res.Err(), nil
 	}
-	thresholdRows := func(cfg any) ([]string, [][]string, error, error) {
+	thresholdRows := func(cfg any) (jobTables, error, error) {
 		c := cfg.(*smijob.SMIThresholdsConfig)
 		res, err := smijob.RunSMIThresholds(c, job.Env{})
 		if err != nil {
-			return nil, nil, nil, err
+			return jobTables{}, nil, err
 		}
-		return smijob.SMIThresholdsSchema.Header(c.L), smijob.SMIThresholdsSchema.Rows(res.Rows), nil, nil
+		return jobTables{columns: smijob.SMIThresholdsSchema.Header(c.L), rows: smijob.SMIThresholdsSchema.Rows(res.Rows)}, nil, nil
 	}
 	for _, tc := range []struct {
 		cmd   []string
 		args  []string
 		parse func([]string) (any, error)
-		run   func(any) ([]string, [][]string, error, error)
+		run   func(any) (jobTables, error, error)
 	}{
 		{[]string{"se"}, []string{"--rho=0.5,2", "--alpha=0.05:0.3:3", "--gen-samples=100", "--seed=4"}, sweepJobs["se"].parse, sweepJobs["se"].run},
 		{[]string{"se"}, []string{"--channel=hardmax", "--paper-compat", "--rescaled", "--rho=0.5", "--alpha=0.5,2", "--gen-samples=0"}, sweepJobs["se"].parse, sweepJobs["se"].run},

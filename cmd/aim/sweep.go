@@ -29,6 +29,7 @@ A sweep file names the job, its output folder, the seeds, and a grid over the jo
   parallel = 1               # runs in flight at once
   workers = 0                # CPU goroutines per run (0: all cores)
   threads = 0                # amp and gd: threads of the CPU's BLAS library (0: all cores)
+  trace = false              # amp and gd: also keep every run's trace (--trace), in <out>/trace.csv
 
   [grid]                     # any flag of the job: a value, a list, or a range "a:b:n" / "a:b:n:log"
   channel = "softmax"
@@ -40,8 +41,10 @@ Every run is the job's command on one grid point and one seed, so its row is the
 command writes. Finished runs are appended to <out>/journal.csv and synced one by one; run the
 same command again after a crash and only the missing runs are computed. When every run is
 done, <out>/results.csv (the command's columns, in grid order) and <out>/results.json (the
-manifest) are written. With --shard i/n a run goes to shard i when its index is i mod n, into
-<out>/shard-i-of-n/; 'aim sweep merge' checks and joins the shards into <out>/results.csv.
+manifest) are written; with trace = true, <out>/trace.csv too (every run's trace, in run order,
+kept in <out>/trace/ as each run finishes). With --shard i/n a run goes to shard i when its
+index is i mod n, into <out>/shard-i-of-n/; 'aim sweep merge' checks and joins the shards into
+<out>/results.csv.
 `
 
 // sweepJob is a job that a sweep can run: its configuration comes from the command's own
@@ -56,9 +59,19 @@ type sweepJob struct {
 	parse func(args []string) (any, error)
 	// memory refuses a configuration that will not fit on dev; nil: no check.
 	memory func(cfg any, dev *job.Device) error
-	// run runs a configuration and returns its table's header, its rows, and the error of the
-	// rows that failed (written without values).
-	run func(cfg any) (columns []string, rows [][]string, failed, err error)
+	// trace is the flag that gives the job a trace ("trace"), for trace = true; "": it has none
+	// in a sweep.
+	trace string
+	// run runs a configuration and returns its tables and the error of the rows that failed
+	// (written without values).
+	run func(cfg any) (t jobTables, failed, err error)
+}
+
+// jobTables are the tables a job's run wrote: its results and its trace (nil when the run
+// keeps none), each a header and rows.
+type jobTables struct {
+	columns, traceColumns []string
+	rows, trace           [][]string
 }
 
 var sweepOwned = []string{"out", "plot", "size", "progress", "quiet", "seed", "workers", "threads"}
@@ -70,64 +83,74 @@ func parsed[C any](c C, _ progressMode, err error) (any, error) { return c, err 
 var sweepJobs = map[string]*sweepJob{
 	"se": {command: []string{"se"}, fixed: []string{"--workers=1"}, owned: []string{"threshold", "rescaled", "axes"},
 		parse: func(a []string) (any, error) { return parsed(parseSE(a, io.Discard)) },
-		run: func(cfg any) ([]string, [][]string, error, error) {
+		run: func(cfg any) (jobTables, error, error) {
 			res, err := aimjob.RunSE(cfg.(*aimjob.SEConfig), job.Env{})
 			if err != nil {
-				return nil, nil, nil, err
+				return jobTables{}, nil, err
 			}
-			return aimjob.SESchema.Header(0), aimjob.SESchema.Rows(res.Rows), res.Err(), nil
+			return jobTables{columns: aimjob.SESchema.Header(0), rows: aimjob.SESchema.Rows(res.Rows)}, res.Err(), nil
 		}},
-	"amp": {command: []string{"amp"}, simulation: true, device: true, owned: []string{"seeds", "device", "trace", "axes", "se"},
+	"amp": {command: []string{"amp"}, simulation: true, device: true, owned: []string{"seeds", "device", "trace", "axes", "se"}, trace: "trace",
 		parse:  func(a []string) (any, error) { return parsed(parseAMP(a, io.Discard)) },
 		memory: func(cfg any, dev *job.Device) error { return cfg.(*aimjob.AMPConfig).CheckMemory(dev) },
-		run: func(cfg any) ([]string, [][]string, error, error) {
-			res, err := aimjob.RunAMP(cfg.(*aimjob.AMPConfig), job.Env{})
+		run: func(cfg any) (jobTables, error, error) {
+			c := cfg.(*aimjob.AMPConfig)
+			res, err := aimjob.RunAMP(c, job.Env{})
 			if err != nil {
-				return nil, nil, nil, err
+				return jobTables{}, nil, err
 			}
-			return aimjob.AMPSchema.Header(0), aimjob.AMPSchema.Rows(res.Rows), res.Err(), nil
+			t := jobTables{columns: aimjob.AMPSchema.Header(0), rows: aimjob.AMPSchema.Rows(res.Rows)}
+			if c.Trace != "" {
+				t.traceColumns, t.trace = aimjob.AMPTraceSchema.Header(0), aimjob.AMPTraceSchema.Rows(res.Trace)
+			}
+			return t, res.Err(), nil
 		}},
-	"gd": {command: []string{"gd"}, simulation: true, device: true, owned: []string{"seeds", "device", "trace", "trace-every", "spectrum", "amp", "axes"},
+	"gd": {command: []string{"gd"}, simulation: true, device: true, owned: []string{"seeds", "device", "trace", "spectrum", "amp", "axes"}, trace: "trace",
 		parse:  func(a []string) (any, error) { return parsed(parseGD(a, io.Discard)) },
 		memory: func(cfg any, dev *job.Device) error { return cfg.(*aimjob.GDConfig).CheckMemory(dev) },
-		run: func(cfg any) ([]string, [][]string, error, error) {
-			res, err := aimjob.RunGD(cfg.(*aimjob.GDConfig), job.Env{})
+		run: func(cfg any) (jobTables, error, error) {
+			c := cfg.(*aimjob.GDConfig)
+			res, err := aimjob.RunGD(c, job.Env{})
 			if err != nil {
-				return nil, nil, nil, err
+				return jobTables{}, nil, err
 			}
-			return aimjob.GDSchema.Header(0), aimjob.GDSchema.Rows(res.Rows), res.Err(), nil
+			t := jobTables{columns: aimjob.GDSchema.Header(0), rows: aimjob.GDSchema.Rows(res.Rows)}
+			if c.Trace != "" {
+				t.traceColumns, t.trace = aimjob.GDTraceSchema.Header(0), aimjob.GDTraceSchema.Rows(res.Trace)
+			}
+			return t, res.Err(), nil
 		}},
 	"smi-se": {command: []string{"smi", "se"},
 		parse: func(a []string) (any, error) { return parsed(parseSMISE(a, io.Discard)) },
-		run: func(cfg any) ([]string, [][]string, error, error) {
+		run: func(cfg any) (jobTables, error, error) {
 			c := cfg.(*smijob.SMISEConfig)
 			res, err := smijob.RunSMISE(c, job.Env{})
 			if err != nil {
-				return nil, nil, nil, smiError("se", err)
+				return jobTables{}, nil, smiError("se", err)
 			}
-			return smijob.SMISESchema.Header(c.L), smijob.SMISESchema.Rows(res.Rows), smiError("se", res.Err()), nil
+			return jobTables{columns: smijob.SMISESchema.Header(c.L), rows: smijob.SMISESchema.Rows(res.Rows)}, smiError("se", res.Err()), nil
 		}},
 	"smi-amp": {command: []string{"smi", "amp"}, simulation: true, fixed: []string{"--trace="}, owned: []string{"seeds", "trace", "se"},
 		parse:  func(a []string) (any, error) { return parsed(parseSMIAMP(a, io.Discard)) },
 		memory: func(cfg any, _ *job.Device) error { return cfg.(*smijob.SMIAMPConfig).CheckMemory() },
-		run: func(cfg any) ([]string, [][]string, error, error) {
+		run: func(cfg any) (jobTables, error, error) {
 			c := cfg.(*smijob.SMIAMPConfig)
 			res, err := smijob.RunSMIAMP(c, job.Env{})
 			if err != nil {
-				return nil, nil, nil, smiError("amp", err)
+				return jobTables{}, nil, smiError("amp", err)
 			}
-			return smijob.SMIAMPSchema.Header(c.L), smijob.SMIAMPSchema.Rows(res.Rows), smiError("amp", res.Err()), nil
+			return jobTables{columns: smijob.SMIAMPSchema.Header(c.L), rows: smijob.SMIAMPSchema.Rows(res.Rows)}, smiError("amp", res.Err()), nil
 		}},
 	// A run of smi-sgd is one seed; its row is the run's last record (the command writes
 	// every record).
 	"smi-sgd": {command: []string{"smi", "sgd"}, simulation: true, owned: []string{"seeds"},
 		parse:  func(a []string) (any, error) { return parsed(parseSMISGD(a, io.Discard)) },
 		memory: func(cfg any, _ *job.Device) error { return cfg.(*smijob.SMISGDConfig).CheckMemory() },
-		run: func(cfg any) ([]string, [][]string, error, error) {
+		run: func(cfg any) (jobTables, error, error) {
 			c := cfg.(*smijob.SMISGDConfig)
 			res, err := smijob.RunSMISGD(c, job.Env{})
 			if err != nil {
-				return nil, nil, nil, smiError("sgd", err)
+				return jobTables{}, nil, smiError("sgd", err)
 			}
 			var rows [][]string
 			for _, i := range res.Last {
@@ -135,7 +158,7 @@ var sweepJobs = map[string]*sweepJob{
 					rows = append(rows, smijob.SMISGDSchema.Row(&res.Rows[i]))
 				}
 			}
-			return smijob.SMISGDSchema.Header(c.L), rows, smiError("sgd", res.Err()), nil
+			return jobTables{columns: smijob.SMISGDSchema.Header(c.L), rows: rows}, smiError("sgd", res.Err()), nil
 		}},
 }
 

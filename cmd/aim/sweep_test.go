@@ -271,3 +271,57 @@ func TestSweepExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepTrace runs AMP and GD sweeps with trace = true: their trace.csv must be, row for
+// row (but the wall times), the --trace CSV the command writes for the same points and seeds,
+// and with trace-every swept each run keeps its own spacing.
+func TestSweepTrace(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		job, grid string
+		command   [][]string // the same runs as commands, in the sweep's run order
+	}{
+		{"amp", "alpha = [0.1, 0.2]\nD = 24\nmax-iter = 15\n",
+			[][]string{{"amp", "--alpha=0.1,0.2", "--D=24", "--max-iter=15"}}},
+		{"gd", "alpha = 0.2\nD = 16\nmax-iter = 20\ntrace-every = [5, 10]\n",
+			[][]string{{"gd", "--alpha=0.2", "--D=16", "--max-iter=20", "--trace-every=5"}, {"gd", "--alpha=0.2", "--D=16", "--max-iter=20", "--trace-every=10"}}},
+	} {
+		t.Run(tc.job, func(t *testing.T) {
+			out := filepath.Join(dir, tc.job)
+			spec := filepath.Join(dir, tc.job+".toml")
+			src := "job = \"" + tc.job + "\"\nout = \"" + out + "\"\nseeds = 2\nseed = 3\ndevice = \"cpu\"\nworkers = 1\ntrace = true\n[grid]\n" + tc.grid
+			os.WriteFile(spec, []byte(src), 0o644)
+			if code, _, errs := runAim("sweep", "run", "--quiet", spec); code != 0 {
+				t.Fatalf("sweep: status %d: %s", code, errs)
+			}
+			// GD's trace has no wall times; AMP's has, one column to leave out.
+			table := func(path string) [][]string {
+				if tc.job == "amp" {
+					return sweepTable(t, path)
+				}
+				return readCSV(t, path)
+			}
+			got := table(filepath.Join(out, "trace.csv"))
+			var want [][]string
+			for i, c := range tc.command {
+				trace := filepath.Join(dir, tc.job+"-trace.csv")
+				args := append(slices.Clone(c), "--seeds=2", "--seed=3", "--device=cpu", "--workers=1", "--quiet", "--plot=",
+					"--out="+filepath.Join(dir, tc.job+"-out.csv"), "--trace="+trace)
+				if code, _, errs := runAim(args...); code != 0 {
+					t.Fatalf("aim %s: status %d: %s", strings.Join(args, " "), code, errs)
+				}
+				rows := table(trace)
+				if i > 0 {
+					rows = rows[1:]
+				}
+				want = append(want, rows...)
+			}
+			if len(want) < 10 || !slices.EqualFunc(got, want, slices.Equal) {
+				t.Errorf("trace.csv has %d rows, the commands' traces %d:\n%v\n%v", len(got), len(want), got[:min(4, len(got))], want[:min(4, len(want))])
+			}
+			if runs, _ := filepath.Glob(filepath.Join(out, "trace", "run-*.csv")); len(runs) != 4 {
+				t.Errorf("%d per-run traces, want 4", len(runs))
+			}
+		})
+	}
+}

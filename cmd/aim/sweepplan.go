@@ -47,7 +47,7 @@ func loadSweep(path string, withDevice bool) (*sweep.Plan, error) {
 		Rerun: func(r sweep.Run) string {
 			return "aim " + strings.Join(j.command, " ") + " " + strings.Join(j.runArgs(spec, r), " ")
 		},
-		Run: func(r sweep.Run) ([]string, []string, error) { return j.runOne(spec, r) }}
+		Run: func(r sweep.Run) (sweep.Output, error) { return j.runOne(spec, r) }}
 	if j.device && spec.Device != "cpu" {
 		plan.CUDA = backend.CUDAReport
 	}
@@ -60,9 +60,17 @@ func loadSweep(path string, withDevice bool) (*sweep.Plan, error) {
 	if _, ok := spec.Lines["threads"]; ok && !j.device {
 		errs = append(errs, sweep.Error{Line: spec.Lines["threads"], Msg: fmt.Sprintf("job %s makes no BLAS calls: remove threads", spec.Job)})
 	}
+	if spec.Trace && j.trace == "" {
+		errs = append(errs, sweep.Error{Line: spec.Lines["trace"], Msg: fmt.Sprintf("job %s keeps no trace in a sweep (amp and gd do): remove trace", spec.Job)})
+	}
 	// Each key on its own: refused, unknown, or of the wrong type.
 	bad := map[string]bool{}
 	for _, a := range spec.Grid {
+		if a.Name == "trace-every" && !spec.Trace {
+			errs = append(errs, sweep.Error{Line: a.Line, Msg: "trace-every needs trace = true (without a trace it is ignored)"})
+			bad[a.Name] = true
+			continue
+		}
 		if slices.Contains(sweepOwned, a.Name) || slices.Contains(j.owned, a.Name) {
 			errs = append(errs, sweep.Error{Line: a.Line, Msg: fmt.Sprintf("%s cannot be swept: the sweep sets it (or it only concerns plots)", a.Name)})
 			bad[a.Name] = true
@@ -184,12 +192,17 @@ func sweepFileError(path string, err error) error {
 	return usagef("%d problem(s) in the sweep file:\n  %s", len(es), strings.Join(lines, "\n  "))
 }
 
-// pointArgs returns the job's flags for grid point k (without the per-run flags).
+// pointArgs returns the job's flags for grid point k (without the per-run flags), and the
+// trace's with trace = true: the run keeps its trace (the file named is never written; the
+// sweep keeps the rows).
 func (j *sweepJob) pointArgs(s *sweep.Spec, k int) []string {
 	vals := s.Point(k)
-	args := make([]string, 0, len(vals)+len(j.fixed))
+	args := make([]string, 0, len(vals)+len(j.fixed)+1)
 	for i, v := range vals {
 		args = append(args, "--"+s.Grid[i].Name+"="+v)
+	}
+	if s.Trace && j.trace != "" {
+		args = append(args, "--"+j.trace+"=trace.csv")
 	}
 	return append(args, j.fixed...)
 }
@@ -212,19 +225,19 @@ func (j *sweepJob) runArgs(s *sweep.Spec, r sweep.Run) []string {
 }
 
 // runOne fills run r's configuration through the job's flags, runs the job and returns the
-// header of its table and its one row. A run whose row failed (diverged or unconverged,
-// written without values) returns the row and the error.
-func (j *sweepJob) runOne(s *sweep.Spec, r sweep.Run) ([]string, []string, error) {
+// header of its table and its one row, and its trace. A run whose row failed (diverged or
+// unconverged, written without values) returns the row and the error.
+func (j *sweepJob) runOne(s *sweep.Spec, r sweep.Run) (sweep.Output, error) {
 	cfg, err := j.parse(j.runArgs(s, r))
 	if err != nil {
-		return nil, nil, err
+		return sweep.Output{}, err
 	}
-	cols, rows, failed, err := j.run(cfg)
+	t, failed, err := j.run(cfg)
 	if err != nil {
-		return nil, nil, err
+		return sweep.Output{}, err
 	}
-	if len(rows) != 1 {
-		return nil, nil, fmt.Errorf("the run wrote %d rows, want 1", len(rows))
+	if len(t.rows) != 1 {
+		return sweep.Output{}, fmt.Errorf("the run wrote %d rows, want 1", len(t.rows))
 	}
-	return cols, rows[0], failed
+	return sweep.Output{Columns: t.columns, Row: t.rows[0], TraceColumns: t.traceColumns, Trace: t.trace}, failed
 }

@@ -1381,6 +1381,7 @@ class _Sweep:
               parallel = 1               # runs in flight at once
               workers = 0                # CPU goroutines per run (0: all cores)
               threads = 0                # amp and gd: threads of the CPU's BLAS library (0: all cores)
+              trace = false              # amp and gd: also keep every run's trace (--trace), in <out>/trace.csv
 
               [grid]                     # any flag of the job: a value, a list, or a range "a:b:n" / "a:b:n:log"
               channel = "softmax"
@@ -1392,8 +1393,10 @@ class _Sweep:
             command writes. Finished runs are appended to <out>/journal.csv and synced one by one; run the
             same command again after a crash and only the missing runs are computed. When every run is
             done, <out>/results.csv (the command's columns, in grid order) and <out>/results.json (the
-            manifest) are written. With --shard i/n a run goes to shard i when its index is i mod n, into
-            <out>/shard-i-of-n/; 'aim sweep merge' checks and joins the shards into <out>/results.csv.
+            manifest) are written; with trace = true, <out>/trace.csv too (every run's trace, in run order,
+            kept in <out>/trace/ as each run finishes). With --shard i/n a run goes to shard i when its
+            index is i mod n, into <out>/shard-i-of-n/; 'aim sweep merge' checks and joins the shards into
+            <out>/results.csv.
 
         Keyword arguments are the flags of ``aim sweep run`` (docs/cli/sweep-run.md), dashes written as underscores; None leaves the engine's default.
 
@@ -1430,6 +1433,7 @@ class _Sweep:
               parallel = 1               # runs in flight at once
               workers = 0                # CPU goroutines per run (0: all cores)
               threads = 0                # amp and gd: threads of the CPU's BLAS library (0: all cores)
+              trace = false              # amp and gd: also keep every run's trace (--trace), in <out>/trace.csv
 
               [grid]                     # any flag of the job: a value, a list, or a range "a:b:n" / "a:b:n:log"
               channel = "softmax"
@@ -1441,8 +1445,10 @@ class _Sweep:
             command writes. Finished runs are appended to <out>/journal.csv and synced one by one; run the
             same command again after a crash and only the missing runs are computed. When every run is
             done, <out>/results.csv (the command's columns, in grid order) and <out>/results.json (the
-            manifest) are written. With --shard i/n a run goes to shard i when its index is i mod n, into
-            <out>/shard-i-of-n/; 'aim sweep merge' checks and joins the shards into <out>/results.csv.
+            manifest) are written; with trace = true, <out>/trace.csv too (every run's trace, in run order,
+            kept in <out>/trace/ as each run finishes). With --shard i/n a run goes to shard i when its
+            index is i mod n, into <out>/shard-i-of-n/; 'aim sweep merge' checks and joins the shards into
+            <out>/results.csv.
 
         Keyword arguments are the flags of ``aim sweep check`` (docs/cli/sweep-check.md), dashes written as underscores; None leaves the engine's default.
 
@@ -1478,6 +1484,7 @@ class _Sweep:
               parallel = 1               # runs in flight at once
               workers = 0                # CPU goroutines per run (0: all cores)
               threads = 0                # amp and gd: threads of the CPU's BLAS library (0: all cores)
+              trace = false              # amp and gd: also keep every run's trace (--trace), in <out>/trace.csv
 
               [grid]                     # any flag of the job: a value, a list, or a range "a:b:n" / "a:b:n:log"
               channel = "softmax"
@@ -1489,8 +1496,10 @@ class _Sweep:
             command writes. Finished runs are appended to <out>/journal.csv and synced one by one; run the
             same command again after a crash and only the missing runs are computed. When every run is
             done, <out>/results.csv (the command's columns, in grid order) and <out>/results.json (the
-            manifest) are written. With --shard i/n a run goes to shard i when its index is i mod n, into
-            <out>/shard-i-of-n/; 'aim sweep merge' checks and joins the shards into <out>/results.csv.
+            manifest) are written; with trace = true, <out>/trace.csv too (every run's trace, in run order,
+            kept in <out>/trace/ as each run finishes). With --shard i/n a run goes to shard i when its
+            index is i mod n, into <out>/shard-i-of-n/; 'aim sweep merge' checks and joins the shards into
+            <out>/results.csv.
 
         Keyword arguments are the flags of ``aim sweep merge`` (docs/cli/sweep-merge.md), dashes written as underscores; None leaves the engine's default.
 

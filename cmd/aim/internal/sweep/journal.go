@@ -1,10 +1,12 @@
 package sweep
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -192,12 +194,21 @@ func (j *Journal) Close() error { return j.f.Close() }
 // WriteFileAtomic replaces path with data: it writes a temporary file beside it, syncs it,
 // renames it into place and syncs the folder, so a crash leaves the old file or the new one.
 func WriteFileAtomic(path string, data []byte) error {
+	return writeAtomic(path, func(w io.Writer) error { _, err := w.Write(data); return err })
+}
+
+// writeAtomic is WriteFileAtomic with the content written by write.
+func writeAtomic(path string, write func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	_, werr := f.Write(data)
+	bw := bufio.NewWriter(f)
+	werr := write(bw)
+	if werr == nil {
+		werr = bw.Flush()
+	}
 	if werr == nil {
 		werr = f.Sync()
 	}

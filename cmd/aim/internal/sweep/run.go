@@ -32,9 +32,23 @@ type Plan struct {
 	Version string        // the program version
 	// Rerun is the command line that computes run r again on its own.
 	Rerun func(r Run) string
-	// Run computes run r and returns the header of its job's table and its one row. A run that
-	// finished without a value (diverged, unconverged) returns its row and the reason.
-	Run func(r Run) (columns, row []string, err error)
+	// Run computes run r. A run that finished without a value (diverged, unconverged) returns
+	// its row and the reason.
+	Run func(r Run) (Output, error)
+}
+
+// Output is what one run wrote: the header of its job's table and its one row, and, in a sweep
+// with trace = true, the header and rows of its trace.
+type Output struct {
+	Columns, Row []string
+	TraceColumns []string
+	Trace        [][]string
+}
+
+// traceFile is where a traced sweep keeps the trace of run k until results are joined:
+// <dir>/trace/run-<k>.csv, written before the run enters the journal.
+func traceFile(dir string, k int) string {
+	return filepath.Join(dir, "trace", fmt.Sprintf("run-%d.csv", k))
 }
 
 // Describe names grid point k for messages: "rho = 0.5, alpha = 0.1".
@@ -140,7 +154,7 @@ func (p *Plan) newManifest(command string, sh Shard, args []string) *Manifest {
 		grid[a.Name] = a.Values
 	}
 	m.Parameters = map[string]any{"job": s.Job, "seed": s.Seed, "seeds": s.Seeds, "device": s.Device,
-		"parallel": s.Parallel, "workers": s.Workers, "threads": s.Threads, "grid": grid}
+		"parallel": s.Parallel, "workers": s.Workers, "threads": s.Threads, "trace": s.Trace, "grid": grid}
 	for k := 0; k < s.Runs(); k++ {
 		if sh.Has(k) {
 			m.ShardRuns++
@@ -156,10 +170,11 @@ func (p *Plan) newManifest(command string, sh Shard, args []string) *Manifest {
 }
 
 // Execute runs (or resumes) shard sh of the sweep into its folder: every run not yet in the
-// journal, Spec.Parallel at a time, each appended to the journal as it finishes; then
-// results.csv and results.json. args is the command line, for the manifest. mode says what
-// goes on stderr as runs finish: a line per run (job.ProgressAuto), a job.ProgressEvent line
-// per run (job.ProgressJSON, done counting the runs of the shard done before too) or nothing.
+// journal, Spec.Parallel at a time, each appended to the journal as it finishes (with trace,
+// after its trace file is written); then results.csv, trace.csv and results.json. args is the
+// command line, for the manifest. mode says what goes on stderr as runs finish: a line per run
+// (job.ProgressAuto), a job.ProgressEvent line per run (job.ProgressJSON, done counting the runs
+// of the shard done before too) or nothing.
 func (p *Plan) Execute(sh Shard, args []string, mode job.ProgressMode, stdout, stderr io.Writer) error {
 	s := p.Spec
 	dir := sh.Folder(s.Out)
@@ -194,6 +209,11 @@ func (p *Plan) Execute(sh Shard, args []string, mode job.ProgressMode, stdout, s
 		if err := checkRecord(s, sh, r); err != nil {
 			return fmt.Errorf("%s: %w", filepath.Join(dir, "journal.csv"), err)
 		}
+		if s.Trace {
+			if _, err := os.Stat(traceFile(dir, r.Run)); err != nil {
+				return fmt.Errorf("%s: run %d is recorded, but its trace is missing (%v): remove the folder to run the sweep again", filepath.Join(dir, "journal.csv"), r.Run, err)
+			}
+		}
 		done[r.Run] = true
 	}
 	var todo []Run
@@ -212,7 +232,8 @@ func (p *Plan) Execute(sh Shard, args []string, mode job.ProgressMode, stdout, s
 	// What a killed session left: half-written temporary files (and the per-run folders of
 	// earlier versions, which ran each run through a CSV of its own).
 	os.RemoveAll(filepath.Join(dir, ".inflight"))
-	if stale, _ := filepath.Glob(filepath.Join(dir, ".*.tmp*")); len(stale) > 0 {
+	for _, pattern := range []string{filepath.Join(dir, ".*.tmp*"), filepath.Join(dir, "trace", ".*.tmp*")} {
+		stale, _ := filepath.Glob(pattern)
 		for _, f := range stale {
 			os.Remove(f)
 		}
@@ -220,7 +241,12 @@ func (p *Plan) Execute(sh Shard, args []string, mode job.ProgressMode, stdout, s
 	if mode == job.ProgressAuto {
 		fmt.Fprintf(stderr, "aim sweep: %s, shard %s: %d runs, %d done, %d to go, %d at a time\n", p.Path, sh, man.ShardRuns, len(done), len(todo), s.Parallel)
 	}
-	finished, runErr := p.execute(todo, journal, man.ShardRuns-len(todo), man.ShardRuns, mode, stderr)
+	if s.Trace {
+		if err := os.MkdirAll(filepath.Join(dir, "trace"), 0o755); err != nil {
+			return err
+		}
+	}
+	finished, runErr := p.execute(dir, todo, journal, man.ShardRuns-len(todo), man.ShardRuns, mode, stderr)
 	session.Wall, session.Runs = time.Since(start).Seconds(), finished
 	man.Sessions[len(man.Sessions)-1] = session
 	man.Wall += session.Wall
@@ -236,7 +262,7 @@ func (p *Plan) Execute(sh Shard, args []string, mode job.ProgressMode, stdout, s
 	if err != nil {
 		return err
 	}
-	return finish(dir, journal.Columns(), recs, man, stdout)
+	return finish(dir, journal.Columns(), recs, func(int) string { return dir }, man, stdout)
 }
 
 // checkRecord verifies that a journal line belongs to this sweep and shard.
@@ -253,10 +279,10 @@ func checkRecord(s *Spec, sh Shard, r Record) error {
 	return nil
 }
 
-// execute runs todo, Spec.Parallel at a time, appending each finished run to the journal. It
-// stops handing out runs at the first run that fails without a row, waits for those in
-// flight, and returns how many finished and that error.
-func (p *Plan) execute(todo []Run, journal *Journal, before, total int, mode job.ProgressMode, stderr io.Writer) (int, error) {
+// execute runs todo, Spec.Parallel at a time, appending each finished run to the journal (with
+// trace, once its trace file is in dir/trace). It stops handing out runs at the first run that
+// fails without a row, waits for those in flight, and returns how many finished and that error.
+func (p *Plan) execute(dir string, todo []Run, journal *Journal, before, total int, mode job.ProgressMode, stderr io.Writer) (int, error) {
 	var (
 		mu       sync.Mutex
 		finished int
@@ -271,9 +297,18 @@ func (p *Plan) execute(todo []Run, journal *Journal, before, total int, mode job
 	err := par.For(p.Spec.Parallel, len(todo), par.NoState, func(_ struct{}, c int) error {
 		r := todo[c]
 		t0 := time.Now()
-		cols, row, runErr := p.Run(r)
-		if runErr != nil && row == nil {
+		out, runErr := p.Run(r)
+		if runErr != nil && out.Row == nil {
 			return fmt.Errorf("run %d (%s, seed %d): %w", r.Index, p.Spec.Describe(r.Point), r.Seed, runErr)
+		}
+		if p.Spec.Trace {
+			var buf bytes.Buffer
+			if err := table.WriteCSV(&buf, out.TraceColumns, out.Trace); err != nil {
+				return err
+			}
+			if err := WriteFileAtomic(traceFile(dir, r.Index), buf.Bytes()); err != nil {
+				return err
+			}
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -281,7 +316,7 @@ func (p *Plan) execute(todo []Run, journal *Journal, before, total int, mode job
 		if runErr != nil {
 			failed = firstLine(runErr.Error())
 		}
-		if err := journal.Append(cols, Record{Run: r.Index, Point: r.Point, Seed: r.Seed, Failed: failed, Fields: row}); err != nil {
+		if err := journal.Append(out.Columns, Record{Run: r.Index, Point: r.Point, Seed: r.Seed, Failed: failed, Fields: out.Row}); err != nil {
 			return err
 		}
 		finished++
@@ -306,9 +341,10 @@ func firstLine(s string) string {
 	return s
 }
 
-// finish writes results.csv (the job's columns, one row per run in run order) and the
-// completed manifest of a folder whose runs are all recorded.
-func finish(dir string, columns []string, recs []Record, man *Manifest, stdout io.Writer) error {
+// finish writes results.csv (the job's columns, one row per run in run order), with trace
+// trace.csv (the runs' trace files joined in run order, those of run k in folder(k)/trace), and
+// the completed manifest of a folder whose runs are all recorded.
+func finish(dir string, columns []string, recs []Record, folder func(run int) string, man *Manifest, stdout io.Writer) error {
 	sort.Slice(recs, func(i, j int) bool { return recs[i].Run < recs[j].Run })
 	rows := make([][]string, len(recs))
 	man.Failed = []string{}
@@ -329,9 +365,20 @@ func finish(dir string, columns []string, recs []Record, man *Manifest, stdout i
 	if err := WriteFileAtomic(csvPath, buf.Bytes()); err != nil {
 		return err
 	}
+	man.Outputs = []string{csvPath, filepath.Join(dir, "results.json"), filepath.Join(dir, "journal.csv")}
+	if trace, _ := man.Parameters["trace"].(bool); trace {
+		files := make([]string, len(recs))
+		for i, r := range recs {
+			files[i] = traceFile(folder(r.Run), r.Run)
+		}
+		tracePath := filepath.Join(dir, "trace.csv")
+		if err := joinCSV(tracePath, files); err != nil {
+			return err
+		}
+		man.Outputs = append(man.Outputs, tracePath)
+	}
 	man.Complete = true
 	man.Done = len(recs)
-	man.Outputs = []string{csvPath, filepath.Join(dir, "results.json"), filepath.Join(dir, "journal.csv")}
 	if err := writeManifest(filepath.Join(dir, "results.json"), man); err != nil {
 		return err
 	}
@@ -440,7 +487,35 @@ func (p *Plan) Merge(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	return finish(s.Out, columns, all, man, stdout)
+	return finish(s.Out, columns, all, func(k int) string { return shards[k%n] }, man, stdout)
+}
+
+// joinCSV writes to path the CSV files in order as one table: the first file's header once,
+// then every file's rows. Headers that differ are an error. The table streams through a
+// temporary file renamed into place (WriteFileAtomic's guarantee, without holding it in memory).
+func joinCSV(path string, files []string) error {
+	return writeAtomic(path, func(w io.Writer) error {
+		var header []byte
+		for i, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return err
+			}
+			h, rows, _ := bytes.Cut(data, []byte("\n"))
+			if i == 0 {
+				header = h
+				if _, err := w.Write(append(slices.Clone(h), '\n')); err != nil {
+					return err
+				}
+			} else if !bytes.Equal(h, header) {
+				return fmt.Errorf("%s: header %q, the first file's %q", f, h, header)
+			}
+			if _, err := w.Write(rows); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // folderLock holds an exclusive lock on a sweep folder, so that two processes never write one

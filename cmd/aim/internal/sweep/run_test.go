@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,10 +18,15 @@ import (
 
 // testPlan is a plan of a 3 x 2 grid with 2 seeds whose run k writes the row (x, y, seed,
 // x y + seed); run failAt fails without a row while failing is set, and the runs at y = 20
-// finish without a value.
-func testPlan(t *testing.T, out string, parallel int, failAt int, failing *atomic.Bool) *Plan {
+// finish without a value. With trace (trace = true), run k's trace is the k mod 3 rows
+// (k, i) for i < k mod 3.
+func testPlan(t *testing.T, out string, parallel int, failAt int, failing *atomic.Bool, trace ...bool) *Plan {
 	t.Helper()
-	src := []byte("job = \"test\"\nout = \"" + out + "\"\nseeds = 2\nseed = 5\nparallel = " + strconv.Itoa(parallel) + "\n[grid]\nx = [1, 2, 3]\ny = [10, 20]\n")
+	src := []byte("job = \"test\"\nout = \"" + out + "\"\nseeds = 2\nseed = 5\nparallel = " + strconv.Itoa(parallel) + "\n")
+	if len(trace) > 0 && trace[0] {
+		src = append(src, "trace = true\n"...)
+	}
+	src = append(src, "[grid]\nx = [1, 2, 3]\ny = [10, 20]\n"...)
 	spec, err := ParseSpec(src)
 	if err != nil {
 		t.Fatal(err)
@@ -28,18 +34,24 @@ func testPlan(t *testing.T, out string, parallel int, failAt int, failing *atomi
 	cols := []string{"x", "y", "seed", "value"}
 	return &Plan{Path: "test.toml", Src: src, Spec: spec, Device: "none", Version: "test",
 		Rerun: func(r Run) string { return "run " + strconv.Itoa(r.Index) },
-		Run: func(r Run) ([]string, []string, error) {
+		Run: func(r Run) (Output, error) {
 			if r.Index == failAt && failing.Load() {
-				return nil, nil, errors.New("boom")
+				return Output{}, errors.New("boom")
 			}
 			p := spec.Point(r.Point)
 			x, _ := strconv.Atoi(p[0])
 			y, _ := strconv.Atoi(p[1])
-			row := []string{p[0], p[1], strconv.FormatUint(r.Seed, 10), strconv.Itoa(x*y + int(r.Seed))}
-			if y == 20 {
-				return cols, row, errors.New("no value\nsecond line")
+			out := Output{Columns: cols, Row: []string{p[0], p[1], strconv.FormatUint(r.Seed, 10), strconv.Itoa(x*y + int(r.Seed))}}
+			if spec.Trace {
+				out.TraceColumns, out.Trace = []string{"run", "i"}, [][]string{}
+				for i := 0; i < r.Index%3; i++ {
+					out.Trace = append(out.Trace, []string{strconv.Itoa(r.Index), strconv.Itoa(i)})
+				}
 			}
-			return cols, row, nil
+			if y == 20 {
+				return out, errors.New("no value\nsecond line")
+			}
+			return out, nil
 		}}
 }
 
@@ -105,5 +117,62 @@ func TestExecute(t *testing.T) {
 	other.Spec.Seed = 6
 	if err := other.Execute(Shard{}, nil, job.ProgressNone, io.Discard, io.Discard); !job.IsInput(err) || !strings.Contains(err.Error(), "holds the results of another sweep") {
 		t.Errorf("another sweep's folder: %v", err)
+	}
+}
+
+// TestExecuteTrace checks a sweep with trace = true: each run's trace is kept as it finishes,
+// an interrupted sweep resumes with them, and trace.csv joins them in run order, whole or from
+// four merged shards; a recorded run whose trace is gone is refused, and trace enters the hash.
+func TestExecuteTrace(t *testing.T) {
+	dir := t.TempDir()
+	var failing atomic.Bool
+	failing.Store(true)
+	p := testPlan(t, filepath.Join(dir, "whole"), 1, 7, &failing, true)
+	if err := p.Execute(Shard{}, nil, job.ProgressNone, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("first session: %v", err)
+	}
+	for k := 0; k < 12; k++ {
+		if _, err := os.Stat(traceFile(filepath.Join(dir, "whole"), k)); (err == nil) != (k < 7) {
+			t.Errorf("run %d: trace file %v after the runs before 7", k, err)
+		}
+	}
+	failing.Store(false)
+	if err := p.Execute(Shard{}, nil, job.ProgressNone, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "6 of 12 runs failed") {
+		t.Fatalf("second session: %v", err)
+	}
+	want := "run,i\n"
+	for k := 0; k < 12; k++ {
+		for i := 0; i < k%3; i++ {
+			want += strconv.Itoa(k) + "," + strconv.Itoa(i) + "\n"
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "whole", "trace.csv")); string(got) != want {
+		t.Errorf("trace.csv\n%s\nwant\n%s", got, want)
+	}
+	man, err := ReadManifest(filepath.Join(dir, "whole", "results.json"))
+	if err != nil || !slices.Contains(man.Outputs, filepath.Join(dir, "whole", "trace.csv")) || man.Parameters["trace"] != true {
+		t.Errorf("manifest outputs %v, parameters %v (%v)", man.Outputs, man.Parameters, err)
+	}
+	sp := testPlan(t, filepath.Join(dir, "sharded"), 2, -1, &failing, true)
+	for i := 0; i < 4; i++ {
+		sp.Execute(Shard{I: i, N: 4}, nil, job.ProgressNone, io.Discard, io.Discard)
+	}
+	if err := sp.Merge(nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "6 of 12 runs failed") {
+		t.Fatalf("merge: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "sharded", "trace.csv")); string(got) != want {
+		t.Errorf("merged trace.csv\n%s\nwant\n%s", got, want)
+	}
+	os.Remove(traceFile(filepath.Join(dir, "whole"), 4))
+	if err := p.Execute(Shard{}, nil, job.ProgressNone, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "run 4 is recorded, but its trace is missing") {
+		t.Errorf("a recorded run without its trace: %v", err)
+	}
+	plain := testPlan(t, "x", 1, -1, &failing)
+	if plain.Spec.Hash() == p.Spec.Hash() {
+		t.Errorf("trace = true and no trace hash alike (%s)", p.Spec.Hash())
+	}
+	off, err := ParseSpec(bytes.Replace(p.Src, []byte("trace = true"), []byte("trace = false"), 1))
+	if err != nil || off.Hash() != plain.Spec.Hash() {
+		t.Errorf("trace = false hashes as %v, no trace as %s (%v)", off, plain.Spec.Hash(), err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 //	parallel = 1                # runs in flight at once
 //	workers = 0                 # CPU goroutines per run (0: all cores)
 //	threads = 0                 # amp and gd: threads of the CPU's BLAS library (0: all cores)
+//	trace = false               # amp and gd: also keep each run's trace, joined in <out>/trace.csv
 //
 //	[grid]                      # the command's flags: a value, a list, or a range "a:b:n[:log]"
 //	rho = [0.2, 0.5, 1]
@@ -35,6 +36,7 @@ type Spec struct {
 	Parallel int
 	Workers  int
 	Threads  int
+	Trace    bool // each run also writes its trace (every iteration, or every trace-every steps)
 	Grid     []Axis
 	Lines    map[string]int // the line of each root key, and "[grid]" for the table
 	seedsSet bool
@@ -56,7 +58,7 @@ const MaxRuns = 10_000_000
 
 // rootKeys are the keys a sweep file may set outside [grid], with their kinds.
 var rootKeys = map[string]Kind{"job": String, "out": String, "seed": Integer, "seeds": Integer,
-	"device": String, "parallel": Integer, "workers": Integer, "threads": Integer}
+	"device": String, "parallel": Integer, "workers": Integer, "threads": Integer, "trace": Bool}
 
 // ParseSpec reads a sweep file. It checks the structure only (known keys, kinds, non-empty
 // grids, well-formed ranges); whether the values suit the job is the job's to check. Every
@@ -76,7 +78,7 @@ func ParseSpec(src []byte) (*Spec, error) {
 	for _, e := range doc.Tables[0].Entries {
 		want, ok := rootKeys[e.Key]
 		if !ok {
-			errs = append(errs, Error{e.Line, fmt.Sprintf("unknown key %q (want job, out, seed, seeds, device, parallel, workers, threads, or a parameter under [grid])", e.Key)})
+			errs = append(errs, Error{e.Line, fmt.Sprintf("unknown key %q (want job, out, seed, seeds, device, parallel, workers, threads, trace, or a parameter under [grid])", e.Key)})
 			continue
 		}
 		s.Lines[e.Key] = e.Line
@@ -124,6 +126,8 @@ func ParseSpec(src []byte) (*Spec, error) {
 				errs = append(errs, Error{e.Line, fmt.Sprintf("threads %d: need 0 (all cores) or more", v.Int)})
 			}
 			s.Threads = int(v.Int)
+		case "trace":
+			s.Trace = v.Bool
 		}
 	}
 	if _, ok := s.Lines["job"]; !ok {
@@ -233,12 +237,16 @@ func (s *Spec) Run(k int) Run {
 	return Run{Index: k, Point: k / s.Seeds, Seed: s.Seed + uint64(k%s.Seeds)}
 }
 
-// Hash identifies what a sweep computes: the job, the seeds and the expanded grid in order.
-// Where the results go and how they are computed (out, device, parallel, workers, threads) do not
-// enter, so shards run on different machines share it.
+// Hash identifies what a sweep computes: the job, the seeds, whether runs keep their traces,
+// and the expanded grid in order. Where the results go and how they are computed (out, device,
+// parallel, workers, threads) do not enter, so shards run on different machines share it.
+// trace enters only when true, so trace = false hashes as a file without the key.
 func (s *Spec) Hash() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "job=%q\nseed=%d\nseeds=%d\n", s.Job, s.Seed, s.Seeds)
+	if s.Trace {
+		b.WriteString("trace=true\n")
+	}
 	for _, a := range s.Grid {
 		fmt.Fprintf(&b, "grid.%q=%q\n", a.Name, a.Values)
 	}
