@@ -59,9 +59,8 @@ type sweepJob struct {
 	parse func(args []string) (any, error)
 	// memory refuses a configuration that will not fit on dev; nil: no check.
 	memory func(cfg any, dev *job.Device) error
-	// trace is the flag that gives the job a trace ("trace"), for trace = true; "": it has none
-	// in a sweep.
-	trace string
+	// traced: with trace = true its runs get --trace and return their trace rows.
+	traced bool
 	// run runs a configuration and returns its tables and the error of the rows that failed
 	// (written without values).
 	run func(cfg any) (t jobTables, failed, err error)
@@ -90,7 +89,7 @@ var sweepJobs = map[string]*sweepJob{
 			}
 			return jobTables{columns: aimjob.SESchema.Header(0), rows: aimjob.SESchema.Rows(res.Rows)}, res.Err(), nil
 		}},
-	"amp": {command: []string{"amp"}, simulation: true, device: true, owned: []string{"seeds", "device", "trace", "axes", "se"}, trace: "trace",
+	"amp": {command: []string{"amp"}, simulation: true, device: true, owned: []string{"seeds", "device", "trace", "axes", "se"}, traced: true,
 		parse:  func(a []string) (any, error) { return parsed(parseAMP(a, io.Discard)) },
 		memory: func(cfg any, dev *job.Device) error { return cfg.(*aimjob.AMPConfig).CheckMemory(dev) },
 		run: func(cfg any) (jobTables, error, error) {
@@ -105,7 +104,7 @@ var sweepJobs = map[string]*sweepJob{
 			}
 			return t, res.Err(), nil
 		}},
-	"gd": {command: []string{"gd"}, simulation: true, device: true, owned: []string{"seeds", "device", "trace", "spectrum", "amp", "axes"}, trace: "trace",
+	"gd": {command: []string{"gd"}, simulation: true, device: true, owned: []string{"seeds", "device", "trace", "spectrum", "amp", "axes"}, traced: true,
 		parse:  func(a []string) (any, error) { return parsed(parseGD(a, io.Discard)) },
 		memory: func(cfg any, dev *job.Device) error { return cfg.(*aimjob.GDConfig).CheckMemory(dev) },
 		run: func(cfg any) (jobTables, error, error) {

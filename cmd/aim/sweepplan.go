@@ -60,7 +60,7 @@ func loadSweep(path string, withDevice bool) (*sweep.Plan, error) {
 	if _, ok := spec.Lines["threads"]; ok && !j.device {
 		errs = append(errs, sweep.Error{Line: spec.Lines["threads"], Msg: fmt.Sprintf("job %s makes no BLAS calls: remove threads", spec.Job)})
 	}
-	if spec.Trace && j.trace == "" {
+	if spec.Trace && !j.traced {
 		errs = append(errs, sweep.Error{Line: spec.Lines["trace"], Msg: fmt.Sprintf("job %s keeps no trace in a sweep (amp and gd do): remove trace", spec.Job)})
 	}
 	// Each key on its own: refused, unknown, or of the wrong type.
@@ -201,8 +201,8 @@ func (j *sweepJob) pointArgs(s *sweep.Spec, k int) []string {
 	for i, v := range vals {
 		args = append(args, "--"+s.Grid[i].Name+"="+v)
 	}
-	if s.Trace && j.trace != "" {
-		args = append(args, "--"+j.trace+"=trace.csv")
+	if s.Trace && j.traced {
+		args = append(args, "--trace=trace.csv")
 	}
 	return append(args, j.fixed...)
 }
