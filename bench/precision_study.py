@@ -17,15 +17,17 @@ writes <out>/study.csv (one row per case, precision and seed) and <out>/study.md
 
 Each case at each precision is a sweep (`aim sweep`, with trace = true) whose runs are the seeds:
 its file is <out>/<case>/<precision>.toml and its folder <out>/<case>/<precision>/. Run the same
-command again (after an interruption, or with more precisions) and each sweep resumes: only the
-runs its journal lacks are computed. A case swept at other settings (D, seeds, steps) is refused;
---fresh runs everything again.
+command again (after an interruption, with more precisions or cases, or with more seeds: the
+sweeps grow) and only the runs the sweeps' journals lack are computed. A case swept at other
+settings (D, steps, or seeds the new command leaves out) is refused; --fresh runs everything
+again.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -82,13 +84,17 @@ def run(job: str, kwargs: dict, precision: str, args, folder: Path) -> tuple[pd.
     if args.fresh:
         shutil.rmtree(out, ignore_errors=True)
     spec = folder / f"{precision}.toml"
+    before = spec.read_text() if spec.exists() else None
     spec.write_text(sweep_file(out, job, kwargs, precision, args))
     try:
         result = aim.sweep.run(spec=str(spec), progress=sys.stderr.isatty())
     except aim.BadInput as e:
-        if "holds the results of another sweep" not in str(e):
+        other = re.search(r"holds the results of another sweep \(.*?\): (.*); use another out", str(e))
+        if not other:
             raise
-        sys.exit(f"{out} holds this case at other settings (D, seeds or steps): add --fresh to replace "
+        if before is not None:  # the file that describes the folder
+            spec.write_text(before)
+        sys.exit(f"{out} holds this case at other settings ({other.group(1)}): add --fresh to replace "
                  f"it, or use another --out")
     sessions = json.loads((out / "results.json").read_text())["sessions"]
     builds = sorted({s["version"] for s in sessions if s["runs"] > 0})

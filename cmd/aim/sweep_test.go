@@ -319,7 +319,7 @@ func TestSweepTrace(t *testing.T) {
 			if len(want) < 10 || !slices.EqualFunc(got, want, slices.Equal) {
 				t.Errorf("trace.csv has %d rows, the commands' traces %d:\n%v\n%v", len(got), len(want), got[:min(4, len(got))], want[:min(4, len(want))])
 			}
-			if runs, _ := filepath.Glob(filepath.Join(out, "trace", "run-*.csv")); len(runs) != 4 {
+			if runs, _ := filepath.Glob(filepath.Join(out, "trace", "seed-*.csv")); len(runs) != 4 {
 				t.Errorf("%d per-run traces, want 4", len(runs))
 			}
 		})

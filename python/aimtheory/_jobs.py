@@ -1391,7 +1391,10 @@ class _Sweep:
 
             Every run is the job's command on one grid point and one seed, so its row is the row that
             command writes. Finished runs are appended to <out>/journal.csv and synced one by one; run the
-            same command again after a crash and only the missing runs are computed. When every run is
+            same command again after a crash and only the missing runs are computed. Add seeds or grid
+            values to the file and run it into the same folder: the sweep grows, computing only the new
+            runs (a file that drops a recorded run, or changes the job, trace or grid keys, is refused).
+            When every run is
             done, <out>/results.csv (the command's columns, in grid order) and <out>/results.json (the
             manifest) are written; with trace = true, <out>/trace.csv too (every run's trace, in run order,
             kept in <out>/trace/ as each run finishes). With --shard i/n a run goes to shard i when its
@@ -1443,7 +1446,10 @@ class _Sweep:
 
             Every run is the job's command on one grid point and one seed, so its row is the row that
             command writes. Finished runs are appended to <out>/journal.csv and synced one by one; run the
-            same command again after a crash and only the missing runs are computed. When every run is
+            same command again after a crash and only the missing runs are computed. Add seeds or grid
+            values to the file and run it into the same folder: the sweep grows, computing only the new
+            runs (a file that drops a recorded run, or changes the job, trace or grid keys, is refused).
+            When every run is
             done, <out>/results.csv (the command's columns, in grid order) and <out>/results.json (the
             manifest) are written; with trace = true, <out>/trace.csv too (every run's trace, in run order,
             kept in <out>/trace/ as each run finishes). With --shard i/n a run goes to shard i when its
@@ -1494,7 +1500,10 @@ class _Sweep:
 
             Every run is the job's command on one grid point and one seed, so its row is the row that
             command writes. Finished runs are appended to <out>/journal.csv and synced one by one; run the
-            same command again after a crash and only the missing runs are computed. When every run is
+            same command again after a crash and only the missing runs are computed. Add seeds or grid
+            values to the file and run it into the same folder: the sweep grows, computing only the new
+            runs (a file that drops a recorded run, or changes the job, trace or grid keys, is refused).
+            When every run is
             done, <out>/results.csv (the command's columns, in grid order) and <out>/results.json (the
             manifest) are written; with trace = true, <out>/trace.csv too (every run's trace, in run order,
             kept in <out>/trace/ as each run finishes). With --shard i/n a run goes to shard i when its

@@ -77,7 +77,8 @@ def test_an_interrupted_sweep_resumes_with_the_runs_it_lacks(first, tmp_path):
     src = out / "softmax_T2_at"
     journal = (src / "fp32" / "journal.csv").read_text().splitlines(keepends=True)
     (folder / "fp32" / "journal.csv").write_text("".join(journal[:2]))
-    (folder / "fp32" / "trace" / "run-0.csv").write_bytes((src / "fp32" / "trace" / "run-0.csv").read_bytes())
+    (seed1,) = (src / "fp32" / "trace").glob("seed-1-*.csv")
+    (folder / "fp32" / "trace" / seed1.name).write_bytes(seed1.read_bytes())
     (folder / "fp32" / "results.json").write_bytes((src / "fp32" / "results.json").read_bytes())
     again = subprocess.run([sys.executable, str(SCRIPT), "--D", "24", "--seeds", "2", "--cases", "softmax T=2 at",
                             "--precisions", "fp32", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600)
@@ -90,13 +91,25 @@ def test_an_interrupted_sweep_resumes_with_the_runs_it_lacks(first, tmp_path):
     assert [s["runs"] for s in sessions][-1] == 1
 
 
-def test_other_settings_are_refused_and_fresh_runs_again(first):
-    out, _, before, _ = first
-    argv = [sys.executable, str(SCRIPT), "--D", "24", "--gd-D", "12", "--gd-steps", "30", "--seeds", "3",
+def test_more_seeds_grow_the_sweeps_and_other_settings_are_refused(first):
+    out, _, before, df = first
+    grown = study(out, "--seeds", "3")
+    specs = {p: p.read_text() for p in out.rglob("*.toml")}
+    assert grown.stdout.count("1 computed now") == 2 * 3  # seed 3 alone, in every sweep
+    after = computed(out)
+    assert all(after[k] == t for k, t in before.items() if "trace" in k), "seeds 1 and 2 kept their traces"
+    table = pd.read_csv(out / "study.csv")
+    assert len(table) == 2 * 2 * 3
+    pd.testing.assert_frame_equal(table[table.seed < 3].reset_index(drop=True), df)
+    # Another D is refused, and the folder left as it was; --fresh runs every run again, and
+    # gives what the grown sweeps gave.
+    argv = [sys.executable, str(SCRIPT), "--D", "20", "--gd-D", "12", "--gd-steps", "30", "--seeds", "3",
             "--cases", CASES, "--precisions", "fp32,tf32", "--out", str(out)]
     refused = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert refused.returncode != 0 and "holds this case at other settings" in refused.stderr
-    assert computed(out) == before
+    assert "it holds runs this file does not have (seed 1 at" in refused.stderr
+    assert computed(out) == after
+    assert {p: p.read_text() for p in out.rglob("*.toml")} == specs, "the sweep files describe the folders"
     fresh = study(out, "--seeds", "3", "--fresh")
     assert fresh.stdout.count("3 computed now") == 2 * 3
-    assert len(pd.read_csv(out / "study.csv")) == 2 * 2 * 3
+    pd.testing.assert_frame_equal(pd.read_csv(out / "study.csv"), table)

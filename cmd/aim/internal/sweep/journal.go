@@ -26,6 +26,11 @@ type Record struct {
 	Fields []string
 }
 
+// line returns the record's fields as its journal line holds them.
+func (r Record) line() []string {
+	return append([]string{strconv.Itoa(r.Run), strconv.Itoa(r.Point), strconv.FormatUint(r.Seed, 10), r.Failed}, r.Fields...)
+}
+
 // journalPrefix are the journal's own columns, before the command's.
 var journalPrefix = []string{"run", "point", "seed", "failed"}
 
@@ -171,7 +176,7 @@ func (j *Journal) Append(columns []string, r Record) error {
 			return fmt.Errorf("journal %s: run %d has a field with a line break", j.path, r.Run)
 		}
 	}
-	w.Write(append([]string{strconv.Itoa(r.Run), strconv.Itoa(r.Point), strconv.FormatUint(r.Seed, 10), r.Failed}, r.Fields...))
+	w.Write(r.line())
 	w.Flush()
 	if err := w.Error(); err != nil {
 		return fmt.Errorf("journal %s: %w", j.path, err)
@@ -225,9 +230,14 @@ func writeAtomic(path string, write func(w io.Writer) error) error {
 		os.Remove(f.Name())
 		return fmt.Errorf("write %s: %w", path, werr)
 	}
+	syncDir(dir)
+	return nil
+}
+
+// syncDir syncs a folder, so that a rename in it survives a crash.
+func syncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {
 		d.Sync()
 		d.Close()
 	}
-	return nil
 }

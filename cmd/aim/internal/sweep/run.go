@@ -2,6 +2,8 @@ package sweep
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,10 +47,13 @@ type Output struct {
 	Trace        [][]string
 }
 
-// traceFile is where a traced sweep keeps the trace of run k until results are joined:
-// <dir>/trace/run-<k>.csv, written before the run enters the journal.
-func traceFile(dir string, k int) string {
-	return filepath.Join(dir, "trace", fmt.Sprintf("run-%d.csv", k))
+// traceFile is where a traced sweep keeps the trace of the run at grid point point and seed
+// until results are joined: <dir>/trace/seed-<seed>-<h>.csv, written before the run enters the
+// journal. h hashes the point's values, not its index, so that the name holds when the sweep
+// grows (Execute).
+func traceFile(dir string, s *Spec, point int, seed uint64) string {
+	h := sha256.Sum256([]byte(s.Describe(point)))
+	return filepath.Join(dir, "trace", fmt.Sprintf("seed-%d-%s.csv", seed, hex.EncodeToString(h[:6])))
 }
 
 // Describe names grid point k for messages: "rho = 0.5, alpha = 0.1".
@@ -93,13 +98,14 @@ type Manifest struct {
 	Job        string         `json:"job"`
 	Shard      string         `json:"shard"`
 	Shards     int            `json:"shards"`
-	Runs       int            `json:"runs"`         // in the sweep
-	ShardRuns  int            `json:"shard_runs"`   // in this folder's shard
-	Done       int            `json:"done"`         // finished runs in this folder
-	Failed     []string       `json:"failed"`       // runs that finished without a value (diverged, unconverged)
-	Complete   bool           `json:"complete"`     // every run of the shard is done and results.csv written
-	Sessions   []Session      `json:"sessions"`     // each invocation that worked on the folder
-	Wall       float64        `json:"wall_seconds"` // summed over sessions
+	Runs       int            `json:"runs"`                 // in the sweep
+	ShardRuns  int            `json:"shard_runs"`           // in this folder's shard
+	Done       int            `json:"done"`                 // finished runs in this folder
+	Failed     []string       `json:"failed"`               // runs that finished without a value (diverged, unconverged)
+	Complete   bool           `json:"complete"`             // every run of the shard is done and results.csv written
+	Sessions   []Session      `json:"sessions"`             // each invocation that worked on the folder
+	Wall       float64        `json:"wall_seconds"`         // summed over sessions
+	GrownFrom  []string       `json:"grown_from,omitempty"` // the spec hashes of the sweeps the folder held before it grew
 	Rerun      []string       `json:"rerun,omitempty"`
 	RerunNote  string         `json:"rerun_note,omitempty"`
 	Outputs    []string       `json:"outputs"`
@@ -189,10 +195,18 @@ func (p *Plan) Execute(sh Shard, args []string, mode job.ProgressMode, stdout, s
 	manPath := filepath.Join(dir, "results.json")
 	man := p.newManifest("sweep run", sh, args)
 	if old, err := ReadManifest(manPath); err == nil {
-		if old.SpecHash != man.SpecHash {
-			return job.Inputf("%s holds the results of another sweep (spec %s, this file %s): use another out, or remove the folder", dir, old.SpecHash, man.SpecHash)
+		man.Sessions, man.Wall, man.GrownFrom = old.Sessions, old.Wall, old.GrownFrom
+		if old.SpecHash == man.SpecHash {
+			err = completeGrowth(dir, man.SpecHash)
+		} else {
+			var kept int
+			if kept, err = p.grow(dir, sh, old, man, stderr); err == nil && mode != job.ProgressNone {
+				fmt.Fprintf(stderr, "aim sweep: %s grows from the sweep of spec %s, keeping its %d runs\n", dir, old.SpecHash, kept)
+			}
 		}
-		man.Sessions, man.Wall = old.Sessions, old.Wall
+		if err != nil {
+			return err
+		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -210,7 +224,7 @@ func (p *Plan) Execute(sh Shard, args []string, mode job.ProgressMode, stdout, s
 			return fmt.Errorf("%s: %w", filepath.Join(dir, "journal.csv"), err)
 		}
 		if s.Trace {
-			if _, err := os.Stat(traceFile(dir, r.Run)); err != nil {
+			if _, err := os.Stat(traceFile(dir, s, r.Point, r.Seed)); err != nil {
 				return fmt.Errorf("%s: run %d is recorded, but its trace is missing (%v): remove the folder to run the sweep again", filepath.Join(dir, "journal.csv"), r.Run, err)
 			}
 		}
@@ -262,7 +276,7 @@ func (p *Plan) Execute(sh Shard, args []string, mode job.ProgressMode, stdout, s
 	if err != nil {
 		return err
 	}
-	return finish(dir, journal.Columns(), recs, func(int) string { return dir }, man, stdout)
+	return finish(dir, journal.Columns(), recs, func(r Record) string { return traceFile(dir, s, r.Point, r.Seed) }, man, stdout)
 }
 
 // checkRecord verifies that a journal line belongs to this sweep and shard.
@@ -306,7 +320,7 @@ func (p *Plan) execute(dir string, todo []Run, journal *Journal, before, total i
 			if err := table.WriteCSV(&buf, out.TraceColumns, out.Trace); err != nil {
 				return err
 			}
-			if err := WriteFileAtomic(traceFile(dir, r.Index), buf.Bytes()); err != nil {
+			if err := WriteFileAtomic(traceFile(dir, p.Spec, r.Point, r.Seed), buf.Bytes()); err != nil {
 				return err
 			}
 		}
@@ -342,9 +356,9 @@ func firstLine(s string) string {
 }
 
 // finish writes results.csv (the job's columns, one row per run in run order), with trace
-// trace.csv (the runs' trace files joined in run order, those of run k in folder(k)/trace), and
+// trace.csv (the runs' trace files joined in run order, that of record r at traceOf(r)), and
 // the completed manifest of a folder whose runs are all recorded.
-func finish(dir string, columns []string, recs []Record, folder func(run int) string, man *Manifest, stdout io.Writer) error {
+func finish(dir string, columns []string, recs []Record, traceOf func(r Record) string, man *Manifest, stdout io.Writer) error {
 	sort.Slice(recs, func(i, j int) bool { return recs[i].Run < recs[j].Run })
 	rows := make([][]string, len(recs))
 	man.Failed = []string{}
@@ -369,7 +383,7 @@ func finish(dir string, columns []string, recs []Record, folder func(run int) st
 	if trace, _ := man.Parameters["trace"].(bool); trace {
 		files := make([]string, len(recs))
 		for i, r := range recs {
-			files[i] = traceFile(folder(r.Run), r.Run)
+			files[i] = traceOf(r)
 		}
 		tracePath := filepath.Join(dir, "trace.csv")
 		if err := joinCSV(tracePath, files); err != nil {
@@ -487,7 +501,7 @@ func (p *Plan) Merge(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	return finish(s.Out, columns, all, func(k int) string { return shards[k%n] }, man, stdout)
+	return finish(s.Out, columns, all, func(r Record) string { return traceFile(shards[r.Run%n], s, r.Point, r.Seed) }, man, stdout)
 }
 
 // joinCSV writes to path the CSV files in order as one table: the first file's header once,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,21 +19,26 @@ import (
 
 // testPlan is a plan of a 3 x 2 grid with 2 seeds whose run k writes the row (x, y, seed,
 // x y + seed); run failAt fails without a row while failing is set, and the runs at y = 20
-// finish without a value. With trace (trace = true), run k's trace is the k mod 3 rows
-// (k, i) for i < k mod 3.
+// finish without a value. With trace (trace = true), a run's trace is the (x + seed) mod 3
+// rows (x, y, seed, i) for i < (x + seed) mod 3.
 func testPlan(t *testing.T, out string, parallel int, failAt int, failing *atomic.Bool, trace ...bool) *Plan {
 	t.Helper()
-	src := []byte("job = \"test\"\nout = \"" + out + "\"\nseeds = 2\nseed = 5\nparallel = " + strconv.Itoa(parallel) + "\n")
+	src := "job = \"test\"\nout = \"" + out + "\"\nseeds = 2\nseed = 5\nparallel = " + strconv.Itoa(parallel) + "\n"
 	if len(trace) > 0 && trace[0] {
-		src = append(src, "trace = true\n"...)
+		src += "trace = true\n"
 	}
-	src = append(src, "[grid]\nx = [1, 2, 3]\ny = [10, 20]\n"...)
-	spec, err := ParseSpec(src)
+	return planOf(t, src+"[grid]\nx = [1, 2, 3]\ny = [10, 20]\n", failAt, failing)
+}
+
+// planOf is testPlan's plan for the sweep file src, whose grid keys are x and y (integers).
+func planOf(t *testing.T, src string, failAt int, failing *atomic.Bool) *Plan {
+	t.Helper()
+	spec, err := ParseSpec([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cols := []string{"x", "y", "seed", "value"}
-	return &Plan{Path: "test.toml", Src: src, Spec: spec, Device: "none", Version: "test",
+	return &Plan{Path: "test.toml", Src: []byte(src), Spec: spec, Device: "none", Version: "test",
 		Rerun: func(r Run) string { return "run " + strconv.Itoa(r.Index) },
 		Run: func(r Run) (Output, error) {
 			if r.Index == failAt && failing.Load() {
@@ -41,11 +47,12 @@ func testPlan(t *testing.T, out string, parallel int, failAt int, failing *atomi
 			p := spec.Point(r.Point)
 			x, _ := strconv.Atoi(p[0])
 			y, _ := strconv.Atoi(p[1])
-			out := Output{Columns: cols, Row: []string{p[0], p[1], strconv.FormatUint(r.Seed, 10), strconv.Itoa(x*y + int(r.Seed))}}
+			seed := strconv.FormatUint(r.Seed, 10)
+			out := Output{Columns: cols, Row: []string{p[0], p[1], seed, strconv.Itoa(x*y + int(r.Seed))}}
 			if spec.Trace {
-				out.TraceColumns, out.Trace = []string{"run", "i"}, [][]string{}
-				for i := 0; i < r.Index%3; i++ {
-					out.Trace = append(out.Trace, []string{strconv.Itoa(r.Index), strconv.Itoa(i)})
+				out.TraceColumns, out.Trace = []string{"x", "y", "seed", "i"}, [][]string{}
+				for i := 0; i < (x+int(r.Seed))%3; i++ {
+					out.Trace = append(out.Trace, []string{p[0], p[1], seed, strconv.Itoa(i)})
 				}
 			}
 			if y == 20 {
@@ -132,7 +139,7 @@ func TestExecuteTrace(t *testing.T) {
 		t.Fatalf("first session: %v", err)
 	}
 	for k := 0; k < 12; k++ {
-		if _, err := os.Stat(traceFile(filepath.Join(dir, "whole"), k)); (err == nil) != (k < 7) {
+		if _, err := os.Stat(traceFile(filepath.Join(dir, "whole"), p.Spec, k/2, uint64(5+k%2))); (err == nil) != (k < 7) {
 			t.Errorf("run %d: trace file %v after the runs before 7", k, err)
 		}
 	}
@@ -140,10 +147,11 @@ func TestExecuteTrace(t *testing.T) {
 	if err := p.Execute(Shard{}, nil, job.ProgressNone, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "6 of 12 runs failed") {
 		t.Fatalf("second session: %v", err)
 	}
-	want := "run,i\n"
+	want := "x,y,seed,i\n"
 	for k := 0; k < 12; k++ {
-		for i := 0; i < k%3; i++ {
-			want += strconv.Itoa(k) + "," + strconv.Itoa(i) + "\n"
+		x, y, seed := 1+k/4, 10*(1+k/2%2), 5+k%2
+		for i := 0; i < (x+seed)%3; i++ {
+			want += fmt.Sprintf("%d,%d,%d,%d\n", x, y, seed, i)
 		}
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "whole", "trace.csv")); string(got) != want {
@@ -163,7 +171,7 @@ func TestExecuteTrace(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(dir, "sharded", "trace.csv")); string(got) != want {
 		t.Errorf("merged trace.csv\n%s\nwant\n%s", got, want)
 	}
-	os.Remove(traceFile(filepath.Join(dir, "whole"), 4))
+	os.Remove(traceFile(filepath.Join(dir, "whole"), p.Spec, 2, 5))
 	if err := p.Execute(Shard{}, nil, job.ProgressNone, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "run 4 is recorded, but its trace is missing") {
 		t.Errorf("a recorded run without its trace: %v", err)
 	}
