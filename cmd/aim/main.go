@@ -73,7 +73,8 @@ Usage:
                        layer thresholds, GAMP and SGD
   aim sweep run|check|merge spec.toml
                        sweeps over any of the above from a file: resumable after a crash,
-                       shardable across machines (--shard i/n), merged into one table
+                       growable by seeds and grid values, shardable across machines
+                       (--shard i/n), merged into one table
   aim plot [flags] file.csv ...
                        a figure (PNG, SVG or PDF) from saved CSVs: SE lines, AMP and GD points,
                        thresholds; several files overlay

@@ -16,7 +16,7 @@ import (
 
 const sweepUsage = `Usage:
   aim sweep run [--shard i/n] [--quiet] spec.toml   run (or resume) a sweep, or one shard of it
-  aim sweep check spec.toml                         validate a sweep file and count its runs
+  aim sweep check spec.toml                         validate a sweep file, count its runs and those done
   aim sweep merge spec.toml                         join the shards of a sweep into one table
 
 A sweep file names the job, its output folder, the seeds, and a grid over the job's own flags:
@@ -233,6 +233,15 @@ func runSweepCheck(args []string, stdout, stderr io.Writer) error {
 	s := plan.Spec
 	fmt.Fprintf(stdout, "%s: job %s, %d grid points x %d seeds = %d runs, into %s (spec %s)\n",
 		path, s.Job, s.Points(), s.Seeds, s.Runs(), s.Out, s.Hash())
+	done, todo, grownFrom, err := plan.State(sweep.Shard{})
+	switch {
+	case err != nil:
+		return err
+	case grownFrom != "":
+		fmt.Fprintf(stdout, "%s holds the sweep of spec %s, which this file grows: its %d runs are kept, %d to compute\n", s.Out, grownFrom, done, todo)
+	default:
+		fmt.Fprintf(stdout, "%s holds %d of the runs, %d to compute\n", s.Out, done, todo)
+	}
 	return nil
 }
 

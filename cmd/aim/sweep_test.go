@@ -325,3 +325,51 @@ func TestSweepTrace(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepGrow grows an AMP sweep with traces through the command line: `aim sweep check`
+// says what a run would keep and compute, the grown sweep computes only its new runs, and its
+// tables equal those of the grown file run into an empty folder; a file that drops a run is
+// refused by check and run alike, with exit status 2.
+func TestSweepGrow(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, out, seeds, alpha string) string {
+		spec := filepath.Join(dir, name)
+		src := "job = \"amp\"\nout = \"" + out + "\"\nseeds = " + seeds + "\nseed = 3\ndevice = \"cpu\"\nworkers = 1\ntrace = true\n[grid]\nalpha = " + alpha + "\nD = 24\nmax-iter = 15\n"
+		os.WriteFile(spec, []byte(src), 0o644)
+		return spec
+	}
+	out := filepath.Join(dir, "grown")
+	small, grown, fewer := write("small.toml", out, "2", "0.2"), write("grown.toml", out, "3", "[0.1, 0.2]"), write("fewer.toml", out, "1", "0.2")
+	check := func(spec string) (int, string, string) { return runAim("sweep", "check", spec) }
+	if code, stdout, errs := check(grown); code != 0 || !strings.Contains(stdout, out+" holds 0 of the runs, 6 to compute") {
+		t.Errorf("check before any run: status %d, %q %q", code, stdout, errs)
+	}
+	if code, _, errs := runAim("sweep", "run", "--quiet", small); code != 0 {
+		t.Fatalf("small sweep: status %d: %s", code, errs)
+	}
+	if code, stdout, errs := check(grown); code != 0 || !strings.Contains(stdout, "which this file grows: its 2 runs are kept, 4 to compute") {
+		t.Errorf("check of the grown file: status %d, %q %q", code, stdout, errs)
+	}
+	for _, args := range [][]string{{"sweep", "check", fewer}, {"sweep", "run", fewer}} {
+		if code, _, errs := runAim(args...); code != 2 || !strings.Contains(errs, "it holds runs this file does not have (seed 4 at alpha = 0.2, D = 24, max-iter = 15)") {
+			t.Errorf("%v: status %d, %q", args, code, errs)
+		}
+	}
+	code, _, errs := runAim("sweep", "run", grown)
+	if code != 0 || !strings.Contains(errs, "grows from the sweep of spec") || !strings.Contains(errs, "4 to go") {
+		t.Fatalf("grown sweep: status %d: %s", code, errs)
+	}
+	if code, stdout, errs := check(grown); code != 0 || !strings.Contains(stdout, out+" holds 6 of the runs, 0 to compute") {
+		t.Errorf("check after the growth: status %d, %q %q", code, stdout, errs)
+	}
+	freshOut := filepath.Join(dir, "fresh")
+	if code, _, errs := runAim("sweep", "run", "--quiet", write("fresh.toml", freshOut, "3", "[0.1, 0.2]")); code != 0 {
+		t.Fatalf("fresh sweep: status %d: %s", code, errs)
+	}
+	for _, f := range []string{"results.csv", "trace.csv"} {
+		got, want := sweepTable(t, filepath.Join(out, f)), sweepTable(t, filepath.Join(freshOut, f))
+		if len(want) < 7 || !slices.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("%s of the grown sweep (%d rows) differs from the fresh one's (%d rows)", f, len(got), len(want))
+		}
+	}
+}

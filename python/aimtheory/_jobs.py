@@ -1357,7 +1357,7 @@ smi = _Smi()
 
 
 class _Sweep:
-    """Sweeps over any of the above from a file: resumable after a crash, shardable across machines (--shard i/n), merged into one table."""
+    """Sweeps over any of the above from a file: resumable after a crash, growable by seeds and grid values, shardable across machines (--shard i/n), merged into one table."""
 
     @staticmethod
     def run(
@@ -1422,7 +1422,7 @@ class _Sweep:
         progress: bool = True,
         timeout: float | None = None,
     ) -> str:
-        """Validate a sweep file and count its runs.
+        """Validate a sweep file, count its runs and those done.
 
         The command's help (``aim sweep check -h``)::
 

@@ -3,6 +3,7 @@ package sweep
 import (
 	"bytes"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -52,15 +53,63 @@ func completeGrowth(dir, hash string) error {
 	return nil
 }
 
-// grow carries the runs of the folder dir, whose manifest old was written from another sweep
-// file, into the plan's sweep, whose manifest man it writes as the commit, and returns how many
-// runs it kept; it refuses a file the folder's sweep does not grow into. See "A sweep grows"
-// above.
-func (p *Plan) grow(dir string, sh Shard, old, man *Manifest, stderr io.Writer) (int, error) {
+// State says what the folder of shard sh holds for this sweep, without changing it: how many
+// of the shard's runs are done and how many are left, and, where the folder was written from a
+// sweep file this one grows (Execute would grow it), that file's spec hash. A folder this sweep
+// may not run into gives the error Execute would.
+func (p *Plan) State(sh Shard) (done, todo int, grownFrom string, err error) {
+	dir := sh.Folder(p.Spec.Out)
+	runs := 0
+	for k := 0; k < p.Spec.Runs(); k++ {
+		if sh.Has(k) {
+			runs++
+		}
+	}
+	old, err := ReadManifest(filepath.Join(dir, "results.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, runs, "", nil
+	} else if err != nil {
+		return 0, 0, "", err
+	}
+	var recs []Record
+	if old.SpecHash == p.Spec.Hash() && old.Shards > 1 { // the shards merged
+		return old.Done, runs - old.Done, "", nil
+	} else if old.SpecHash == p.Spec.Hash() {
+		data, err := os.ReadFile(filepath.Join(dir, "journal.csv"))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, 0, "", err
+		}
+		if _, recs, _, err = ReadJournal(data); err != nil {
+			return 0, 0, "", fmt.Errorf("journal %s: %w", filepath.Join(dir, "journal.csv"), err)
+		}
+		if pending, perr := os.ReadFile(pendingJournal(dir, old.SpecHash)); perr == nil { // a growth to complete
+			if _, recs, _, err = ReadJournal(pending); err != nil {
+				return 0, 0, "", fmt.Errorf("journal %s: %w", pendingJournal(dir, old.SpecHash), err)
+			}
+		}
+	} else {
+		if _, recs, _, err = p.renumber(dir, sh, old); err != nil {
+			return 0, 0, "", err
+		}
+		grownFrom = old.SpecHash
+	}
+	for _, r := range recs {
+		if sh.Has(r.Run) && r.Run < p.Spec.Runs() {
+			done++
+		}
+	}
+	return done, runs - done, grownFrom, nil
+}
+
+// renumber reads the journal of the folder dir, whose manifest old was written from another
+// sweep file, and returns its columns and its runs numbered in the plan's sweep, with what it
+// dropped of a corrupt last line; it refuses a sweep the folder's does not grow into. See "A
+// sweep grows" above.
+func (p *Plan) renumber(dir string, sh Shard, old *Manifest) (columns []string, recs []Record, dropped string, err error) {
 	s := p.Spec
-	refuse := func(format string, args ...any) (int, error) {
-		return 0, job.Inputf("%s holds the results of another sweep (spec %s, this file %s): %s; use another out, or remove the folder",
-			dir, old.SpecHash, man.SpecHash, fmt.Sprintf(format, args...))
+	refuse := func(format string, args ...any) ([]string, []Record, string, error) {
+		return nil, nil, "", job.Inputf("%s holds the results of another sweep (spec %s, this file %s): %s; use another out, or remove the folder",
+			dir, old.SpecHash, s.Hash(), fmt.Sprintf(format, args...))
 	}
 	prev, err := ParseSpec([]byte(old.Spec))
 	if err != nil {
@@ -83,20 +132,14 @@ func (p *Plan) grow(dir string, sh Shard, old, man *Manifest, stderr io.Writer) 
 	case !sh.Whole() || old.Shards > 1:
 		return refuse("a sharded sweep does not grow")
 	}
-	if err := completeGrowth(dir, ""); err != nil { // what earlier growths left uncommitted
-		return 0, err
-	}
 	jpath := filepath.Join(dir, "journal.csv")
 	data, err := os.ReadFile(jpath)
-	if err != nil && !os.IsNotExist(err) {
-		return 0, fmt.Errorf("journal %s: %w", jpath, err)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, "", fmt.Errorf("journal %s: %w", jpath, err)
 	}
-	columns, recs, dropped, err := ReadJournal(data)
+	columns, recs, dropped, err = ReadJournal(data)
 	if err != nil {
-		return 0, fmt.Errorf("journal %s: %w", jpath, err)
-	}
-	if dropped != "" {
-		fmt.Fprintf(stderr, "aim sweep: warning: journal %s: dropped its corrupt last %s\n", jpath, dropped)
+		return nil, nil, "", fmt.Errorf("journal %s: %w", jpath, err)
 	}
 	points := map[string]int{}
 	for k := s.Points() - 1; k >= 0; k-- { // the first of repeated values
@@ -106,7 +149,7 @@ func (p *Plan) grow(dir string, sh Shard, old, man *Manifest, stderr io.Writer) 
 	var lost []string
 	for i, r := range recs {
 		if r.Point >= prev.Points() {
-			return 0, fmt.Errorf("journal %s: run %d is at point %d, its sweep has %d", jpath, r.Run, r.Point, prev.Points())
+			return nil, nil, "", fmt.Errorf("journal %s: run %d is at point %d, its sweep has %d", jpath, r.Run, r.Point, prev.Points())
 		}
 		at := prev.Describe(r.Point)
 		k, ok := points[at]
@@ -124,9 +167,26 @@ func (p *Plan) grow(dir string, sh Shard, old, man *Manifest, stderr io.Writer) 
 		}
 		return refuse("it holds runs this file does not have (%s%s), and a sweep grows by seeds and grid values without losing runs", lost[0], more)
 	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Run < recs[j].Run })
+	return columns, recs, dropped, nil
+}
+
+// grow carries the runs of the folder dir, whose manifest old was written from another sweep
+// file, into the plan's sweep (renumber), whose manifest man it writes as the commit, and
+// returns how many runs it kept. See "A sweep grows" above.
+func (p *Plan) grow(dir string, sh Shard, old, man *Manifest, stderr io.Writer) (int, error) {
+	columns, recs, dropped, err := p.renumber(dir, sh, old)
+	if err != nil {
+		return 0, err
+	}
+	if dropped != "" {
+		fmt.Fprintf(stderr, "aim sweep: warning: journal %s: dropped its corrupt last %s\n", filepath.Join(dir, "journal.csv"), dropped)
+	}
+	if err := completeGrowth(dir, ""); err != nil { // what earlier growths left uncommitted
+		return 0, err
+	}
 	man.GrownFrom = append(man.GrownFrom, old.SpecHash)
 	if len(recs) > 0 {
-		sort.Slice(recs, func(i, j int) bool { return recs[i].Run < recs[j].Run })
 		var buf bytes.Buffer
 		w := csv.NewWriter(&buf)
 		w.Write(append(slices.Clone(journalPrefix), columns...))

@@ -94,6 +94,9 @@ func TestGrow(t *testing.T) {
 	}
 	os.Rename(filepath.Join(out, "journal.csv"), pendingJournal(out, g.Spec.Hash()))
 	os.WriteFile(filepath.Join(out, "journal.csv"), old, 0o644)
+	if done, todo, from, err := g.State(Shard{}); done != 12 || todo != 12 || from != "" || err != nil {
+		t.Errorf("State after a growth cut after its commit: %d done, %d to do, from %q, %v", done, todo, from, err)
+	}
 	computed.Store(0)
 	if err := run(counted(g, &computed), Shard{}); err == nil || !strings.Contains(err.Error(), "12 of 24 runs failed") || computed.Load() != 12 {
 		t.Fatalf("resumed after a growth cut after its commit: %v, %d runs computed", err, computed.Load())
@@ -107,6 +110,9 @@ func TestGrow(t *testing.T) {
 	p, out = base("cut-before")
 	g = planOf(t, grownSrc(out), -1, &failing)
 	os.WriteFile(pendingJournal(out, g.Spec.Hash()), []byte("not a journal\n"), 0o644)
+	if done, todo, from, err := g.State(Shard{}); done != 12 || todo != 12 || from != p.Spec.Hash() || err != nil {
+		t.Errorf("State before the growth: %d done, %d to do, from %q, %v", done, todo, from, err)
+	}
 	computed.Store(0)
 	if err := run(counted(p, &computed), Shard{}); err == nil || computed.Load() != 0 {
 		t.Fatalf("the old file after a growth cut before its commit: %v, %d runs computed", err, computed.Load())
