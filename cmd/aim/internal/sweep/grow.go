@@ -72,26 +72,26 @@ func (p *Plan) State(sh Shard) (done, todo int, grownFrom string, err error) {
 		return 0, 0, "", err
 	}
 	var recs []Record
-	if old.SpecHash == p.Spec.Hash() && old.Shards > 1 { // the shards merged
-		return old.Done, runs - old.Done, "", nil
-	} else if old.SpecHash == p.Spec.Hash() {
-		data, err := os.ReadFile(filepath.Join(dir, "journal.csv"))
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return 0, 0, "", err
-		}
-		if _, recs, _, err = ReadJournal(data); err != nil {
-			return 0, 0, "", fmt.Errorf("journal %s: %w", filepath.Join(dir, "journal.csv"), err)
-		}
-		if pending, perr := os.ReadFile(pendingJournal(dir, old.SpecHash)); perr == nil { // a growth to complete
-			if _, recs, _, err = ReadJournal(pending); err != nil {
-				return 0, 0, "", fmt.Errorf("journal %s: %w", pendingJournal(dir, old.SpecHash), err)
-			}
-		}
-	} else {
+	switch {
+	case old.SpecHash != p.Spec.Hash():
 		if _, recs, _, err = p.renumber(dir, sh, old); err != nil {
 			return 0, 0, "", err
 		}
 		grownFrom = old.SpecHash
+	case old.Shards > 1: // the shards merged
+		return old.Done, runs - old.Done, "", nil
+	default:
+		jpath := filepath.Join(dir, "journal.csv")
+		if _, err := os.Stat(pendingJournal(dir, old.SpecHash)); err == nil { // a growth to complete
+			jpath = pendingJournal(dir, old.SpecHash)
+		}
+		data, err := os.ReadFile(jpath)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, 0, "", err
+		}
+		if _, recs, _, err = ReadJournal(data); err != nil {
+			return 0, 0, "", fmt.Errorf("journal %s: %w", jpath, err)
+		}
 	}
 	for _, r := range recs {
 		if sh.Has(r.Run) && r.Run < p.Spec.Runs() {
